@@ -1,0 +1,36 @@
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+# The offline mirrors of the pinned corpora, where this machine has them.
+MIRROR ?= $(wildcard $(abspath ../shared/corpora/))
+MIRROR_FLAG := $(if $(MIRROR),--mirror $(MIRROR))
+BASE ?=
+ARGS ?=
+
+.PHONY: recall fetch test check derive-check clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+fetch: $(STAMP)
+	$(BIN)/recall fetch $(MIRROR_FLAG)
+
+recall: fetch
+	$(BIN)/recall $(MIRROR_FLAG) $(if $(BASE),--base $(BASE)) $(ARGS)
+
+test: $(STAMP)
+	RECALL_MIRROR=$(MIRROR) $(BIN)/python -m pytest -q
+
+check: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check recall tests
+
+derive-check: fetch
+	$(BIN)/recall derive all --check $(MIRROR_FLAG)
+
+clean:
+	rm -rf $(VENV) *.egg-info

@@ -1,0 +1,101 @@
+"""Baselines: a git ref of the finder's repo, archived, built once and kept by commit."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+import git
+
+from recall.corpus import locked
+from recall.engine import Engine, expand, fill
+from recall.errors import RecallError
+
+TAIL_LINES = 15
+
+
+def finder_root(start: Path) -> Path:
+    """The finder repo's top folder (the start folder itself outside a git repo)."""
+    try:
+        repo = git.Repo(start, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        return start.absolute()
+    with repo:
+        return Path(repo.working_tree_dir or start).absolute()
+
+
+def resolve_commit(root: Path, ref: str) -> str:
+    """REF as a full commit id; a tree, blob or unknown name is refused."""
+    try:
+        repo = git.Repo(root)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        raise RecallError(f"--base {ref}: {root} is not a git repository") from None
+    with repo:
+        try:
+            kind = repo.git.cat_file("-t", "--end-of-options", ref)
+            sha = repo.git.rev_parse("--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
+        except git.GitCommandError:
+            raise RecallError(f"--base {ref}: not a commit in {root}") from None
+    if kind not in ("commit", "tag") or not sha:
+        raise RecallError(f"--base {ref}: names a {kind}, not a commit")
+    return sha
+
+
+def build_base(root: Path, commit: str, engine: Engine, cache: Path) -> Path:
+    """The built tree of commit, from the cache or from `git archive` plus the build."""
+    key = hashlib.sha256(f"{commit}\0{engine.digest}".encode()).hexdigest()[:24]
+    builds = cache / "builds"
+    final = builds / key
+    try:
+        builds.mkdir(parents=True, exist_ok=True)
+        with locked(builds / f"{key}.lock"):
+            if (final / ".recall-built").is_file():
+                return final / "tree"
+            shutil.rmtree(final, ignore_errors=True)
+            tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{key}-", dir=builds))
+            try:
+                tree = tmp / "tree"
+                _extract_archive(root, commit, tree)
+                run_build(engine, tree)
+                (tmp / ".recall-built").write_text(commit + "\n")
+                tmp.rename(final)
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+    except OSError as exc:
+        raise RecallError(f"cache {builds}: {exc.strerror or exc}") from None
+    return final / "tree"
+
+
+def _extract_archive(root: Path, commit: str, dest: Path) -> None:
+    repo = git.Repo(root)
+    with repo:
+        data = repo.git.archive("--format=tar", commit, stdout_as_string=False)
+    dest.mkdir()
+    with tarfile.open(fileobj=io.BytesIO(data)) as archive:
+        archive.extractall(dest, filter="data")
+
+
+def run_build(engine: Engine, tree: Path) -> None:
+    """Run the engine's build in tree; a failure, or no binary after it, is an error."""
+    values = {"tree": str(tree), "python": sys.executable}
+    if engine.build:
+        argv = expand(engine.build, values, [])
+        try:
+            proc = subprocess.run(argv, cwd=tree, capture_output=True, stdin=subprocess.DEVNULL)
+        except OSError as exc:
+            raise RecallError(f"build in {tree}: cannot run {argv[0]}: {exc.strerror}") from None
+        if proc.returncode != 0:
+            output = (proc.stdout + proc.stderr).decode("utf-8", "replace").splitlines()
+            tail = " | ".join(output[-TAIL_LINES:])
+            raise RecallError(f"build failed (exit {proc.returncode}): {' '.join(argv)}: {tail}")
+    program = fill(engine.bin[0], values)
+    if ("/" in program) and not Path(program).exists():
+        raise RecallError(f"build in {tree} did not produce {program}")
+    if "/" not in program and shutil.which(program) is None:
+        raise RecallError(f"{engine.source}: program {program!r} not found on PATH")

@@ -1,0 +1,164 @@
+"""The command line: one small _add_<cmd> and a thin _cmd_<cmd> per subcommand."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from recall import __version__
+from recall.corpus import Pin, cache_root, fetch, load_pins, mirror_root, select_pins
+from recall.derive import DEFAULT_SEED, derive_all, derive_rows, load_settings, recipes
+from recall.errors import EXIT_FAILURE, EXIT_LOSS, EXIT_OK, RecallError
+from recall.queryset import format_queries, read_queries
+from recall.symbols import checkout_symbols, distinct_names
+
+Handler = Callable[[argparse.Namespace], int]
+COMMANDS = ("run", "fetch", "derive")
+
+
+def _add_common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--cache", metavar="DIR",
+        help="cache folder (default: $RECALL_CACHE, else the user cache dir for recall)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--mirror", metavar="DIR",
+        help="folder of bare mirrors laid out DIR/<host>/<path>, tried before each url "
+        "(default: $RECALL_MIRROR)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--corpus", metavar="FILE", default="corpus.json",
+        help="the pinned corpora (default: %(default)s)",
+    )  # fmt: skip
+
+
+def _add_fetch(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("fetch", help="fetch the pinned corpora into the cache")
+    _add_common(parser)
+    parser.add_argument("repos", nargs="*", metavar="REPO", help="pins to fetch (default: all)")
+    parser.set_defaults(handler=_cmd_fetch)
+
+
+def _cmd_fetch(args: argparse.Namespace) -> int:
+    corpus = Path(args.corpus)
+    pins = select_pins(load_pins(corpus), args.repos, corpus)
+    cache, mirror = cache_root(args.cache), mirror_root(args.mirror)
+    for pin in pins:
+        checkout = fetch(pin, cache, mirror)
+        print(f"{pin.name}\t{pin.sha[:12]}\t{checkout.path}")
+    return EXIT_OK
+
+
+def _add_derive(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("derive", help="derive queries from the corpora's names")
+    verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
+
+    recipes_p = verbs.add_parser("recipes", help="print source, type, query for names")
+    recipes_p.add_argument("names", nargs="+", metavar="NAME")
+    recipes_p.add_argument(
+        "--seed", type=int, default=DEFAULT_SEED, help="typo seed (default: %(default)s)"
+    )
+    recipes_p.set_defaults(handler=_cmd_derive_recipes)
+
+    sample_p = verbs.add_parser("sample", help="print queries.tsv rows for one pinned repo")
+    _add_common(sample_p)
+    sample_p.add_argument("repo", metavar="REPO")
+    sample_p.add_argument("--n", type=int, required=True, help="how many names to sample")
+    sample_p.add_argument(
+        "--seed", type=int, default=DEFAULT_SEED, help="sampling seed (default: %(default)s)"
+    )
+    sample_p.set_defaults(handler=_cmd_derive_sample)
+
+    all_p = verbs.add_parser("all", help="regenerate the query set from the derive settings")
+    _add_common(all_p)
+    all_p.add_argument(
+        "--settings", metavar="FILE", default="derive.json",
+        help="per-repo n and seed (default: %(default)s)",
+    )  # fmt: skip
+    all_p.add_argument(
+        "--queries", metavar="FILE", default="queries.tsv",
+        help="the query set to rewrite; its hand rows are kept (default: %(default)s)",
+    )  # fmt: skip
+    all_p.add_argument(
+        "--check", action="store_true", help="exit 1 if the result differs from the file"
+    )
+    all_p.set_defaults(handler=_cmd_derive_all)
+
+
+def _cmd_derive_recipes(args: argparse.Namespace) -> int:
+    for name in args.names:
+        for kind, query in recipes(name, args.seed):
+            print(f"{name}\t{kind}\t{query}")
+    return EXIT_OK
+
+
+def _names(pin: Pin, args: argparse.Namespace) -> list[str]:
+    cache = cache_root(args.cache)
+    checkout = fetch(pin, cache, mirror_root(args.mirror))
+    return distinct_names(checkout_symbols(checkout, cache))
+
+
+def _cmd_derive_sample(args: argparse.Namespace) -> int:
+    corpus = Path(args.corpus)
+    (pin,) = select_pins(load_pins(corpus), [args.repo], corpus)
+    if args.n < 0:
+        raise RecallError("--n must be zero or more")
+    rows = derive_rows(pin.name, _names(pin, args), args.n, args.seed)
+    sys.stdout.buffer.write(format_queries(rows).split(b"\n", 1)[1])
+    return EXIT_OK
+
+
+def _cmd_derive_all(args: argparse.Namespace) -> int:
+    corpus, queries = Path(args.corpus), Path(args.queries)
+    pins = load_pins(corpus)
+    settings = load_settings(Path(args.settings), pins)
+    existing = read_queries(queries, set(pins)) if queries.exists() else []
+    names = {repo: _names(pins[repo], args) for repo in settings}
+    data = format_queries(derive_all(names, settings, existing))
+    current = queries.read_bytes() if queries.exists() else b""
+    count = data.count(b"\n") - 1
+    if args.check:
+        if data != current:
+            print(f"recall: {queries} differs from what derive all makes now", file=sys.stderr)
+            return EXIT_LOSS
+        print(f"{queries}: up to date ({count} rows)")
+        return EXIT_OK
+    if data != current:
+        from recall.symbols import write_atomic
+
+        write_atomic(queries, data)
+    print(f"{queries}: {count} rows")
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="recall",
+        description="Measure how often a fuzzy symbol finder ranks the intended name first.",
+    )
+    parser.add_argument("--version", action="version", version=f"recall {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _add_fetch(sub)
+    _add_derive(sub)
+    from recall.run import add_run
+
+    add_run(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] not in (*COMMANDS, "-h", "--help", "--version"):
+        argv = ["run", *argv]
+    args = parser.parse_args(argv)
+    try:
+        return args.handler(args)
+    except RecallError as exc:
+        print(f"recall: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    except KeyboardInterrupt:
+        print("recall: interrupted", file=sys.stderr)
+        return 130

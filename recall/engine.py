@@ -1,0 +1,171 @@
+"""Engine descriptions: how to build, index and query a finder, as argv templates.
+
+A finder is data, not code: a TOML table of argv lists with placeholders, validated on
+load so that a typo in a key fails at once with the file and key named, not as a run in
+which every query quietly misses.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+from recall.errors import RecallError
+
+PLACEHOLDERS = (
+    "tree", "bin", "python", "db", "corpus", "names", "language", "query", "limit",
+)  # fmt: skip
+_FIELD = re.compile(r"\{([a-z_]+)\}")
+_ARGV_KEYS = ("build", "bin", "index", "query", "batch", "profile")
+# What each command may refer to: {query} and {limit} only exist per query.
+_ALLOWED = {
+    "build": {"tree", "python"},
+    "bin": {"tree", "python"},
+    "index": {"tree", "bin", "python", "db", "corpus", "names", "language"},
+    "query": set(PLACEHOLDERS),
+    "batch": {"tree", "bin", "python", "db", "corpus", "names", "language"},
+    "profile": set(PLACEHOLDERS),
+    "cwd": {"tree", "db", "corpus"},
+    "stdin": {"tree", "db", "corpus", "names"},
+    "env": {"tree", "bin", "python", "db", "corpus", "names", "language"},
+}
+OUTPUTS = ("json", "lines")
+
+
+@dataclass(frozen=True)
+class Engine:
+    source: str  # where it was read from: a file path or preset:NAME
+    digest: str  # sha256 of the description's bytes, part of every cache key
+    bin: tuple[str, ...]
+    query: tuple[str, ...]
+    build: tuple[str, ...] = ()
+    index: tuple[str, ...] = ()
+    batch: tuple[str, ...] = ()
+    profile: tuple[str, ...] = ()
+    cwd: str = "{corpus}"
+    stdin: str = ""
+    env: tuple[tuple[str, str], ...] = ()
+    env_remove: tuple[str, ...] = ()
+    output: str = "json"
+    no_match_exit: tuple[int, ...] = field(default=())
+
+
+def preset_names() -> list[str]:
+    folder = resources.files("recall") / "presets"
+    return sorted(
+        p.name.removesuffix(".toml") for p in folder.iterdir() if p.name.endswith(".toml")
+    )
+
+
+def resolve_engine(spec: str | None, finder_root: Path) -> Engine:
+    """--engine as a preset name or a file; else recall.toml in the finder's repo; else
+    the reference finder."""
+    if spec is None:
+        local = finder_root / "recall.toml"
+        return load_engine(local) if local.is_file() else load_preset("reference")
+    if spec in preset_names():
+        return load_preset(spec)
+    path = Path(spec)
+    if not path.is_file():
+        raise RecallError(
+            f"--engine {spec}: no such file or preset (presets: {', '.join(preset_names())})"
+        )
+    return load_engine(path)
+
+
+def load_preset(name: str) -> Engine:
+    data = (resources.files("recall") / "presets" / f"{name}.toml").read_bytes()
+    return parse_engine(data, f"preset:{name}")
+
+
+def load_engine(path: Path) -> Engine:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise RecallError(f"{path}: cannot read: {exc.strerror}") from None
+    return parse_engine(data, str(path))
+
+
+def parse_engine(data: bytes, source: str) -> Engine:
+    try:
+        doc = tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise RecallError(f"{source}: not valid TOML: {exc}") from None
+    if set(doc) != {"engine"} or not isinstance(doc["engine"], dict):
+        raise RecallError(f"{source}: expected exactly one [engine] table")
+    table = doc["engine"]
+    known = {*_ARGV_KEYS, "cwd", "stdin", "env", "env_remove", "output", "no_match_exit"}
+    for key in table:
+        if key not in known:
+            raise RecallError(f"{source}: [engine] unknown key {key!r}")
+    for key in ("bin", "query"):
+        if key not in table:
+            raise RecallError(f"{source}: [engine] missing key {key!r}")
+    values: dict[str, object] = {}
+    for key in _ARGV_KEYS:
+        if key in table:
+            values[key] = tuple(_string_list(table[key], source, key))
+            for element in values[key]:
+                _check_fields(element, source, key)
+    for key in ("cwd", "stdin"):
+        if key in table:
+            if not isinstance(table[key], str):
+                raise RecallError(f"{source}: [engine] {key} must be a string")
+            _check_fields(table[key], source, key)
+            values[key] = table[key]
+    if "env" in table:
+        env = table["env"]
+        if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
+            raise RecallError(f"{source}: [engine] env must be a table of strings")
+        for value in env.values():
+            _check_fields(value, source, "env")
+        values["env"] = tuple(sorted(env.items()))
+    if "env_remove" in table:
+        values["env_remove"] = tuple(_string_list(table["env_remove"], source, "env_remove"))
+    output = table.get("output", "json")
+    if output not in OUTPUTS:
+        raise RecallError(f"{source}: [engine] output must be one of {', '.join(OUTPUTS)}")
+    values["output"] = output
+    codes = table.get("no_match_exit", [])
+    if not isinstance(codes, list) or not all(
+        isinstance(c, int) and not isinstance(c, bool) for c in codes
+    ):
+        raise RecallError(f"{source}: [engine] no_match_exit must be a list of integers")
+    values["no_match_exit"] = tuple(codes)
+    if not any("{query}" in element for element in values["query"]):  # type: ignore[union-attr]
+        raise RecallError(f"{source}: [engine] query must contain the placeholder {{query}}")
+    digest = hashlib.sha256(data).hexdigest()
+    return Engine(source=source, digest=digest, **values)  # type: ignore[arg-type]
+
+
+def _string_list(value: object, source: str, key: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise RecallError(f"{source}: [engine] {key} must be a list of strings (an argv)")
+    return value
+
+
+def _check_fields(text: str, source: str, key: str) -> None:
+    for name in _FIELD.findall(text):
+        if name not in PLACEHOLDERS:
+            raise RecallError(f"{source}: [engine] {key}: unknown placeholder {{{name}}}")
+        if name not in _ALLOWED[key]:
+            raise RecallError(f"{source}: [engine] {key}: {{{name}}} is not available there")
+
+
+def expand(template: tuple[str, ...], values: dict[str, str], bin_argv: list[str]) -> list[str]:
+    """Fill an argv template: `{bin}` alone splices the bin list, others substitute text."""
+    argv: list[str] = []
+    for element in template:
+        if element == "{bin}":
+            argv += bin_argv
+        else:
+            argv.append(fill(element, values))
+    return argv
+
+
+def fill(text: str, values: dict[str, str]) -> str:
+    return _FIELD.sub(lambda m: values[m.group(1)], text)

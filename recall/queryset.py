@@ -1,0 +1,107 @@
+"""The query set file (queries.tsv): its rows, and reading it strictly.
+
+A query set that is half-read gives numbers that look right and are not, so every
+malformed line is refused with the file and line named; a BOM and CRLF line endings are
+accepted cleanly, since editors add them without asking.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from recall.errors import RecallError
+
+HEADER = ("repo", "query", "type", "source")
+DERIVED_TYPES = ("abbr3", "abbr2", "first+last", "consonants", "typo", "glob")
+LITERAL_TYPES = ("exact", "case", "qualified")
+HAND = "hand"
+TYPES = (*DERIVED_TYPES, *LITERAL_TYPES, HAND)
+
+
+@dataclass(frozen=True)
+class QueryRow:
+    repo: str
+    query: str
+    type: str
+    source: str  # the ground-truth name; empty for hand rows
+
+    @property
+    def sourced(self) -> bool:
+        return self.type != HAND
+
+
+def read_queries(path: Path, repos: set[str] | None = None) -> list[QueryRow]:
+    """Parse and validate a query set; repos, when given, is the set of known pins."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise RecallError(f"{path}: cannot read: {exc.strerror}") from None
+    return parse_queries(data, str(path), repos)
+
+
+def parse_queries(data: bytes, where: str, repos: set[str] | None = None) -> list[QueryRow]:
+    data = data.removeprefix(b"\xef\xbb\xbf")
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    if not lines:
+        raise RecallError(f"{where}: empty file; expected the header {' '.join(HEADER)}")
+    rows: list[QueryRow] = []
+    seen: dict[QueryRow, int] = {}
+    for number, raw in enumerate(lines, start=1):
+        try:
+            line = raw.removesuffix(b"\r").decode("utf-8")
+        except UnicodeDecodeError:
+            raise RecallError(f"{where}:{number}: not valid UTF-8") from None
+        fields = tuple(line.split("\t"))
+        if number == 1:
+            if fields != HEADER:
+                raise RecallError(
+                    f"{where}:1: header must be {'<TAB>'.join(HEADER)}, got {line[:60]!r}"
+                )
+            continue
+        row = _parse_row(fields, f"{where}:{number}", repos)
+        if row in seen:
+            raise RecallError(f"{where}:{number}: duplicate of line {seen[row]}")
+        seen[row] = number
+        rows.append(row)
+    return rows
+
+
+def _parse_row(fields: tuple[str, ...], at: str, repos: set[str] | None) -> QueryRow:
+    if len(fields) != len(HEADER):
+        raise RecallError(f"{at}: expected {len(HEADER)} tab-separated fields, got {len(fields)}")
+    repo, query, kind, source = fields
+    if repos is not None and repo not in repos:
+        raise RecallError(f"{at}: unknown repo {repo!r} (not in the corpus pins)")
+    if not query.strip():
+        raise RecallError(f"{at}: empty query")
+    if kind not in TYPES:
+        raise RecallError(f"{at}: unknown type {kind!r} (one of {', '.join(TYPES)})")
+    if kind == HAND and source:
+        raise RecallError(f"{at}: a hand row has no source, got {source!r}")
+    if kind != HAND and not source:
+        raise RecallError(f"{at}: a {kind} row needs its source name")
+    return QueryRow(repo, query, kind, source)
+
+
+def format_queries(rows: list[QueryRow]) -> bytes:
+    lines = ["\t".join(HEADER)]
+    lines += ["\t".join((r.repo, r.query, r.type, r.source)) for r in rows]
+    return ("\n".join(lines) + "\n").encode("utf-8")
+
+
+def queries_digest(rows: list[QueryRow]) -> str:
+    """A content hash of the rows run, independent of BOM, CRLF and other files' rows."""
+    return hashlib.sha256(format_queries(rows)).hexdigest()
+
+
+def select(
+    rows: list[QueryRow], repos: list[str] | None, types: list[str] | None
+) -> list[QueryRow]:
+    for kind in types or []:
+        if kind not in TYPES:
+            raise RecallError(f"--type: unknown type {kind!r} (one of {', '.join(TYPES)})")
+    return [r for r in rows if (not repos or r.repo in repos) and (not types or r.type in types)]

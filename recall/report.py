@@ -1,0 +1,242 @@
+"""Turning results into numbers (pure functions) and numbers into text, Markdown, JSON."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from recall.corpus import Pin
+from recall.measure import QueryResult, RunResult
+from recall.queryset import QueryRow
+from recall.stats import mean_ndcg_at_10, mean_reciprocal_rank
+
+SCHEMA = 1
+
+
+def counts(rows: list[QueryRow], results: list[QueryResult]) -> dict[str, float]:
+    ranks = [r.rank for row, r in zip(rows, results, strict=True) if row.sourced]
+    n = len(ranks)
+    first = sum(1 for r in ranks if r == 1)
+    top10 = sum(1 for r in ranks if r is not None and r <= 10)
+    found = sum(1 for r in ranks if r is not None)
+    errors = sum(1 for row, r in zip(rows, results, strict=True) if r.error)
+
+    def pct(k: int) -> float:
+        return round(100.0 * k / n, 1) if n else 0.0
+
+    return {
+        "n": n, "first": first, "top10": top10, "found": found, "errors": errors,
+        "first_pct": pct(first), "top10_pct": pct(top10), "found_pct": pct(found),
+        "mrr": round(mean_reciprocal_rank(ranks), 4),
+        "ndcg10": round(mean_ndcg_at_10(ranks), 4),
+    }  # fmt: skip
+
+
+def _grouped(rows, results, key) -> dict[str, dict[str, float]]:  # type: ignore[no-untyped-def]
+    groups: dict[str, list[int]] = {}
+    for i, row in enumerate(rows):
+        groups.setdefault(key(row), []).append(i)
+    return {
+        name: counts([rows[i] for i in idx], [results[i] for i in idx])
+        for name, idx in groups.items()
+    }
+
+
+def summarize(run: RunResult, rows: list[QueryRow], pins: dict[str, Pin]) -> dict:
+    results = list(run.results)
+    return {
+        "label": run.label,
+        "bin": run.bin,
+        "index_s": round(run.index_s, 2),
+        "query_s": round(run.query_s, 2),
+        **counts(rows, results),
+        "by_type": _grouped(rows, results, lambda r: r.type),
+        "by_repo": _grouped(rows, results, lambda r: r.repo),
+        "by_language": _grouped(rows, results, lambda r: pins[r.repo].language),
+        "error_rows": [
+            {"repo": row.repo, "query": row.query, "type": row.type, "error": res.error}
+            for row, res in zip(rows, results, strict=True)
+            if res.error
+        ],
+    }
+
+
+@dataclass(frozen=True)
+class Change:
+    row: QueryRow
+    base: QueryResult
+    new: QueryResult
+
+    def as_json(self) -> dict:
+        return {
+            "repo": self.row.repo, "query": self.row.query, "type": self.row.type,
+            "source": self.row.source, "base_rank": self.base.rank,
+            "new_rank": self.new.rank,
+            "new_first": self.new.top[0].name if self.new.top else None,
+        }  # fmt: skip
+
+
+def _better(a: int | None, b: int | None) -> bool:
+    """Is rank a better than rank b (found beats missed, smaller beats larger)?"""
+    return a is not None and (b is None or a < b)
+
+
+def diff(rows: list[QueryRow], base: RunResult, new: RunResult) -> dict:
+    from recall.stats import compare
+
+    up = down = same = top10_changed = 0
+    lost_first: list[Change] = []
+    lost_top10: list[Change] = []
+    newly_errored: list[Change] = []
+    base_ranks, new_ranks = [], []
+    for row, b, n in zip(rows, base.results, new.results, strict=True):
+        if [h.name for h in b.top] != [h.name for h in n.top]:
+            top10_changed += 1
+        if n.error and not b.error:
+            newly_errored.append(Change(row, b, n))
+        if not row.sourced:
+            continue
+        base_ranks.append(b.rank)
+        new_ranks.append(n.rank)
+        if _better(n.rank, b.rank):
+            up += 1
+        elif _better(b.rank, n.rank):
+            down += 1
+        else:
+            same += 1
+        if b.rank == 1 and n.rank != 1:
+            lost_first.append(Change(row, b, n))
+        if b.rank is not None and b.rank <= 10 and (n.rank is None or n.rank > 10):
+            lost_top10.append(Change(row, b, n))
+    significance = compare(base_ranks, new_ranks)
+    return {
+        "base": base.label, "new": new.label,
+        "up": up, "down": down, "same": same, "top10_changed": top10_changed,
+        "lost_first": [c.as_json() for c in lost_first],
+        "lost_top10": [c.as_json() for c in lost_top10],
+        "new_errors": [c.as_json() | {"error": c.new.error} for c in newly_errored],
+        "significance": significance.as_json() | {"summary": significance.summary()},
+    }  # fmt: skip
+
+
+def build_report(
+    meta: dict, pins: dict[str, Pin], rows: list[QueryRow], runs: list[RunResult],
+    diff_result: dict | None,
+) -> dict:  # fmt: skip
+    report = {
+        "schema": SCHEMA,
+        "meta": meta,
+        "corpus": {name: pin.as_json() for name, pin in pins.items()},
+        "queries": len(rows),
+        "sourced": sum(1 for r in rows if r.sourced),
+        "runs": [summarize(run, rows, pins) for run in runs],
+    }
+    if diff_result is not None:
+        report["diff"] = diff_result
+    return report
+
+
+def misses(rows: list[QueryRow], run: RunResult) -> list[dict]:
+    return [
+        {
+            "repo": row.repo,
+            "query": row.query,
+            "type": row.type,
+            "source": row.source,
+            "rank": res.rank,
+            "first": res.top[0].name if res.top else None,
+        }
+        for row, res in zip(rows, run.results, strict=True)
+        if row.sourced and res.rank != 1
+    ]
+
+
+# Rendering --------------------------------------------------------------------------
+
+
+def _table(header: list[str], body: list[list[str]], markdown: bool) -> list[str]:
+    if markdown:
+        lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        return lines + ["| " + " | ".join(row) + " |" for row in body]
+    widths = [max(len(str(c)) for c in col) for col in zip(header, *body, strict=True)]
+
+    def fmt(cells: list[str]) -> str:
+        first = cells[0].ljust(widths[0])
+        rest = [c.rjust(w) for c, w in zip(cells[1:], widths[1:], strict=True)]
+        return "  ".join([first, *rest]).rstrip()
+
+    return [fmt(header), *(fmt(row) for row in body)]
+
+
+def _cells(c: dict) -> list[str]:
+    return [
+        f"{c['n']}",
+        f"{c['first']} ({c['first_pct']:.1f}%)",
+        f"{c['top10']} ({c['top10_pct']:.1f}%)",
+        f"{c['found']} ({c['found_pct']:.1f}%)",
+        f"{c['mrr']:.3f}",
+        f"{c['errors']}",
+    ]
+
+
+METRIC_HEADER = ["n", "#1", "top 10", "found", "MRR", "errors"]
+
+
+def render(report: dict, *, markdown: bool = False, show_misses: list[dict] | None = None) -> str:
+    out: list[str] = []
+
+    def heading(text: str) -> None:
+        out.append("")
+        out.append(f"## {text}" if markdown else text)
+
+    heading(f"recall: {report['sourced']} sourced queries of {report['queries']}")
+    body = [
+        [run["label"], *_cells(run), f"{run['index_s']:.1f}", f"{run['query_s']:.1f}"]
+        for run in report["runs"]
+    ]
+    out += _table(["binary", *METRIC_HEADER, "index s", "query s"], body, markdown)
+    for group, title in (("by_type", "type"), ("by_repo", "repo"), ("by_language", "language")):
+        heading(f"By {title}")
+        body = []
+        for key in report["runs"][0][group]:
+            for run in report["runs"]:
+                label = key if len(report["runs"]) == 1 else f"{key} [{run['label']}]"
+                body.append([label, *_cells(run[group][key])])
+        out += _table([title, *METRIC_HEADER], body, markdown)
+    for run in report["runs"]:
+        if run["error_rows"]:
+            heading(f"Errors in {run['label']}: {len(run['error_rows'])} queries")
+            out += [f"  {e['repo']}\t{e['query']!r}: {e['error']}" for e in run["error_rows"]]
+    d = report.get("diff")
+    if d:
+        heading(f"Diff: {d['new']} against {d['base']}")
+        out.append(
+            f"sources up {d['up']}, down {d['down']}, unchanged {d['same']}; "
+            f"queries whose top 10 changed: {d['top10_changed']}"
+        )
+        out.append(d["significance"]["summary"])
+        for key, title in (("lost_first", "Lost #1"), ("lost_top10", "Lost the top 10")):
+            heading(f"{title}: {len(d[key])}")
+            body = [
+                [c["repo"], c["query"], c["type"], c["source"], _rank(c["base_rank"]),
+                 _rank(c["new_rank"]), c["new_first"] or "-"]
+                for c in d[key]
+            ]  # fmt: skip
+            if body:
+                out += _table(
+                    ["repo", "query", "type", "source", "old", "new", "#1 now"], body, markdown
+                )
+        if d["new_errors"]:
+            heading(f"Errored in {d['new']}, answered in {d['base']}: {len(d['new_errors'])}")
+            out += [f"  {c['repo']}\t{c['query']!r}: {c['error']}" for c in d["new_errors"]]
+    if show_misses is not None:
+        heading(f"Misses: {len(show_misses)} sources not #1")
+        body = [
+            [m["repo"], m["query"], m["type"], m["source"], _rank(m["rank"]), m["first"] or "-"]
+            for m in show_misses
+        ]
+        out += _table(["repo", "query", "type", "source", "rank", "#1"], body, markdown)
+    return "\n".join(out).lstrip("\n") + "\n"
+
+
+def _rank(rank: int | None) -> str:
+    return "-" if rank is None else str(rank)

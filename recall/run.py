@@ -1,0 +1,166 @@
+"""The default command: run the candidate (and a baseline), report, and set the exit."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import os
+import platform
+import sys
+from pathlib import Path
+
+import git
+import orjson
+
+from recall import __version__
+from recall.build import build_base, finder_root, resolve_commit, run_build
+from recall.corpus import cache_root, fetch, load_pins, mirror_root
+from recall.engine import Engine, resolve_engine
+from recall.errors import EXIT_LOSS, EXIT_OK, RecallError
+from recall.measure import Binary, Corpus, RunResult, check_not_empty, run_binary
+from recall.queryset import read_queries, select
+from recall.report import build_report, diff, misses, render
+from recall.symbols import checkout_symbols, ctags_version, distinct_names
+
+
+def add_run(sub: argparse._SubParsersAction) -> None:
+    from recall.cli import _add_common
+
+    p = sub.add_parser("run", help="measure the finder (the default command)")
+    _add_common(p)
+    p.add_argument(
+        "--engine",
+        metavar="E",
+        help="preset name or engine TOML file "
+        "(default: recall.toml in the finder repo, else the reference finder)",
+    )
+    p.add_argument(
+        "--finder",
+        metavar="DIR",
+        default=".",
+        help="the finder's repo (default: the current folder)",
+    )
+    p.add_argument(
+        "--bin",
+        metavar="PATH",
+        help="candidate binary built by hand (default: the engine built from the working tree)",
+    )
+    base = p.add_mutually_exclusive_group()
+    base.add_argument("--base", metavar="REF", help="baseline: build REF of the finder repo")
+    base.add_argument("--base-bin", metavar="PATH", help="baseline: a binary built by hand")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    out.add_argument("--markdown", action="store_true", help="print the report as Markdown")
+    p.add_argument(
+        "--fail-on-loss",
+        action="store_true",
+        help="exit 1 if a source lost #1 or the top 10 (needs a baseline)",
+    )
+    p.add_argument("--misses", action="store_true", help="list every source not ranked #1")
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="parallel queries in per-query mode (default: %(default)s, the cores)",
+    )
+    p.add_argument(
+        "--queries",
+        metavar="FILE",
+        default="queries.tsv",
+        help="the query set (default: %(default)s)",
+    )
+    p.add_argument("--repo", action="append", metavar="R", help="only this repo (repeatable)")
+    p.add_argument("--type", action="append", metavar="T", help="only this type (repeatable)")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=30.0,
+        help="seconds per query before it counts as an error (default: %(default)s)",
+    )
+    p.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="accept a binary that returns nothing for 95%% of queries",
+    )
+    p.set_defaults(handler=cmd_run)
+
+
+def _with_bin(engine: Engine, path: str) -> Engine:
+    program = Path(path)
+    if not program.exists():
+        raise RecallError(f"--bin {path}: no such file")
+    return dataclasses.replace(engine, bin=(str(program.absolute()),), build=())
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    if args.fail_on_loss and not (args.base or args.base_bin):
+        raise RecallError("--fail-on-loss needs a baseline (--base REF or --base-bin PATH)")
+    if args.jobs < 1 or args.timeout <= 0:
+        raise RecallError("--jobs must be 1 or more and --timeout above 0")
+    corpus_path, queries_path = Path(args.corpus), Path(args.queries)
+    pins = load_pins(corpus_path)
+    rows = select(read_queries(queries_path, set(pins)), args.repo, args.type)
+    if not rows:
+        raise RecallError(f"{queries_path}: no rows match the selection")
+    cache, mirror = cache_root(args.cache), mirror_root(args.mirror)
+    root = finder_root(Path(args.finder))
+    engine = resolve_engine(args.engine, root)
+
+    binaries: list[Binary] = []
+    if args.base or args.base_bin:
+        if args.base_bin:
+            binaries.append(Binary("base", _with_bin(engine, args.base_bin), root))
+        else:
+            commit = resolve_commit(root, args.base)
+            tree = build_base(root, commit, engine, cache)
+            binaries.append(Binary(f"base {args.base} ({commit[:12]})", engine, tree))
+    candidate = _with_bin(engine, args.bin) if args.bin else engine
+    run_build(candidate, root)
+    binaries.append(Binary("candidate", candidate, root))
+
+    corpora = {}
+    for repo in dict.fromkeys(r.repo for r in rows):
+        checkout = fetch(pins[repo], cache, mirror)
+        corpora[repo] = Corpus(checkout, distinct_names(checkout_symbols(checkout, cache)))
+
+    runs: list[RunResult] = []
+    for binary in binaries:
+        run = run_binary(binary, rows, corpora, jobs=args.jobs, timeout=args.timeout)
+        if not args.allow_empty:
+            check_not_empty(run)
+        runs.append(run)
+
+    diff_result = diff(rows, runs[0], runs[1]) if len(runs) == 2 else None
+    meta = _meta(engine, corpus_path, queries_path)
+    report = build_report(meta, pins, rows, runs, diff_result)
+    if args.json:
+        if args.misses:
+            report["misses"] = misses(rows, runs[-1])
+        sys.stdout.buffer.write(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
+    else:
+        shown = misses(rows, runs[-1]) if args.misses else None
+        sys.stdout.write(render(report, markdown=args.markdown, show_misses=shown))
+    sys.stdout.flush()
+    if (
+        args.fail_on_loss
+        and diff_result
+        and (diff_result["lost_first"] or diff_result["lost_top10"] or diff_result["new_errors"])
+    ):
+        return EXIT_LOSS
+    return EXIT_OK
+
+
+def _meta(engine: Engine, corpus: Path, queries: Path) -> dict:
+    def digest(path: Path) -> str:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+
+    return {
+        "recall": __version__,
+        "python": platform.python_version(),
+        "git": ".".join(map(str, git.Git().version_info)),
+        "ctags": ctags_version(),
+        "engine": {"source": engine.source, "sha256": engine.digest},
+        "corpus_sha256": digest(corpus),
+        "queries_sha256": digest(queries),
+    }

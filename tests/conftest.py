@@ -1,0 +1,86 @@
+"""Shared fixtures: real git repositories in tmp_path and the real mirrored corpora."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import git
+import pytest
+
+from recall.corpus import Checkout, Pin, fetch, load_pins
+from recall.symbols import checkout_symbols, distinct_names
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def mirror_dir() -> Path | None:
+    for candidate in (os.environ.get("RECALL_MIRROR"), ROOT.parent / "shared" / "corpora"):
+        if candidate and (Path(candidate) / "github.com").is_dir():
+            return Path(candidate)
+    return None
+
+
+needs_mirror = pytest.mark.skipif(
+    mirror_dir() is None, reason="the offline corpus mirrors (../shared/corpora) are absent"
+)
+
+
+def make_repo(path: Path, files: dict[str, str], message: str = "init") -> git.Repo:
+    """A real git repository with the given files committed."""
+    repo = git.Repo.init(path, initial_branch="main")
+    with repo.config_writer() as config:
+        config.set_value("user", "name", "test")
+        config.set_value("user", "email", "test@example.com")
+    commit_files(repo, files, message)
+    return repo
+
+
+def commit_files(repo: git.Repo, files: dict[str, str], message: str) -> str:
+    root = Path(repo.working_tree_dir)
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    repo.index.add(list(files))
+    return repo.index.commit(message).hexsha
+
+
+def run_recall(*args: str, cwd: Path = ROOT, env: dict | None = None):
+    import subprocess
+
+    full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "recall", *args], cwd=cwd, env=full_env,
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def real_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(scope="session")
+def pins() -> dict[str, Pin]:
+    return load_pins(ROOT / "corpus.json")
+
+
+@pytest.fixture(scope="session")
+def gin(real_cache: Path, pins: dict[str, Pin]) -> Checkout:
+    mirror = mirror_dir()
+    if mirror is None:
+        pytest.skip("the offline corpus mirrors (../shared/corpora) are absent")
+    return fetch(pins["gin"], real_cache, mirror)
+
+
+@pytest.fixture(scope="session")
+def all_names(real_cache: Path, pins: dict[str, Pin]) -> dict[str, list[str]]:
+    mirror = mirror_dir()
+    if mirror is None:
+        pytest.skip("the offline corpus mirrors (../shared/corpora) are absent")
+    names = {}
+    for pin in pins.values():
+        checkout = fetch(pin, real_cache, mirror)
+        names[pin.name] = distinct_names(checkout_symbols(checkout, real_cache))
+    return names

@@ -1,0 +1,207 @@
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import git
+import pytest
+from conftest import ROOT, make_repo, mirror_dir, needs_mirror
+
+from recall.corpus import FROZEN_EPOCH, Pin, fetch, is_clean, load_pins
+from recall.errors import RecallError
+
+
+@pytest.fixture
+def upstream(tmp_path: Path) -> tuple[Path, str]:
+    repo = make_repo(tmp_path / "upstream", {"a.py": "def alpha():\n    pass\n"})
+    (tmp_path / "upstream" / "sub").mkdir()
+    (tmp_path / "upstream" / "sub" / "b.py").write_text("class Beta:\n    pass\n")
+    os.symlink("a.py", tmp_path / "upstream" / "link.py")
+    repo.index.add(["sub/b.py", "link.py"])
+    sha = repo.index.commit("second").hexsha
+    return tmp_path / "upstream", sha
+
+
+def pin_for(path: Path, sha: str, name: str = "demo") -> Pin:
+    return Pin(name=name, url=path.as_uri(), sha=sha, language="python")
+
+
+def test_checkout_is_one_frozen_commit_holding_the_pinned_tree(upstream, tmp_path):
+    path, sha = upstream
+    checkout = fetch(pin_for(path, sha), tmp_path / "cache")
+    repo = git.Repo(checkout.path)
+    commits = list(repo.iter_commits("main"))
+    assert len(commits) == 1
+    head = commits[0]
+    assert head.authored_date == head.committed_date == FROZEN_EPOCH
+    assert (head.author.name, head.author.email) == ("recall", "recall@localhost")
+    assert head.tree.hexsha == repo.commit(sha).tree.hexsha
+    assert repo.git.config("remote.origin.url") == path.as_uri()
+    assert repo.git.rev_parse("refs/recall/pin") == sha
+    for folder, dirs, files in os.walk(checkout.path):
+        dirs[:] = [d for d in dirs if d != ".git"]
+        for name in files:
+            assert os.lstat(os.path.join(folder, name)).st_mtime == FROZEN_EPOCH
+    assert os.readlink(checkout.path / "link.py") == "a.py"
+    assert is_clean(checkout)
+
+
+def test_reuse_does_not_touch_the_remote(upstream, tmp_path):
+    path, sha = upstream
+    cache = tmp_path / "cache"
+    first = fetch(pin_for(path, sha), cache)
+    path.rename(tmp_path / "gone")
+    again = fetch(pin_for(path, sha), cache)
+    assert again.path == first.path
+
+
+def test_unreachable_url_names_the_repo_and_leaves_nothing(tmp_path):
+    pin = Pin("ghost", (tmp_path / "nowhere").as_uri(), "a" * 40, "python")
+    with pytest.raises(RecallError, match=r"ghost.*nowhere"):
+        fetch(pin, tmp_path / "cache")
+    left = [p.name for p in (tmp_path / "cache" / "corpora").iterdir()]
+    assert left == ["ghost.lock"]
+
+
+def test_unreachable_url_from_the_cli_exits_2_with_one_line(tmp_path):
+    corpus = tmp_path / "corpus.json"
+    url = (tmp_path / "nowhere.git").as_uri()
+    corpus.write_text(json.dumps({"ghost": {"url": url, "sha": "b" * 40, "language": "go"}}))
+    proc = subprocess.run(
+        [sys.executable, "-m", "recall", "fetch", "--corpus", str(corpus), "--cache",
+         str(tmp_path / "cache")], capture_output=True, text=True, cwd=ROOT,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "ghost" in proc.stderr and url in proc.stderr
+    assert not (tmp_path / "cache" / "corpora" / "ghost").exists()
+
+
+def test_tampered_checkout_is_detected_and_rebuilt(upstream, tmp_path, capsys):
+    path, sha = upstream
+    cache = tmp_path / "cache"
+    checkout = fetch(pin_for(path, sha), cache)
+    repo = git.Repo(checkout.path)
+    (checkout.path / "extra.py").write_text("x = 1\n")
+    repo.index.add(["extra.py"])
+    repo.index.commit("tamper")
+    rebuilt = fetch(pin_for(path, sha), cache)
+    assert "rebuilding" in capsys.readouterr().err
+    assert not (rebuilt.path / "extra.py").exists()
+    assert len(list(git.Repo(rebuilt.path).iter_commits("main"))) == 1
+
+
+def test_moved_pin_rebuilds_the_checkout(upstream, tmp_path):
+    path, sha = upstream
+    cache = tmp_path / "cache"
+    fetch(pin_for(path, sha), cache)
+    first_sha = git.Repo(path).commit("HEAD~1").hexsha
+    moved = fetch(pin_for(path, first_sha), cache)
+    assert not (moved.path / "sub").exists()
+
+
+def test_leftover_temporary_folder_is_never_trusted(upstream, tmp_path):
+    path, sha = upstream
+    corpora = tmp_path / "cache" / "corpora"
+    corpora.mkdir(parents=True)
+    (corpora / ".tmp-demo-abc").mkdir()
+    (corpora / "demo").mkdir()  # a half-made checkout with no marker
+    checkout = fetch(pin_for(path, sha), tmp_path / "cache")
+    assert (checkout.path / "a.py").exists()
+    assert not (corpora / ".tmp-demo-abc").exists()
+
+
+FETCH_SCRIPT = """
+import sys
+from pathlib import Path
+from recall.corpus import Pin, fetch
+pin = Pin(sys.argv[1], sys.argv[2], sys.argv[3], "python")
+print(fetch(pin, Path(sys.argv[4]), None).path)
+"""
+
+
+def _spawn_fetch(pin: Pin, cache: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-c", FETCH_SCRIPT, pin.name, pin.url, pin.sha, str(cache)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def test_two_concurrent_fetches_end_with_one_good_checkout(upstream, tmp_path):
+    path, sha = upstream
+    pin = pin_for(path, sha)
+    procs = [_spawn_fetch(pin, tmp_path / "cache") for _ in range(2)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    assert outs[0][0] == outs[1][0]
+    assert sorted(p.name for p in (tmp_path / "cache" / "corpora").iterdir()) == [
+        "demo",
+        "demo.lock",
+    ]
+
+
+@needs_mirror
+def test_sigkill_during_a_real_fetch_leaves_nothing_trusted(tmp_path, pins):
+    rails = pins["rails"]
+    mirror = mirror_dir() / "github.com" / "rails" / "rails.git"
+    pin = Pin("rails", mirror.as_uri(), rails.sha, "ruby")
+    cache = tmp_path / "cache"
+    proc = _spawn_fetch(pin, cache)
+    time.sleep(0.4)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not (cache / "corpora" / "rails" / ".git" / "recall-pin.json").exists()
+    checkout = fetch(pin, cache)
+    assert is_clean(checkout)
+    assert not list((cache / "corpora").glob(".tmp-*"))
+
+
+@pytest.mark.parametrize(
+    ("name", "fields", "message"),
+    [
+        ("../x", {"url": "https://h/x.git", "sha": "a" * 40, "language": "go"}, "'../x'.*name"),
+        ("/abs", {"url": "https://h/x.git", "sha": "a" * 40, "language": "go"}, "'/abs'.*name"),
+        (".git", {"url": "https://h/x.git", "sha": "a" * 40, "language": "go"}, "'.git'.*name"),
+        ("ok", {"url": "https://h/x.git", "sha": "abc", "language": "go"}, "'ok'.*'sha'"),
+        ("ok", {"url": "ftp://h/x.git", "sha": "a" * 40, "language": "go"}, "'ok'.*'url'"),
+        ("ok", {"url": "https://h/x.git", "sha": "a" * 40, "language": "cobol"}, "'language'"),
+        ("ok", {"url": "https://h/x.git", "sha": "a" * 40}, "'ok'.*missing field 'language'"),
+        ("ok", {"url": "https://h/x.git", "sha": "a" * 40, "language": "go", "x": 1}, "'x'"),
+    ],
+)
+def test_bad_pin_names_the_repo_and_the_field(tmp_path, name, fields, message):
+    corpus = tmp_path / "corpus.json"
+    corpus.write_text(json.dumps({name: fields}))
+    with pytest.raises(RecallError, match=message):
+        load_pins(corpus)
+
+
+def test_corpus_json_that_is_not_json_or_has_duplicates(tmp_path):
+    corpus = tmp_path / "corpus.json"
+    corpus.write_text("{nope")
+    with pytest.raises(RecallError, match="not JSON"):
+        load_pins(corpus)
+    pin = '{"url": "https://h/x.git", "sha": "' + "a" * 40 + '", "language": "go"}'
+    corpus.write_text('{"a": ' + pin + ', "a": ' + pin + "}")
+    with pytest.raises(RecallError, match="duplicate key 'a'"):
+        load_pins(corpus)
+
+
+def test_committed_pins_are_the_six_mirrored_corpora(pins):
+    assert list(pins) == ["rails", "tokio", "ripgrep", "gin", "pytest", "vue"]
+    assert pins["vue"].url == "https://github.com/vuejs/core.git"
+
+
+@needs_mirror
+def test_fetch_all_six_from_the_mirror_then_again_quickly(real_cache, all_names):
+    proc = subprocess.run(
+        [sys.executable, "-m", "recall", "fetch", "--cache", str(real_cache), "--mirror",
+         str(mirror_dir())], capture_output=True, text=True, cwd=ROOT,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert [line.split("\t")[0] for line in lines] == list(all_names)
+    _name, short, path = lines[0].split("\t")
+    assert len(short) == 12 and Path(path).is_dir()

@@ -1,0 +1,115 @@
+import pytest
+from conftest import ROOT
+
+from recall.derive import PrefixIndex, derive_rows, recipes, sample_names, typo, words
+from recall.queryset import read_queries
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("HTTPServer", ["http", "server"]),
+        ("OnAHasMany", ["on", "a", "has", "many"]),
+        ("arity2", ["arity2"]),
+        ("utf8", ["utf8"]),
+        ("sha1?", ["sha1"]),
+        ("utf_8", ["utf", "8"]),
+        ("test_float_limits", ["test", "float", "limits"]),
+    ],
+)
+def test_words_split_on_punctuation_and_case_humps(name, expected):
+    assert words(name) == expected
+
+
+def test_spec_table_examples():
+    got = dict(recipes("test_float_limits"))
+    assert got["abbr3"] == "tesflolim"
+    assert got["abbr2"] == "teflli"
+    assert got["first+last"] == "teslimits"
+    assert got["consonants"] == "tstflt"
+    assert got["glob"] == "tes*lim"
+    assert sorted(got["typo"]) == sorted("test_float_limits")
+
+
+def test_issue_examples():
+    assert dict(recipes("test_no_magic_comment_word_with_utf_8"))["first+last"] == "tes8"
+    assert dict(recipes("Model2"))["consonants"] == "mdl2"
+    assert dict(recipes("has_index?"))["consonants"] == "hsndx"
+    assert dict(recipes("can_find_inverse_of_automatically?"))["abbr3"] == "canfininvofaut"
+
+
+def test_one_word_names_have_no_first_last_and_no_glob():
+    kinds = [kind for kind, _ in recipes("Callbacks")]
+    assert "first+last" not in kinds and "glob" not in kinds
+
+
+def test_every_query_is_lowercase():
+    assert all(q == q.lower() for _, q in recipes("HTTPServerError_Handler"))
+
+
+def test_typo_swaps_two_adjacent_different_characters_reproducibly():
+    for seed in range(50):
+        q = typo("Callbacks", seed)
+        diffs = [i for i, (a, b) in enumerate(zip(q, "callbacks", strict=True)) if a != b]
+        assert len(diffs) == 2 and diffs[1] == diffs[0] + 1
+        assert q[diffs[0]] == "callbacks"[diffs[1]] and q[diffs[0]] != q[diffs[1]]
+        assert typo("Callbacks", seed) == q
+    assert typo("aaaa", 1) is None
+
+
+def test_prefix_index_is_case_insensitive():
+    index = PrefixIndex(["HasMany", "belongs_to"])
+    assert index.has_prefix("hasm") and index.has_prefix("BELONGS_")
+    assert not index.has_prefix("hsm")
+
+
+def test_sampling_is_deterministic_and_growing_n_only_appends():
+    names = [f"name_{i:04d}_thing" for i in range(500)] + ["abc", "x\ty_long_name"]
+    first = sample_names(names, 50, seed=3)
+    assert first == sample_names(list(reversed(names)), 50, seed=3)
+    assert sample_names(names, 80, seed=3)[:50] == first
+    assert "abc" not in first and all("\t" not in n for n in sample_names(names, 600, 3))
+    assert sample_names(names, 50, seed=4) != first
+
+
+def test_derived_rows_drop_queries_that_are_a_name_prefix():
+    names = ["test_float_limits", "tesflolim_helper", "other_thing"]
+    rows = derive_rows("r", names, 10, seed=1)
+    got = {(r.source, r.type) for r in rows}
+    assert ("test_float_limits", "abbr3") not in got
+    assert ("test_float_limits", "glob") in got
+
+
+def test_committed_query_set_passes_the_prefix_rule(all_names):
+    rows = read_queries(ROOT / "queries.tsv", set(all_names))
+    indexes = {repo: PrefixIndex(names) for repo, names in all_names.items()}
+    derived = [r for r in rows if r.type != "hand"]
+    assert len(derived) >= 4500
+    assert sum(1 for r in rows if r.type == "hand") >= 60
+    for row in derived:
+        assert row.source in set(all_names[row.repo]) or pytest.fail(row)
+        if row.type != "glob":
+            assert not indexes[row.repo].has_prefix(row.query), row
+
+
+def test_derive_all_check_passes_on_the_committed_set(real_cache, all_names):
+    from conftest import mirror_dir, run_recall
+
+    args = ["--cache", str(real_cache), "--mirror", str(mirror_dir())]
+    proc = run_recall("derive", "all", "--check", *args)
+    assert proc.returncode == 0, proc.stderr
+    proc = run_recall("derive", "recipes", "Model2")
+    assert "Model2\tconsonants\tmdl2" in proc.stdout.splitlines()
+
+
+def test_derive_sample_reproduces_the_committed_rows(real_cache, all_names):
+    from conftest import mirror_dir, run_recall
+
+    args = ["--cache", str(real_cache), "--mirror", str(mirror_dir())]
+    proc = run_recall("derive", "sample", "gin", "--n", "100", "--seed", "1", *args)
+    assert proc.returncode == 0, proc.stderr
+    committed = [
+        line for line in (ROOT / "queries.tsv").read_text().splitlines()
+        if line.startswith("gin\t") and "\thand\t" not in line
+    ]  # fmt: skip
+    assert proc.stdout.splitlines() == committed

@@ -1,0 +1,36 @@
+import pytest
+
+from recall.engine import expand, load_preset, parse_engine, preset_names
+from recall.errors import RecallError
+
+MINIMAL = b'[engine]\nbin = ["f"]\nquery = ["{bin}", "{query}"]\n'
+
+
+def test_every_preset_loads():
+    assert set(preset_names()) >= {"reference", "fzf", "fzy", "rq"}
+    for name in preset_names():
+        assert load_preset(name).query
+
+
+def test_bin_splices_and_placeholders_fill():
+    engine = parse_engine(MINIMAL, "e.toml")
+    argv = expand(engine.query, {"query": "a b; $x"}, ["py", "-m", "f"])
+    assert argv == ["py", "-m", "f", "a b; $x"]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (b'[engine]\nbin = ["f"]\nquery = ["{query}"]\nbogus = 1\n', "unknown key 'bogus'"),
+        (b'[engine]\nbin = ["f"]\n', "missing key 'query'"),
+        (b'[engine]\nbin = "f"\nquery = ["{query}"]\n', "bin must be a list of strings"),
+        (b'[engine]\nbin = ["f"]\nquery = ["{nope}"]\n', "unknown placeholder {nope}"),
+        (b'[engine]\nbin = ["f"]\nquery = ["x"]\n', "must contain the placeholder {query}"),
+        (b'[engine]\nbin = ["{query}"]\nquery = ["{query}"]\n', "bin: {query} is not available"),
+        (b'[engine]\nbin = ["f"]\nquery = ["{query}"]\noutput = "xml"\n', "output must be"),
+        (b"[engine\n", "not valid TOML"),
+    ],
+)
+def test_bad_engine_names_file_and_key(text, message):
+    with pytest.raises(RecallError, match=f"e.toml: .*{message}"):
+        parse_engine(text, "e.toml")

@@ -1,0 +1,93 @@
+import json
+import time
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, make_repo, run_recall
+
+from recall.measure import Hit, rank_by_name
+
+FINDER = r"""
+import json, os, subprocess, sys, time
+query = sys.argv[1]
+names = [n for n in open(sys.argv[2]).read().splitlines()]
+if query == "crash":
+    raise SystemExit("boom: crashed on purpose")
+if query == "exit3":
+    sys.exit(3)
+if query == "hang":
+    subprocess.Popen(["sleep", "300"])
+    time.sleep(300)
+if query == "garbage":
+    print("this is not json")
+    sys.exit(0)
+if query == "badutf8":
+    sys.stdout.buffer.write(b'[{"name": "\xff"}]')
+    sys.exit(0)
+if query == "bgchild":
+    subprocess.Popen(["sleep", "300"])
+if query == "huge":
+    print(json.dumps([{"name": f"n{i}", "file": "x", "line": i} for i in range(200000)]))
+    sys.exit(0)
+hits = [n for n in names if query.lower().replace("*", "") in n.lower()]
+hits.sort(key=lambda n: (len(n), n))
+print(json.dumps([{"name": n, "file": None, "line": None} for n in hits]))
+"""
+
+ENGINE = """[engine]
+bin = ["{python}", "{tree}/finder.py"]
+query = ["{bin}", "{query}", "{names}"]
+output = "json"
+"""
+
+
+def test_rank_is_by_distinct_name():
+    hits = [Hit("a", "x", 1), Hit("a", "y", 2), Hit("b", None, None), Hit("c", None, None)]
+    result = rank_by_name(hits, "c")
+    assert result.rank == 3
+    assert [h.name for h in result.top] == ["a", "b", "c"]
+    assert result.top[0].file == "x"
+    assert rank_by_name(hits, "zzz").rank is None
+
+
+@pytest.fixture
+def misbehaving(tmp_path: Path) -> Path:
+    make_repo(tmp_path / "finder", {"finder.py": FINDER, "recall.toml": ENGINE})
+    return tmp_path / "finder"
+
+
+def test_misbehaving_finder_is_reported_per_query(misbehaving, tmp_path, real_cache, gin):
+    queries = tmp_path / "q.tsv"
+    bad = ["crash", "exit3", "hang", "garbage", "badutf8", "bgchild", "huge"]
+    lines = ["repo\tquery\ttype\tsource", "gin\tContext\texact\tContext"]
+    lines += [f"gin\t{q}\texact\tContext" for q in bad]
+    queries.write_text("\n".join(lines) + "\n")
+    started = time.monotonic()
+    proc = run_recall(
+        "--finder", str(misbehaving), "--queries", str(queries), "--corpus",
+        str(ROOT / "corpus.json"), "--cache", str(real_cache), "--timeout", "3",
+        "--json", "--allow-empty", cwd=misbehaving,
+    )  # fmt: skip
+    assert time.monotonic() - started < 60
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    run = report["runs"][0]
+    assert run["first"] == 1  # the good query still ranks
+    errors = {e["query"]: e["error"] for e in run["error_rows"]}
+    assert set(errors) == {"crash", "exit3", "hang", "garbage", "badutf8", "bgchild"}
+    assert "boom: crashed on purpose" in errors["crash"]
+    assert errors["exit3"].startswith("exit 3")
+    assert errors["hang"].startswith("timed out")
+    assert "unparseable" in errors["garbage"]
+    assert run["errors"] == 6
+
+
+def test_engine_that_returns_nothing_is_suspect(misbehaving, tmp_path, real_cache, gin):
+    queries = tmp_path / "q.tsv"
+    queries.write_text("repo\tquery\ttype\tsource\ngin\tqqqqzz\texact\tContext\n")
+    args = ["--finder", str(misbehaving), "--queries", str(queries), "--corpus",
+            str(ROOT / "corpus.json"), "--cache", str(real_cache)]  # fmt: skip
+    proc = run_recall(*args, cwd=misbehaving)
+    assert proc.returncode == 2
+    assert "engine description is probably wrong" in proc.stderr
+    assert proc.stdout == ""

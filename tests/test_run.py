@@ -1,0 +1,128 @@
+import json
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, commit_files, make_repo, run_recall
+
+GOOD = r"""
+import sys
+query, names = sys.argv[1].lower(), open(sys.argv[2]).read().splitlines()
+def subseq(q, n):
+    it = iter(n.lower())
+    return all(c in it for c in q)
+hits = sorted((n for n in names if subseq(query, n)), key=lambda n: (len(n), n))
+print("\n".join(hits))
+"""
+ENGINE = """[engine]
+bin = ["{python}", "{tree}/finder.py"]
+query = ["{bin}", "{query}", "{names}"]
+output = "lines"
+"""
+
+
+@pytest.fixture
+def finder(tmp_path: Path):
+    repo = make_repo(tmp_path / "finder", {"finder.py": GOOD, "recall.toml": ENGINE})
+    return repo, tmp_path / "finder"
+
+
+def _run(finder_dir: Path, cache: Path, *extra: str):
+    return run_recall(
+        "--finder", str(finder_dir), "--corpus", str(ROOT / "corpus.json"),
+        "--queries", str(ROOT / "queries.tsv"), "--cache", str(cache),
+        "--repo", "gin", "--type", "abbr3", *extra, cwd=finder_dir,
+    )  # fmt: skip
+
+
+def test_worse_commit_fails_on_loss_and_neutral_commit_passes(finder, real_cache, gin):
+    repo, path = finder
+    worse = GOOD.replace("(len(n), n)", "(-len(n), n)")
+    commit_files(repo, {"finder.py": worse}, "rank longest first")
+    proc = _run(path, real_cache, "--base", "HEAD~1", "--fail-on-loss")
+    assert proc.returncode == 1, proc.stderr
+    assert "Lost #1:" in proc.stdout
+    lost = proc.stdout.split("Lost #1:")[1]
+    assert "gin" in lost and "abbr3" in lost
+
+    commit_files(repo, {"finder.py": worse + "# a comment\n"}, "no ranking change")
+    proc = _run(path, real_cache, "--base", "HEAD~1", "--fail-on-loss", "--json")
+    assert proc.returncode == 0, proc.stderr
+    diff = json.loads(proc.stdout)["diff"]
+    assert (diff["up"], diff["down"], diff["top10_changed"]) == (0, 0, 0)
+
+
+def test_base_must_be_a_commit(finder, real_cache, gin):
+    _repo, path = finder
+    for ref in ("no-such-ref", "HEAD^{tree}", "--output=x"):
+        proc = _run(path, real_cache, f"--base={ref}")
+        assert proc.returncode == 2
+        assert proc.stderr.startswith("recall: --base") and proc.stderr.count("\n") == 1
+    assert not (path / "x").exists()
+
+
+def test_fail_on_loss_without_a_baseline_is_a_usage_error(finder, real_cache):
+    proc = _run(finder[1], real_cache, "--fail-on-loss")
+    assert proc.returncode == 2 and "needs a baseline" in proc.stderr
+
+
+RUN_KEYS = {
+    "label",
+    "bin",
+    "index_s",
+    "query_s",
+    "n",
+    "first",
+    "top10",
+    "found",
+    "errors",
+    "first_pct",
+    "top10_pct",
+    "found_pct",
+    "by_type",
+    "by_repo",
+    "by_language",
+}
+DIFF_KEYS = {"up", "down", "same", "top10_changed", "lost_first", "lost_top10"}
+ROW_KEYS = {"repo", "query", "type", "source", "base_rank", "new_rank", "new_first"}
+
+
+def test_reference_finder_against_itself_by_base_bin_json(real_cache, gin, tmp_path):
+    import sys
+
+    wrapper = tmp_path / "finder.sh"
+    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} -m recall.finder "$@"\n')
+    wrapper.chmod(0o755)
+    proc = run_recall(
+        "--cache", str(real_cache), "--repo", "gin", "--base-bin", str(wrapper), "--json",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert {"schema", "meta", "corpus", "queries", "sourced", "runs", "diff"} <= set(report)
+    base, candidate = report["runs"]
+    assert set(candidate) >= RUN_KEYS and set(report["diff"]) >= DIFF_KEYS
+    assert candidate["first"] <= candidate["top10"] <= candidate["found"] <= candidate["n"]
+    assert sum(v["n"] for v in candidate["by_type"].values()) == candidate["n"]
+    assert sum(v["n"] for v in candidate["by_repo"].values()) == candidate["n"]
+    diff = report["diff"]
+    assert (diff["up"], diff["down"], diff["top10_changed"]) == (0, 0, 0)
+    assert base["first"] == candidate["first"] > 0
+
+
+def test_reference_base_head_runs_both_sides_and_shows_no_change(real_cache, gin, tmp_path):
+    clone = tmp_path / "clone"
+    import git
+
+    src = git.Repo(ROOT)
+    if src.head.is_valid() is False:
+        pytest.skip("the project repo has no commit yet")
+    git.Repo.clone_from(ROOT, clone)
+    proc = run_recall(
+        "--cache", str(real_cache), "--repo", "gin", "--base", "HEAD", "--json",
+        "--corpus", str(clone / "corpus.json"), "--queries", str(clone / "queries.tsv"),
+        cwd=clone,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    diff = report["diff"]
+    assert (diff["up"], diff["down"], diff["top10_changed"]) == (0, 0, 0)
+    assert report["runs"][0]["first"] == report["runs"][1]["first"] > 0
