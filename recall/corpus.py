@@ -285,11 +285,16 @@ def _shallow_fetch(repo: git.Repo, pin: Pin, source: str) -> None:
 
 
 def _last_line(text: str | bytes | None) -> str:
+    """git's own reason: its first `fatal:` line, else its last line."""
     if isinstance(text, bytes):
         text = text.decode("utf-8", "replace")
-    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
-    line = lines[-1] if lines else ""
-    return line.removeprefix("stderr: ").strip("'").strip()
+    lines = [
+        line.strip().removeprefix("stderr: ").strip("'").strip()
+        for line in (text or "").splitlines()
+    ]
+    lines = [line for line in lines if line]
+    fatal = [line for line in lines if line.startswith("fatal:")]
+    return (fatal or lines or [""])[0 if fatal else -1]
 
 
 def freeze_mtimes(root: Path) -> None:

@@ -198,6 +198,8 @@ def render(report: dict, *, markdown: bool = False, show_misses: list[dict] | No
         heading(f"By {title}")
         body = []
         for key in report["runs"][0][group]:
+            if not report["runs"][0][group][key]["n"]:
+                continue  # hand rows: they count toward churn, not recall
             for run in report["runs"]:
                 label = key if len(report["runs"]) == 1 else f"{key} [{run['label']}]"
                 body.append([label, *_cells(run[group][key])])

@@ -73,6 +73,7 @@ def test_unreachable_url_from_the_cli_exits_2_with_one_line(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "recall", "fetch", "--corpus", str(corpus), "--cache",
          str(tmp_path / "cache")], capture_output=True, text=True, cwd=ROOT,
+        env={k: v for k, v in os.environ.items() if k != "RECALL_MIRROR"},
     )  # fmt: skip
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "ghost" in proc.stderr and url in proc.stderr
