@@ -330,6 +330,7 @@ def run_binary(
     for repo in dict.fromkeys(r.repo for r in rows):
         picked = [i for i, r in enumerate(rows) if r.repo == repo]
         session = Session(binary, corpora[repo], timeout)
+        _progress(f"{binary.label}: {repo}: indexing, then {len(picked)} queries")
         try:
             index_s += session.index()
             started = time.perf_counter()
@@ -346,6 +347,12 @@ def run_binary(
             results[i] = answer
     done = tuple(r for r in results if r is not None)
     return RunResult(binary.label, " ".join(binary.bin_argv()), index_s, query_s, done)
+
+
+def _progress(message: str) -> None:
+    """Progress goes to a terminal only, so stdout and logs carry just the report."""
+    if sys.stderr.isatty():
+        print(f"recall: {message}", file=sys.stderr, flush=True)
 
 
 def check_not_empty(run: RunResult) -> None:

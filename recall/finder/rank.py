@@ -35,6 +35,8 @@ BONUS_WORD = 2.5  # a word start: after a separator, at a camel hump, after digi
 BONUS_CONSEC = 1.5  # a character right after the previous match
 BONUS_END = 1.0  # the last query character is the name's last: a whole last word typed
 GAP_OPEN = 1.0  # each jump over skipped characters
+VOWEL_HOP = 0.5  # a hop over a vowel inside a run, per vowel
+LONG_JUMP = 3.0  # the most a jump landing on a word start costs, however much it skips
 SKIP_VOWEL = 0.15  # skipping a vowel is cheap: abbreviations drop them
 SKIP_OTHER = 0.5
 SKIP_LEAD = 1.0  # factor on the cost of characters before the first match
@@ -351,6 +353,13 @@ class Ranker:
 
         d = BASE + bonus - SKIP_LEAD * before + miss(q[0])
         consec_bonus = BASE + np.maximum(bonus, BONUS_CONSEC)
+        land = np.where(bonus > 0, bonus + (BASE - LONG_JUMP), NEG)  # see LONG_JUMP
+        step = through - before
+        vowel = np.where(step < (SKIP_VOWEL + SKIP_OTHER) / 2, 0.0, NEG).astype(np.float32)
+        hop1 = np.full_like(d, NEG)
+        hop1[2:] = consec_bonus[2:] + vowel[1:-1] - VOWEL_HOP
+        hop2 = np.full_like(d, NEG)
+        hop2[3:] = consec_bonus[3:] + vowel[1:-2] + vowel[2:-1] - 2 * VOWEL_HOP
         best = np.empty_like(d)
         for i in range(1, len(q)):
             best[0] = NEG
@@ -361,10 +370,18 @@ class Ranker:
             else:
                 np.add(d[:-1], consec_bonus[1:], out=best[1:])
                 if not query.is_glob:  # inside a glob segment: contiguous only
+                    # A jump costs what it skips, but landing on a word start never costs
+                    # more than LONG_JUMP: skipping whole words is how abbreviations work.
                     reach = _running_max(d + through)
                     jump = reach[:-2] - before[2:]
                     jump += bonus[2:] + (BASE - GAP_OPEN)
                     np.maximum(best[2:], jump, out=best[2:])
+                    far = _running_max(d.copy())[:-2] + land[2:]
+                    np.maximum(best[2:], far, out=best[2:])
+                    # Hopping over one or two vowels keeps a run nearly contiguous:
+                    # that is how people drop vowels (`tstflt` for test_float).
+                    np.maximum(best[2:], d[:-2] + hop1[2:], out=best[2:])
+                    np.maximum(best[3:], d[:-3] + hop2[3:], out=best[3:])
             d = best + miss(q[i])
             np.maximum(d, NEG, out=d)  # keep impossible cells from drifting further down
         d -= SKIP_TRAIL * (self.total_cost[idx] - through)
