@@ -137,6 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="recall",
         description="Measure how often a fuzzy symbol finder ranks the intended name first.",
+        epilog="With no command, recall runs `recall run`: see `recall run --help` for its flags.",
     )
     parser.add_argument("--version", action="version", version=f"recall {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -100,6 +100,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise RecallError("--jobs must be 1 or more and --timeout above 0")
     corpus_path, queries_path = Path(args.corpus), Path(args.queries)
     pins = load_pins(corpus_path)
+    for repo in args.repo or []:
+        if repo not in pins:
+            raise RecallError(f"--repo {repo}: not a pin in {corpus_path}")
     rows = select(read_queries(queries_path, set(pins)), args.repo, args.type)
     if not rows:
         raise RecallError(f"{queries_path}: no rows match the selection")

@@ -51,7 +51,8 @@ EXACT_CASE = 3.0
 EXACT_LOWER = 2.9
 EXACT_SQUASHED = 2.8  # the same name in another case convention or with other separators
 TYPO_ONE = 0.92  # one edit (a swap of neighbours counts as one) from the lowercased name
-TYPO_ONE_SHORT = 0.6  # ... for a query of at most five characters, where that is cheap
+TYPO_LONG = 10  # ... for a query of this many characters or more; shorter ones get less:
+TYPO_SHORT = 0.05  # ... this much less per character short of TYPO_LONG
 TYPO_TWO = 0.0  # two edits: above poor alignments, below decent ones
 OWNER_EXACT = 0.6  # `Owner::name`: a definition whose scope names the owner
 OWNER_PREFIX = 0.4
@@ -404,7 +405,8 @@ class Ranker:
             score_cutoff=cutoff,
             limit=None,
         )
-        one = TYPO_ONE if len(query.chars) > 5 else TYPO_ONE_SHORT
+        # A short query is one edit from many names by chance: trust the edit less.
+        one = TYPO_ONE - TYPO_SHORT * max(0, TYPO_LONG - len(query.chars))
         for _, dist, at in hits:
             i = int(self.by_length[lo + at])
             value = one if dist <= 1 else TYPO_TWO
