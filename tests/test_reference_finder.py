@@ -1,0 +1,70 @@
+"""The reference finder driven as a process, on a fixture tree written here."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+SOURCE = """
+class HTTPServer:
+    def serve_forever(self): pass
+
+def test_float_limits(): pass
+def test_flag_list(): pass
+def parse_config_file(): pass
+def parse_conf(): pass
+"""
+
+
+def finder(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "recall.finder", *args], input=stdin, capture_output=True,
+        text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120,
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tree = tmp_path_factory.mktemp("tree")
+    (tree / "mod.py").write_text(SOURCE)
+    path = tree.parent / "finder.db"
+    proc = finder("index", str(tree), "--language", "python", "--db", str(path))
+    assert proc.returncode == 0, proc.stderr
+    return path
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("tesflolim", "test_float_limits"),
+        ("tstflt", "test_float_limits"),
+        ("test_floa_tlimits", "test_float_limits"),
+        ("tes*lim", "test_float_limits"),
+        ("httser", "HTTPServer"),
+        ("HTTPServer.serve_forever", "serve_forever"),
+    ],
+)
+def test_sloppy_queries_rank_the_intended_name_first(db, query, expected):
+    proc = finder("query", query, "--db", str(db), "--json", "--limit", "5")
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(proc.stdout)
+    assert rows[0]["name"] == expected
+    assert rows[0]["file"] == "mod.py" and isinstance(rows[0]["line"], int)
+
+
+def test_batch_answers_each_line_in_order_and_survives_a_bad_line(db):
+    lines = [json.dumps({"query": "tesflolim", "limit": 0}), "not json",
+             json.dumps({"query": "parcon", "limit": 2})]  # fmt: skip
+    proc = finder("query", "--batch", "--db", str(db), stdin="\n".join(lines) + "\n")
+    assert proc.returncode == 0, proc.stderr
+    answers = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert len(answers) == 3
+    assert answers[0][0]["name"] == "test_float_limits"
+    assert "error" in answers[1]
+    assert len(answers[2]) <= 2
+    single = finder("query", "tesflolim", "--db", str(db), "--json", "--limit", "0")
+    assert json.loads(single.stdout) == answers[0]
