@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 from recall import __version__
@@ -12,9 +12,9 @@ from recall.corpus import Pin, cache_root, fetch, load_pins, mirror_root, select
 from recall.derive import DEFAULT_SEED, derive_all, derive_rows, load_settings, recipes
 from recall.errors import EXIT_FAILURE, EXIT_LOSS, EXIT_OK, RecallError
 from recall.queryset import format_queries, read_queries
-from recall.symbols import checkout_symbols, distinct_names
+from recall.run import cmd_run
+from recall.symbols import checkout_symbols, distinct_names, write_atomic
 
-Handler = Callable[[argparse.Namespace], int]
 COMMANDS = ("run", "fetch", "derive")
 
 
@@ -126,11 +126,69 @@ def _cmd_derive_all(args: argparse.Namespace) -> int:
         print(f"{queries}: up to date ({count} rows)")
         return EXIT_OK
     if data != current:
-        from recall.symbols import write_atomic
-
         write_atomic(queries, data)
     print(f"{queries}: {count} rows")
     return EXIT_OK
+
+
+def _add_run(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("run", help="measure the finder (the default command)")
+    _add_common(p)
+    p.add_argument(
+        "--engine",
+        metavar="E",
+        help="preset name or engine TOML file "
+        "(default: recall.toml in the finder repo, else the reference finder)",
+    )
+    p.add_argument(
+        "--finder",
+        metavar="DIR",
+        default=".",
+        help="the finder's repo (default: the current folder)",
+    )
+    p.add_argument(
+        "--bin",
+        metavar="PATH",
+        help="candidate binary built by hand (default: the engine built from the working tree)",
+    )
+    base = p.add_mutually_exclusive_group()
+    base.add_argument("--base", metavar="REF", help="baseline: build REF of the finder repo")
+    base.add_argument("--base-bin", metavar="PATH", help="baseline: a binary built by hand")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    out.add_argument("--markdown", action="store_true", help="print the report as Markdown")
+    p.add_argument(
+        "--fail-on-loss",
+        action="store_true",
+        help="exit 1 if a source lost #1 or the top 10 (needs a baseline)",
+    )
+    p.add_argument("--misses", action="store_true", help="list every source not ranked #1")
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="parallel queries in per-query mode (default: %(default)s, the cores)",
+    )
+    p.add_argument(
+        "--queries",
+        metavar="FILE",
+        default="queries.tsv",
+        help="the query set (default: %(default)s)",
+    )
+    p.add_argument("--repo", action="append", metavar="R", help="only this repo (repeatable)")
+    p.add_argument("--type", action="append", metavar="T", help="only this type (repeatable)")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=30.0,
+        help="seconds per query before it counts as an error (default: %(default)s)",
+    )
+    p.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="accept a binary that returns nothing for 95%% of queries",
+    )
+    p.set_defaults(handler=cmd_run)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -143,9 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_fetch(sub)
     _add_derive(sub)
-    from recall.run import add_run
-
-    add_run(sub)
+    _add_run(sub)
     return parser
 
 

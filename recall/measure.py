@@ -31,6 +31,7 @@ from recall.queryset import QueryRow
 TOP = 10
 TAIL = 300
 EMPTY_SUSPECT = 0.95
+INDEX_TIMEOUT_S = 1800.0  # indexing a corpus is one long step, not a query
 
 
 @dataclass(frozen=True)

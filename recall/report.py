@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from recall.corpus import Pin
 from recall.measure import QueryResult, RunResult
 from recall.queryset import QueryRow
-from recall.stats import mean_ndcg_at_10, mean_reciprocal_rank
+from recall.stats import compare, mean_ndcg_at_10, mean_reciprocal_rank
 
 SCHEMA = 1
 
@@ -81,8 +81,6 @@ def _better(a: int | None, b: int | None) -> bool:
 
 
 def diff(rows: list[QueryRow], base: RunResult, new: RunResult) -> dict:
-    from recall.stats import compare
-
     up = down = same = top10_changed = 0
     lost_first: list[Change] = []
     lost_top10: list[Change] = []

@@ -1,11 +1,10 @@
-"""The default command: run the candidate (and a baseline), report, and set the exit."""
+"""The default command's work: build the binaries, run them, report, choose the exit."""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import hashlib
-import os
 import platform
 import sys
 from pathlib import Path
@@ -22,68 +21,6 @@ from recall.measure import Binary, Corpus, RunResult, check_not_empty, run_binar
 from recall.queryset import read_queries, select
 from recall.report import build_report, diff, misses, render
 from recall.symbols import checkout_symbols, ctags_version, distinct_names
-
-
-def add_run(sub: argparse._SubParsersAction) -> None:
-    from recall.cli import _add_common
-
-    p = sub.add_parser("run", help="measure the finder (the default command)")
-    _add_common(p)
-    p.add_argument(
-        "--engine",
-        metavar="E",
-        help="preset name or engine TOML file "
-        "(default: recall.toml in the finder repo, else the reference finder)",
-    )
-    p.add_argument(
-        "--finder",
-        metavar="DIR",
-        default=".",
-        help="the finder's repo (default: the current folder)",
-    )
-    p.add_argument(
-        "--bin",
-        metavar="PATH",
-        help="candidate binary built by hand (default: the engine built from the working tree)",
-    )
-    base = p.add_mutually_exclusive_group()
-    base.add_argument("--base", metavar="REF", help="baseline: build REF of the finder repo")
-    base.add_argument("--base-bin", metavar="PATH", help="baseline: a binary built by hand")
-    out = p.add_mutually_exclusive_group()
-    out.add_argument("--json", action="store_true", help="print the report as one JSON object")
-    out.add_argument("--markdown", action="store_true", help="print the report as Markdown")
-    p.add_argument(
-        "--fail-on-loss",
-        action="store_true",
-        help="exit 1 if a source lost #1 or the top 10 (needs a baseline)",
-    )
-    p.add_argument("--misses", action="store_true", help="list every source not ranked #1")
-    p.add_argument(
-        "--jobs",
-        type=int,
-        default=os.cpu_count() or 1,
-        help="parallel queries in per-query mode (default: %(default)s, the cores)",
-    )
-    p.add_argument(
-        "--queries",
-        metavar="FILE",
-        default="queries.tsv",
-        help="the query set (default: %(default)s)",
-    )
-    p.add_argument("--repo", action="append", metavar="R", help="only this repo (repeatable)")
-    p.add_argument("--type", action="append", metavar="T", help="only this type (repeatable)")
-    p.add_argument(
-        "--timeout",
-        type=float,
-        default=30.0,
-        help="seconds per query before it counts as an error (default: %(default)s)",
-    )
-    p.add_argument(
-        "--allow-empty",
-        action="store_true",
-        help="accept a binary that returns nothing for 95%% of queries",
-    )
-    p.set_defaults(handler=cmd_run)
 
 
 def _with_bin(engine: Engine, path: str) -> Engine:
