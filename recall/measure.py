@@ -185,7 +185,7 @@ class Session:
             return 0.0
         argv = self.argv(self.engine.index)
         started = time.perf_counter()
-        code, _out, err = self._run(argv, self.timeout * 20 + 60)
+        code, _out, err = self._run(argv, INDEX_TIMEOUT_S)
         if code != 0:
             reason = "timed out" if code is None else f"exit {code}"
             raise RecallError(
