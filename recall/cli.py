@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from recall import __version__, doctor
+from recall import __version__, doctor, init
 from recall.build import finder_root
 from recall.corpus import Pin, cache_root, fetch, load_pins, mirror_root, select_pins
 from recall.derive import DEFAULT_SEED, derive_all, derive_rows, load_settings, recipes
@@ -16,7 +16,7 @@ from recall.queryset import format_queries, read_queries
 from recall.run import cmd_run
 from recall.symbols import checkout_symbols, distinct_names, write_atomic
 
-COMMANDS = ("run", "fetch", "derive", "doctor")
+COMMANDS = ("run", "fetch", "derive", "doctor", "init")
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
@@ -155,6 +155,26 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
     return EXIT_OK if doctor.healthy(checks) else EXIT_FAILURE
 
 
+def _add_init(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("init", help="write a starter recall.toml in the finder's repo")
+    parser.add_argument(
+        "--preset", metavar="NAME",
+        help="start from this preset (default: a blank engine with every key explained)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--finder", metavar="DIR", default=".",
+        help="the finder's repo, whose top folder gets recall.toml (default: .)",
+    )  # fmt: skip
+    parser.set_defaults(handler=_cmd_init)
+
+
+def _cmd_init(args: argparse.Namespace) -> int:
+    path = finder_root(Path(args.finder)) / init.FILENAME
+    init.write_new(path, init.starter(args.preset))
+    print(init.next_step(path, args.preset, Path.cwd()))
+    return EXIT_OK
+
+
 def _add_run(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="measure the finder (the default command)")
     _add_common(p)
@@ -227,6 +247,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_derive(sub)
     _add_run(sub)
     _add_doctor(sub)
+    _add_init(sub)
     return parser
 
 
