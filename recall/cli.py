@@ -208,6 +208,10 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--misses", action="store_true", help="list every source not ranked #1")
     p.add_argument(
+        "--html", metavar="FILE",
+        help="also write the report as one self-contained HTML page with charts",
+    )  # fmt: skip
+    p.add_argument(
         "--jobs",
         type=int,
         default=os.cpu_count() or 1,
