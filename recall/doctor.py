@@ -120,6 +120,8 @@ def check_presets(tree: Path) -> list[Check]:
             checks.append(Check(label, WARN, f"{argv[0]}: not found", hint))
             continue
         version = _probe([*argv, "--version"])
+        if version:
+            version = version.removeprefix(os.path.basename(argv[0]) + " ")
         detail = f"{program} {version}" if version else f"{program} (no --version)"
         checks.append(Check(label, OK, detail))
     return checks
