@@ -7,7 +7,8 @@ import os
 import sys
 from pathlib import Path
 
-from recall import __version__
+from recall import __version__, doctor, init
+from recall.build import finder_root
 from recall.corpus import Pin, cache_root, fetch, load_pins, mirror_root, select_pins
 from recall.derive import DEFAULT_SEED, derive_all, derive_rows, load_settings, recipes
 from recall.errors import EXIT_FAILURE, EXIT_LOSS, EXIT_OK, RecallError
@@ -15,7 +16,7 @@ from recall.queryset import format_queries, read_queries
 from recall.run import cmd_run
 from recall.symbols import checkout_symbols, distinct_names, write_atomic
 
-COMMANDS = ("run", "fetch", "derive")
+COMMANDS = ("run", "fetch", "derive", "doctor", "init")
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
@@ -131,6 +132,49 @@ def _cmd_derive_all(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _add_doctor(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("doctor", help="check what the harness will use and whether it works")
+    _add_common(parser)
+    parser.add_argument(
+        "--queries", metavar="FILE", default="queries.tsv",
+        help="the query set (default: %(default)s)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--finder", metavar="DIR", default=".",
+        help="the finder's repo, where presets look for built binaries (default: .)",
+    )  # fmt: skip
+    parser.set_defaults(handler=_cmd_doctor)
+
+
+def _cmd_doctor(args: argparse.Namespace) -> int:
+    checks = doctor.diagnose(
+        cache_root(args.cache), mirror_root(args.mirror), Path(args.corpus),
+        Path(args.queries), finder_root(Path(args.finder)),
+    )  # fmt: skip
+    sys.stdout.write(doctor.render(checks))
+    return EXIT_OK if doctor.healthy(checks) else EXIT_FAILURE
+
+
+def _add_init(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("init", help="write a starter recall.toml in the finder's repo")
+    parser.add_argument(
+        "--preset", metavar="NAME",
+        help="start from this preset (default: a blank engine with every key explained)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--finder", metavar="DIR", default=".",
+        help="the finder's repo, whose top folder gets recall.toml (default: .)",
+    )  # fmt: skip
+    parser.set_defaults(handler=_cmd_init)
+
+
+def _cmd_init(args: argparse.Namespace) -> int:
+    path = finder_root(Path(args.finder)) / init.FILENAME
+    init.write_new(path, init.starter(args.preset))
+    print(init.next_step(path, args.preset, Path.cwd()))
+    return EXIT_OK
+
+
 def _add_run(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="measure the finder (the default command)")
     _add_common(p)
@@ -163,6 +207,10 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         help="exit 1 if a source lost #1 or the top 10 (needs a baseline)",
     )
     p.add_argument("--misses", action="store_true", help="list every source not ranked #1")
+    p.add_argument(
+        "--html", metavar="FILE",
+        help="also write the report as one self-contained HTML page with charts",
+    )  # fmt: skip
     p.add_argument(
         "--jobs",
         type=int,
@@ -202,6 +250,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_fetch(sub)
     _add_derive(sub)
     _add_run(sub)
+    _add_doctor(sub)
+    _add_init(sub)
     return parser
 
 

@@ -80,12 +80,40 @@ def _better(a: int | None, b: int | None) -> bool:
     return a is not None and (b is None or a < b)
 
 
+# Where a source's rank went, new rank minus base rank (negative: it moved up); "found"
+# and "lost" are the moves between found and missed, "same" includes missed on both sides.
+MOVE_BUCKETS = (
+    ("up 10+", -(10**9), -10), ("up 5-9", -9, -5), ("up 2-4", -4, -2), ("up 1", -1, -1),
+    ("same", 0, 0),
+    ("down 1", 1, 1), ("down 2-4", 2, 4), ("down 5-9", 5, 9), ("down 10+", 10, 10**9),
+)  # fmt: skip
+
+
+def move_bucket(base_rank: int | None, new_rank: int | None) -> str:
+    if base_rank is None or new_rank is None:
+        if base_rank == new_rank:
+            return "same"
+        return "found" if base_rank is None else "lost"
+    delta = new_rank - base_rank
+    return next(name for name, low, high in MOVE_BUCKETS if low <= delta <= high)
+
+
+def _lost_row(change: Change) -> dict:
+    """A lost row with where the source is defined, from the base's hit that named it."""
+    hit = next((h for h in change.base.top if h.name == change.row.source), None)
+    return change.as_json() | {
+        "source_file": hit.file if hit else None,
+        "source_line": hit.line if hit else None,
+    }
+
+
 def diff(rows: list[QueryRow], base: RunResult, new: RunResult) -> dict:
     up = down = same = top10_changed = 0
     lost_first: list[Change] = []
     lost_top10: list[Change] = []
     newly_errored: list[Change] = []
     base_ranks, new_ranks = [], []
+    moves = dict.fromkeys(["found", *(name for name, _, _ in MOVE_BUCKETS), "lost"], 0)
     for row, b, n in zip(rows, base.results, new.results, strict=True):
         if [h.name for h in b.top] != [h.name for h in n.top]:
             top10_changed += 1
@@ -95,6 +123,7 @@ def diff(rows: list[QueryRow], base: RunResult, new: RunResult) -> dict:
             continue
         base_ranks.append(b.rank)
         new_ranks.append(n.rank)
+        moves[move_bucket(b.rank, n.rank)] += 1
         if _better(n.rank, b.rank):
             up += 1
         elif _better(b.rank, n.rank):
@@ -109,8 +138,9 @@ def diff(rows: list[QueryRow], base: RunResult, new: RunResult) -> dict:
     return {
         "base": base.label, "new": new.label,
         "up": up, "down": down, "same": same, "top10_changed": top10_changed,
-        "lost_first": [c.as_json() for c in lost_first],
-        "lost_top10": [c.as_json() for c in lost_top10],
+        "moves": moves,
+        "lost_first": [_lost_row(c) for c in lost_first],
+        "lost_top10": [_lost_row(c) for c in lost_top10],
         "new_errors": [c.as_json() | {"error": c.new.error} for c in newly_errored],
         "significance": significance.as_json() | {"summary": significance.summary()},
     }  # fmt: skip

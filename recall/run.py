@@ -17,10 +17,11 @@ from recall.build import build_base, finder_root, resolve_commit, run_build
 from recall.corpus import cache_root, fetch, load_pins, mirror_root
 from recall.engine import Engine, resolve_engine
 from recall.errors import EXIT_LOSS, EXIT_OK, RecallError
+from recall.html import render_html
 from recall.measure import Binary, Corpus, RunResult, check_not_empty, run_binary
 from recall.queryset import read_queries, select
 from recall.report import build_report, diff, misses, render
-from recall.symbols import checkout_symbols, ctags_version, distinct_names
+from recall.symbols import checkout_symbols, ctags_version, distinct_names, write_atomic
 
 
 def _with_bin(engine: Engine, path: str) -> Engine:
@@ -74,6 +75,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     diff_result = diff(rows, runs[0], runs[1]) if len(runs) == 2 else None
     meta = _meta(engine, corpus_path, queries_path)
     report = build_report(meta, pins, rows, runs, diff_result)
+    if args.html:
+        _write_html(Path(args.html), report)
     if args.json:
         if args.misses:
             report["misses"] = misses(rows, runs[-1])
@@ -89,6 +92,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     ):
         return EXIT_LOSS
     return EXIT_OK
+
+
+def _write_html(path: Path, report: dict) -> None:
+    try:
+        write_atomic(path, render_html(report).encode("utf-8"))
+    except OSError as exc:
+        raise RecallError(f"--html {path}: cannot write: {exc.strerror or exc}") from None
 
 
 def _meta(engine: Engine, corpus: Path, queries: Path) -> dict:

@@ -206,3 +206,13 @@ def test_fetch_all_six_from_the_mirror_then_again_quickly(real_cache, all_names)
     assert [line.split("\t")[0] for line in lines] == list(all_names)
     _name, short, path = lines[0].split("\t")
     assert len(short) == 12 and Path(path).is_dir()
+
+
+def test_pin_missing_from_the_mirror_falls_back_to_its_url_in_one_line(upstream, tmp_path, capfd):
+    path, sha = upstream
+    mirror = tmp_path / "mirror"
+    (mirror / "github.com").mkdir(parents=True)
+    checkout = fetch(pin_for(path, sha), tmp_path / "cache", mirror)
+    assert (checkout.path / "sub" / "b.py").is_file()
+    err = capfd.readouterr().err
+    assert err == f"recall: demo: not in mirror {mirror}; fetching {path.as_uri()}\n"

@@ -1,0 +1,297 @@
+"""`recall doctor`: what the harness will use on this machine, and whether it works.
+
+Each check returns a plain record; only failures of what the default run (the reference
+finder over the pinned corpora) needs decide the exit, so a missing fzf is a warning, not
+a broken set-up. Every problem carries the command that fixes it, because "ctags missing"
+is only useful next to `apt-get install universal-ctags`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import git
+
+from recall import __version__
+from recall.corpus import (
+    FROZEN_EPOCH,
+    Pin,
+    checkout_problem,
+    corpora_dir,
+    load_pins,
+    mirror_source,
+)
+from recall.engine import fill, load_preset, preset_names
+from recall.errors import RecallError
+from recall.queryset import read_queries
+from recall.symbols import ctags_version
+
+OK, WARN, FAIL = "ok", "warn", "FAIL"
+PACKAGES = ("GitPython", "rapidfuzz", "orjson", "numpy", "platformdirs")
+PROBE_TIMEOUT_S = 5.0
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    status: str  # OK, WARN or FAIL
+    detail: str
+    fix: str | None = None
+
+
+def _probe(argv: list[str], env: dict[str, str] | None = None) -> str | None:
+    """First line of a version-style command, or None when it cannot run in time."""
+    try:
+        proc = subprocess.run(
+            argv, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S,
+            stdin=subprocess.DEVNULL, env=env,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if proc.returncode != 0:
+        return None
+    lines = (proc.stdout or proc.stderr).strip().splitlines()
+    return lines[0].strip() if lines else ""
+
+
+def check_python() -> list[Check]:
+    version = ".".join(map(str, sys.version_info[:3]))
+    good = sys.version_info >= (3, 11)
+    checks = [
+        Check(
+            "python",
+            OK if good else FAIL,
+            f"{version} ({sys.executable})",
+            None if good else "install Python 3.11 or newer",
+        ),
+        Check("recall", OK, __version__),
+    ]
+    for package in PACKAGES:
+        try:
+            checks.append(Check(package, OK, metadata.version(package)))
+        except metadata.PackageNotFoundError:
+            checks.append(
+                Check(package, FAIL, "not installed", f"python3 -m pip install {package}")
+            )
+    return checks
+
+
+def check_git() -> Check:
+    version = _probe(["git", "--version"])
+    if version is None:
+        return Check("git", FAIL, "not found", "apt-get install git")
+    return Check("git", OK, version.removeprefix("git version "))
+
+
+def check_ctags() -> Check:
+    try:
+        version = ctags_version()
+    except RecallError as exc:
+        return Check("ctags", FAIL, str(exc).split(":")[0], "apt-get install universal-ctags")
+    return Check("ctags", OK, f"{version}, JSON output")
+
+
+def check_presets(tree: Path) -> list[Check]:
+    """Each preset's finder program: found and its version. Only the reference finder,
+    the default run's engine, fails the doctor; the rest are warnings."""
+    values = {"tree": str(tree), "python": sys.executable}
+    checks = []
+    for name in preset_names():
+        engine = load_preset(name)
+        argv = [fill(part, values) for part in engine.bin]
+        label = f"preset {name}"
+        if argv[0] == sys.executable:
+            checks.append(_check_python_finder(label, argv, engine.env, values))
+            continue
+        program = argv[0] if os.sep in argv[0] else shutil.which(argv[0])
+        if program is None or not os.access(program, os.X_OK):
+            hint = f"apt-get install {argv[0]}" if os.sep not in argv[0] else None
+            if hint is None and engine.build:
+                hint = f"{' '.join(engine.build)} (in the finder's repo)"
+            checks.append(Check(label, WARN, f"{argv[0]}: not found", hint))
+            continue
+        version = _probe([*argv, "--version"])
+        if version:
+            version = version.removeprefix(os.path.basename(argv[0]) + " ")
+        detail = f"{program} {version}" if version else f"{program} (no --version)"
+        checks.append(Check(label, OK, detail))
+    return checks
+
+
+def _check_python_finder(
+    label: str, argv: list[str], env: tuple[tuple[str, str], ...], values: dict[str, str]
+) -> Check:
+    full_env = {**os.environ, **{k: fill(v, values) for k, v in env}}
+    if _probe([*argv, "--help"], full_env) is None:
+        return Check(
+            label, FAIL, f"{' '.join(argv)} does not start",
+            "python3 -m pip install -e . (or make recall)",
+        )  # fmt: skip
+    return Check(label, OK, f"{' '.join(argv)} (recall {__version__})")
+
+
+def _size(root: Path) -> int:
+    total = 0
+    for folder, _dirs, files in os.walk(root):
+        for entry in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(folder, entry)).st_size
+    return total
+
+
+def _human(size: int) -> str:
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def check_cache(cache: Path) -> Check:
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=cache, prefix=".doctor-"):
+            pass
+    except OSError as exc:
+        return Check(
+            "cache", FAIL, f"{cache}: not writable ({exc.strerror or exc})",
+            "recall --cache DIR (or export RECALL_CACHE=DIR) with a writable DIR",
+        )  # fmt: skip
+    return Check("cache", OK, f"{cache}, writable, {_human(_size(cache))}")
+
+
+def check_sources(pins: dict[str, Pin], mirror: Path | None) -> tuple[list[Check], set[str]]:
+    """The mirror's coverage and, for pins it lacks, whether the network answers; returns
+    the checks and the names of the pins that can be fetched."""
+    checks: list[Check] = []
+    reachable: set[str] = set()
+    need_url = list(pins.values())
+    if mirror is not None:
+        held = {name for name, pin in pins.items() if mirror_source(mirror, pin.url)}
+        reachable |= held
+        need_url = [pin for pin in pins.values() if pin.name not in held]
+        status = OK if not need_url else WARN
+        missing = f"; lacks {', '.join(p.name for p in need_url)}" if need_url else ""
+        checks.append(
+            Check("mirror", status, f"{mirror} has {len(held)} of {len(pins)} pins{missing}")
+        )
+    for group in _group_by_host(need_url).values():
+        url = group[0].url
+        if _ls_remote(url):
+            reachable |= {p.name for p in group}
+            checks.append(Check("network", OK, f"{url} answers git ls-remote"))
+        else:
+            checks.append(
+                Check(
+                    "network",
+                    WARN,
+                    f"{url} does not answer git ls-remote ({PROBE_TIMEOUT_S:g} s limit)",
+                    "recall --mirror DIR (or export RECALL_MIRROR=DIR) with local mirrors",
+                )
+            )
+    return checks, reachable
+
+
+def _group_by_host(pins: list[Pin]) -> dict[str, list[Pin]]:
+    """One probe per host is enough to tell whether the network answers; local urls
+    (file://, paths) have no host and are probed one by one."""
+    groups: dict[str, list[Pin]] = {}
+    for pin in pins:
+        parts = urlsplit(pin.url)
+        key = f"{parts.scheme}://{parts.netloc}" if parts.netloc else pin.url
+        groups.setdefault(key, []).append(pin)
+    return groups
+
+
+def _ls_remote(url: str) -> bool:
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true"}
+    return _probe(["git", "ls-remote", "--heads", "--end-of-options", url], env) is not None
+
+
+def check_corpora(
+    pins: dict[str, Pin], cache: Path, reachable: set[str], mirror: Path | None = None
+) -> list[Check]:
+    """A pin that is not ready is a warning while the run can still fetch it, a failure
+    when neither the mirror nor the network has it."""
+    checks = []
+    for pin in pins.values():
+        path = corpora_dir(cache) / pin.name
+        problem = checkout_problem(pin, path) or _unfrozen(path)
+        name = f"corpus {pin.name}"
+        fix = f"recall fetch {pin.name}" + (f" --mirror {mirror}" if mirror else "")
+        if problem is None:
+            checks.append(Check(name, OK, f"{pin.sha[:12]} fetched, frozen ({path})"))
+        elif pin.name in reachable:
+            checks.append(Check(name, WARN, f"{problem}; the run fetches it", fix))
+        else:
+            checks.append(Check(name, FAIL, f"{problem}; no mirror or network has it", fix))
+    return checks
+
+
+def _unfrozen(path: Path) -> str | None:
+    try:
+        with git.Repo(path) as repo:
+            when = repo.head.commit.committed_date
+    except (git.GitError, ValueError, OSError):
+        return "checkout unreadable"
+    return None if when == FROZEN_EPOCH else "checkout commit is not frozen at 2000-01-01"
+
+
+def check_files(corpus: Path, queries: Path) -> tuple[list[Check], dict[str, Pin]]:
+    checks = []
+    try:
+        pins = load_pins(corpus)
+        checks.append(Check("corpus.json", OK, f"{corpus}: {len(pins)} pins"))
+    except RecallError as exc:
+        return [Check("corpus.json", FAIL, str(exc), "recall --corpus FILE")], {}
+    try:
+        rows = read_queries(queries, set(pins))
+        checks.append(Check("queries", OK, f"{queries}: {len(rows)} rows"))
+    except RecallError as exc:
+        checks.append(Check("queries", FAIL, str(exc), "recall derive all"))
+    return checks, pins
+
+
+def diagnose(
+    cache: Path, mirror: Path | None, corpus: Path, queries: Path, tree: Path
+) -> list[Check]:
+    checks = [*check_python(), check_git(), check_ctags(), *check_presets(tree)]
+    checks.append(check_cache(cache))
+    file_checks, pins = check_files(corpus, queries)
+    checks += file_checks
+    if pins:
+        source_checks, reachable = check_sources(pins, mirror)
+        checks += source_checks
+        checks += check_corpora(pins, cache, reachable, mirror)
+    return checks
+
+
+def healthy(checks: list[Check]) -> bool:
+    return all(c.status != FAIL for c in checks)
+
+
+def render(checks: list[Check]) -> str:
+    width = max(len(c.name) for c in checks)
+    lines = []
+    for c in checks:
+        line = f"{c.status:<4}  {c.name:<{width}}  {c.detail}"
+        lines.append(f"{line}\n      {'':<{width}}  fix: {c.fix}" if c.fix else line)
+    failed = sum(1 for c in checks if c.status == FAIL)
+    warned = sum(1 for c in checks if c.status == WARN)
+    if failed:
+        lines.append(
+            f"recall doctor: {failed} problem(s) stop the default run, {warned} warning(s)"
+        )
+    else:
+        lines.append(f"recall doctor: the default run has what it needs ({warned} warning(s))")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,243 @@
+"""`--html FILE`: the report as one self-contained page.
+
+A decision record outlives the network and any JS framework, so the page is plain HTML
+with inline CSS and inline SVG drawn here; it fetches nothing when viewed. Every string
+from a report (names, queries, paths, labels) is escaped, since corpus names are data a
+stranger wrote.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from html import escape
+from urllib.parse import quote, urlsplit
+
+COLORS = {"found": "#c6dbef", "top10": "#6baed6", "first": "#08519c"}
+MOVE_COLORS = {"up": "#31a354", "found": "#006d2c", "same": "#969696", "down": "#de2d26",
+               "lost": "#a50f15"}  # fmt: skip
+CSS = """
+body { font: 14px/1.4 system-ui, sans-serif; margin: 2em; color: #222; max-width: 1100px; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 1.8em; }
+table { border-collapse: collapse; margin: .5em 0; }
+th, td { padding: 3px 8px; border-bottom: 1px solid #ddd; text-align: right; }
+th.text, td.text { text-align: left; }
+th { background: #f3f3f3; }
+.meta { color: #666; font-size: 12px; }
+.legend span { display: inline-block; width: 12px; height: 12px; margin: 0 4px 0 12px;
+               vertical-align: middle; }
+svg text { font: 12px system-ui, sans-serif; fill: #222; }
+a { color: #08519c; }
+"""
+
+
+@dataclass(frozen=True)
+class _Markup:
+    """A table cell that is already escaped markup (a link), not text."""
+
+    html: str
+
+
+def _e(value: object) -> str:
+    return escape(str(value), quote=True)
+
+
+def _rank(rank: int | None) -> str:
+    return "-" if rank is None else str(rank)
+
+
+def source_link(pin: dict | None, file: str | None, line: int | None) -> str | None:
+    """The file and line on the pinned commit, for pins hosted on GitHub."""
+    if not pin or not file:
+        return None
+    parts = urlsplit(pin["url"])
+    if parts.hostname != "github.com":
+        return None
+    path = parts.path.strip("/").removesuffix(".git")
+    if path.count("/") != 1:
+        return None
+    anchor = f"#L{line}" if line else ""
+    return f"https://github.com/{path}/blob/{pin['sha']}/{quote(file.lstrip('/'))}{anchor}"
+
+
+def _pct(c: dict, key: str) -> str:
+    return f"{c[key]} ({c[key + '_pct']:.1f}%)"
+
+
+def _headline(runs: list[dict]) -> str:
+    head = ["binary", "n", "#1", "top 10", "found", "MRR", "errors", "index s", "query s"]
+    rows = [
+        [run["label"], run["n"], _pct(run, "first"), _pct(run, "top10"), _pct(run, "found"),
+         f"{run['mrr']:.3f}", run["errors"], f"{run['index_s']:.1f}", f"{run['query_s']:.1f}"]
+        for run in runs
+    ]  # fmt: skip
+    return _table(head, rows)
+
+
+def _table(head: list[str], rows: list[list[object]], text: frozenset[int] = frozenset({0})) -> str:
+    def cls(i: int) -> str:
+        return ' class="text"' if i in text else ""
+
+    out = ["<table><tr>", *(f"<th{cls(i)}>{_e(h)}</th>" for i, h in enumerate(head)), "</tr>"]
+    for row in rows:
+        out.append("<tr>")
+        for i, cell in enumerate(row):
+            body = cell.html if isinstance(cell, _Markup) else _e(cell)
+            out.append(f"<td{cls(i)}>{body}</td>")
+        out.append("</tr>")
+    out.append("</table>")
+    return "".join(out)
+
+
+def _legend() -> str:
+    items = (("first", "#1"), ("top10", "top 10"), ("found", "found"))
+    spans = "".join(f'<span style="background:{COLORS[k]}"></span>{_e(t)}' for k, t in items)
+    return f'<p class="legend">{spans}</p>'
+
+
+def bars(runs: list[dict], group: str) -> str:
+    """Per key of a group (type, repo, language), one bar per binary: found, top 10 and
+    #1 as nested shares of that key's sourced queries."""
+    keys = [k for k in runs[0][group] if any(run[group].get(k, {}).get("n") for run in runs)]
+    label_w, run_w, bar_w, row_h, gap = 130, 90, 400, 18, 10
+    width = label_w + run_w + bar_w + 330
+    height = max(1, len(keys)) * (len(runs) * row_h + gap) + 24
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="{_e(group)}">',
+        f'<rect x="0" y="0" width="{width}" height="{height}" fill="#ffffff"/>',
+    ]
+    for tick in (0, 25, 50, 75, 100):
+        x = label_w + run_w + bar_w * tick / 100
+        parts.append(
+            f'<line x1="{x:.1f}" y1="0" x2="{x:.1f}" y2="{height - 20}" stroke="#e5e5e5"/>'
+            f'<text x="{x:.1f}" y="{height - 6}" text-anchor="middle">{tick}%</text>'
+        )
+    y = 0
+    left = label_w + run_w
+    for key in keys:
+        parts.append(f'<text x="0" y="{y + 13}">{_e(key)}</text>')
+        for run in runs:
+            c = run[group].get(key)
+            label = f"{key} [{run['label']}]"
+            if len(runs) > 1:
+                short = run["label"].split(" ")[0]
+                parts.append(f'<text x="{label_w}" y="{y + 13}">{_e(short)}</text>')
+            if c and c["n"]:
+                for metric in ("found", "top10", "first"):
+                    w = bar_w * c[f"{metric}_pct"] / 100
+                    parts.append(
+                        f'<rect x="{left}" y="{y + 2}" width="{w:.1f}" height="{row_h - 4}" '
+                        f'fill="{COLORS[metric]}"><title>{_e(label)}: {_e(metric)} '
+                        f"{c[metric]} of {c['n']}</title></rect>"
+                    )
+                summary = (
+                    f"#1 {c['first_pct']:.1f}% · top 10 {c['top10_pct']:.1f}% · "
+                    f"found {c['found_pct']:.1f}% (n {c['n']})"
+                )
+                parts.append(f'<text x="{left + bar_w + 8}" y="{y + 13}">{_e(summary)}</text>')
+            y += row_h
+        y += gap
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def moves_chart(moves: dict[str, int]) -> str:
+    """Where each source's rank went: one column per bucket of new minus base rank."""
+    col_w, plot_h, top, bottom = 76, 180, 20, 40
+    width, height = col_w * len(moves) + 20, plot_h + top + bottom
+    # Unchanged sources usually outnumber the moved ones a hundred to one: the scale is
+    # set by the moved buckets, and "same" is drawn full height, marked off scale.
+    moved = [count for bucket, count in moves.items() if bucket != "same"]
+    peak = max(moved, default=0) or 1
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="rank moves">',
+        f'<rect x="0" y="0" width="{width}" height="{height}" fill="#ffffff"/>',
+        f'<line x1="10" y1="{top + plot_h}" x2="{width - 10}" y2="{top + plot_h}" stroke="#999"/>',
+    ]
+    for i, (bucket, count) in enumerate(moves.items()):
+        off_scale = count > peak
+        h = plot_h * min(count, peak) / peak
+        x = 10 + i * col_w
+        color = MOVE_COLORS.get(bucket.split(" ")[0], "#969696")
+        parts.append(
+            f'<rect x="{x + 8}" y="{top + plot_h - h:.1f}" width="{col_w - 16}" '
+            f'height="{h:.1f}" fill="{color}"><title>{_e(bucket)}: {count}</title></rect>'
+            f'<text x="{x + col_w / 2}" y="{top + plot_h - h - 4:.1f}" '
+            f'text-anchor="middle">{count}{" (off scale)" if off_scale else ""}</text>'
+            f'<text x="{x + col_w / 2}" y="{top + plot_h + 16}" '
+            f'text-anchor="middle">{_e(bucket)}</text>'
+        )
+    parts.append(
+        f'<text x="{width / 2}" y="{height - 4}" text-anchor="middle">'
+        "new rank minus base rank (up: better)</text></svg>"
+    )
+    return "".join(parts)
+
+
+def _lost_table(rows: list[dict], corpus: dict) -> str:
+    if not rows:
+        return "<p>None.</p>"
+    head = ["repo", "query", "type", "source", "defined at", "old", "new", "#1 now"]
+    body = []
+    for r in rows:
+        where = r.get("source_file")
+        if where and r.get("source_line"):
+            where = f"{where}:{r['source_line']}"
+        link = source_link(corpus.get(r["repo"]), r.get("source_file"), r.get("source_line"))
+        if where and link:
+            cell: object = _Markup(f'<a href="{_e(link)}">{_e(where)}</a>')
+        else:
+            cell = where or "-"
+        body.append(
+            [r["repo"], r["query"], r["type"], r["source"], cell, _rank(r["base_rank"]),
+             _rank(r["new_rank"]), r["new_first"] or "-"]
+        )  # fmt: skip
+    return _table(head, body, frozenset({0, 1, 2, 3, 4, 7}))
+
+
+def render_html(report: dict) -> str:
+    """The whole page for a report dict (as report.build_report makes it)."""
+    runs, meta = report["runs"], report.get("meta", {})
+    engine = meta.get("engine", {}).get("source", "")
+    out = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>recall: {_e(report['sourced'])} sourced queries</title>",
+        f"<style>{CSS}</style></head><body>",
+        f"<h1>recall: {_e(report['sourced'])} sourced queries of {_e(report['queries'])}</h1>",
+        f'<p class="meta">recall {_e(meta.get("recall", ""))} · engine {_e(engine)} · '
+        f"Python {_e(meta.get('python', ''))} · ctags {_e(meta.get('ctags', ''))} · "
+        f"queries sha256 {_e(str(meta.get('queries_sha256', ''))[:12])}</p>",
+        "<h2>Headline</h2>",
+        _headline(runs),
+    ]
+    for group, title in (("by_type", "type"), ("by_language", "language"), ("by_repo", "repo")):
+        out += [f"<h2>By {_e(title)}</h2>", _legend(), bars(runs, group)]
+    d = report.get("diff")
+    if d:
+        out += [
+            f"<h2>Diff: {_e(d['new'])} against {_e(d['base'])}</h2>",
+            f"<p>sources up {_e(d['up'])}, down {_e(d['down'])}, unchanged {_e(d['same'])}; "
+            f"queries whose top 10 changed: {_e(d['top10_changed'])}</p>",
+            f"<p>{_e(d.get('significance', {}).get('summary', ''))}</p>",
+            "<h3>Where each source's rank moved</h3>",
+            moves_chart(d["moves"]),
+            f"<h2>Lost #1: {len(d['lost_first'])}</h2>",
+            _lost_table(d["lost_first"], report.get("corpus", {})),
+            f"<h2>Lost the top 10: {len(d['lost_top10'])}</h2>",
+            _lost_table(d["lost_top10"], report.get("corpus", {})),
+        ]
+    for run in runs:
+        if run.get("error_rows"):
+            out.append(f"<h2>Errors in {_e(run['label'])}: {len(run['error_rows'])}</h2>")
+            out.append(
+                _table(
+                    ["repo", "query", "type", "error"],
+                    [[e["repo"], e["query"], e["type"], e["error"]] for e in run["error_rows"]],
+                    frozenset({0, 1, 2, 3}),
+                )
+            )
+    out.append("</body></html>\n")
+    return "\n".join(out)

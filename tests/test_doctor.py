@@ -1,0 +1,76 @@
+import os
+import shutil
+from pathlib import Path
+
+from conftest import ROOT, make_repo, mirror_dir, run_recall
+
+from recall.corpus import Pin
+from recall.doctor import FAIL, OK, WARN, check_cache, check_corpora, check_sources, healthy
+
+
+def _doctor(cache: Path, *extra: str, env: dict | None = None):
+    return run_recall(
+        "doctor", "--cache", str(cache), "--corpus", str(ROOT / "corpus.json"),
+        "--queries", str(ROOT / "queries.tsv"), *extra, env=env,
+    )  # fmt: skip
+
+
+def _line(stdout: str, name: str) -> str:
+    return next(line for line in stdout.splitlines() if line[6:].startswith(name + " "))
+
+
+def test_doctor_passes_with_a_mirror_and_names_each_corpus(real_cache, gin):
+    proc = _doctor(real_cache, "--mirror", str(mirror_dir()))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert _line(proc.stdout, "corpus gin").startswith("ok ")
+    assert f"{gin.pin.sha[:12]} fetched, frozen" in _line(proc.stdout, "corpus gin")
+    assert "has 6 of 6 pins" in _line(proc.stdout, "mirror")
+    assert "JSON output" in _line(proc.stdout, "ctags")
+    assert proc.stdout.splitlines()[-1].startswith("recall doctor: the default run has")
+
+
+def test_doctor_without_ctags_fails_with_the_install_command_and_fzf_only_warns(tmp_path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    os.symlink(shutil.which("git"), bin_dir / "git")
+    proc = _doctor(
+        tmp_path / "cache", "--mirror", str(mirror_dir() or tmp_path),
+        env={"PATH": str(bin_dir)},
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    ctags = lines.index(_line(proc.stdout, "ctags"))
+    assert lines[ctags].startswith("FAIL")
+    assert lines[ctags + 1].strip() == "fix: apt-get install universal-ctags"
+    assert _line(proc.stdout, "preset fzf").startswith("warn")
+    assert _line(proc.stdout, "preset reference").startswith("ok ")
+    assert "1 problem(s)" in lines[-1]
+
+
+def test_unwritable_cache_is_a_failure_naming_the_folder(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    check = check_cache(blocker / "cache")
+    assert check.status == FAIL and str(blocker / "cache") in check.detail
+    assert check_cache(tmp_path / "fresh").status == OK
+
+
+def test_unfetched_corpus_warns_while_reachable_and_fails_when_not(tmp_path):
+    upstream = make_repo(tmp_path / "up", {"a.py": "def alpha():\n    pass\n"})
+    good = Pin("demo", (tmp_path / "up").as_uri(), upstream.head.commit.hexsha, "python")
+    gone = Pin("gone", (tmp_path / "nowhere").as_uri(), "a" * 40, "python")
+    pins = {"demo": good, "gone": gone}
+    checks, reachable = check_sources({"demo": good}, None)
+    assert [c.status for c in checks] == [OK] and reachable == {"demo"}
+    checks, reachable = check_sources(pins, tmp_path / "empty-mirror")
+    assert checks[0].detail.endswith("has 0 of 2 pins; lacks demo, gone")
+    assert [c.status for c in checks] == [WARN, OK, WARN] and reachable == {"demo"}
+    cache = tmp_path / "cache"
+    (cache / "corpora" / "demo").mkdir(parents=True)
+    result = check_corpora(pins, cache, {"demo"})
+    assert [(c.status, c.detail.split(";")[0]) for c in result] == [
+        (WARN, "checkout incomplete"),
+        (FAIL, "not fetched"),
+    ]
+    assert result[1].fix == "recall fetch gone"
+    assert not healthy(result) and healthy(result[:1])
