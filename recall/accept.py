@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from recall.errors import RecallError
+from recall.queryset import read_lines
 
 HEADER = ("repo", "query", "source")
 
@@ -17,14 +18,8 @@ Key = tuple[str, str, str]
 
 
 def read_accepted(path: Path) -> list[Key]:
-    try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except OSError as exc:
-        raise RecallError(f"--accept {path}: cannot read: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise RecallError(f"--accept {path}: not UTF-8 (byte {exc.start})") from None
     keys: list[Key] = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(read_lines(path, f"--accept {path}"), start=1):
         fields = tuple(line.split("\t"))
         if number == 1 and fields == HEADER:
             continue

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from recall.errors import RecallError
 from recall.measure import QueryResult
-from recall.queryset import QueryRow
+from recall.queryset import QueryRow, read_lines
 
 HEADER = ("repo", "query", "expect")
 TYPE = "regress"  # the type of the rows the cases add to a run; never counted as recall
@@ -30,13 +30,7 @@ class Case:
 
 
 def read_cases(path: Path, repos: set[str]) -> list[Case]:
-    try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except OSError as exc:
-        raise RecallError(f"{path}: cannot read: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise RecallError(f"{path}: not UTF-8 (byte {exc.start})") from None
-    lines = text.splitlines()
+    lines = read_lines(path, str(path))
     if not lines or tuple(lines[0].split("\t")) != HEADER:
         raise RecallError(f"{path}:1: the header must be {'<TAB>'.join(HEADER)}")
     cases = []
