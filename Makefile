@@ -24,7 +24,7 @@ recall: fetch
 
 # Every peer finder and the reference finder over the whole query set: docs/RESULTS.md.
 results: fetch
-	$(BIN)/python -m recall.results $(MIRROR_FLAG) --out docs/RESULTS.md
+	$(BIN)/python -m recall.results $(MIRROR_FLAG) --out docs/RESULTS.md $(ARGS)
 
 test: $(STAMP)
 	RECALL_MIRROR=$(MIRROR) $(BIN)/python -m pytest -q
