@@ -7,16 +7,20 @@ import os
 import sys
 from pathlib import Path
 
-from recall import __version__, doctor, init
-from recall.build import finder_root
+import orjson
+
+from recall import __version__, doctor, explain, init
+from recall.build import finder_root, make_binaries
 from recall.corpus import Pin, cache_root, fetch, load_pins, mirror_root, select_pins
 from recall.derive import DEFAULT_SEED, derive_all, derive_rows, load_settings, recipes
+from recall.engine import resolve_engine
 from recall.errors import EXIT_FAILURE, EXIT_LOSS, EXIT_OK, RecallError
+from recall.measure import Corpus
 from recall.queryset import format_queries, read_queries
 from recall.run import cmd_run
 from recall.symbols import checkout_symbols, distinct_names, write_atomic
 
-COMMANDS = ("run", "fetch", "derive", "doctor", "init")
+COMMANDS = ("run", "fetch", "derive", "doctor", "init", "explain")
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
@@ -175,6 +179,55 @@ def _cmd_init(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _add_explain(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("explain", help="one query through each binary, top 10 side by side")
+    _add_common(p)
+    p.add_argument("query", metavar="QUERY")
+    p.add_argument("--repo", required=True, metavar="R", help="the pin the query runs on")
+    p.add_argument("--engine", metavar="E", help="preset name or engine TOML file")
+    p.add_argument("--finder", metavar="DIR", default=".", help="the finder's repo (default: .)")
+    p.add_argument("--bin", metavar="PATH", help="candidate binary built by hand")
+    base = p.add_mutually_exclusive_group()
+    base.add_argument("--base", metavar="REF", help="baseline: build REF of the finder repo")
+    base.add_argument("--base-bin", metavar="PATH", help="baseline: a binary built by hand")
+    p.add_argument(
+        "--source", metavar="NAME",
+        help="the intended name (default: the query's source in the query set)",
+    )  # fmt: skip
+    p.add_argument(
+        "--queries", metavar="FILE", default="queries.tsv",
+        help="the query set the source is looked up in (default: %(default)s)",
+    )  # fmt: skip
+    p.add_argument("--json", action="store_true", help="print the same as one JSON object")
+    p.add_argument(
+        "--timeout", type=float, default=explain.EXPLAIN_TIMEOUT_S,
+        help="seconds for the query (default: %(default)s)",
+    )  # fmt: skip
+    p.set_defaults(handler=_cmd_explain)
+
+
+def _cmd_explain(args: argparse.Namespace) -> int:
+    corpus, queries = Path(args.corpus), Path(args.queries)
+    (pin,) = select_pins(load_pins(corpus), [args.repo], corpus)
+    rows = read_queries(queries, None) if queries.exists() else []
+    row = explain.pick_row(rows, pin.name, args.query, args.source)
+    cache = cache_root(args.cache)
+    root = finder_root(Path(args.finder))
+    engine = resolve_engine(args.engine, root)
+    binaries = make_binaries(
+        root, engine, cache, bin_path=args.bin, base=args.base, base_bin=args.base_bin
+    )
+    checkout = fetch(pin, cache, mirror_root(args.mirror))
+    target = Corpus(checkout, distinct_names(checkout_symbols(checkout, cache)))
+    sides = [explain.explain_one(b, target, row, args.timeout) for b in binaries]
+    data = explain.as_json(pin, row, sides)
+    if args.json:
+        sys.stdout.buffer.write(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
+    else:
+        sys.stdout.write(explain.render(data, sides))
+    return EXIT_OK
+
+
 def _add_run(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="measure the finder (the default command)")
     _add_common(p)
@@ -252,6 +305,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run(sub)
     _add_doctor(sub)
     _add_init(sub)
+    _add_explain(sub)
     return parser
 
 

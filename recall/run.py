@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import hashlib
 import platform
 import sys
@@ -13,7 +12,7 @@ import git
 import orjson
 
 from recall import __version__
-from recall.build import build_base, finder_root, resolve_commit, run_build
+from recall.build import build_base, finder_root, resolve_commit, run_build, with_bin
 from recall.corpus import cache_root, fetch, load_pins, mirror_root
 from recall.engine import Engine, resolve_engine
 from recall.errors import EXIT_LOSS, EXIT_OK, RecallError
@@ -22,13 +21,6 @@ from recall.measure import Binary, Corpus, RunResult, check_not_empty, run_binar
 from recall.queryset import read_queries, select
 from recall.report import build_report, diff, misses, render
 from recall.symbols import checkout_symbols, ctags_version, distinct_names, write_atomic
-
-
-def _with_bin(engine: Engine, path: str) -> Engine:
-    program = Path(path)
-    if not program.exists():
-        raise RecallError(f"--bin {path}: no such file")
-    return dataclasses.replace(engine, bin=(str(program.absolute()),), build=())
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -51,12 +43,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     binaries: list[Binary] = []
     if args.base or args.base_bin:
         if args.base_bin:
-            binaries.append(Binary("base", _with_bin(engine, args.base_bin), root))
+            binaries.append(Binary("base", with_bin(engine, args.base_bin), root))
         else:
             commit = resolve_commit(root, args.base)
             tree = build_base(root, commit, engine, cache)
             binaries.append(Binary(f"base {args.base} ({commit[:12]})", engine, tree))
-    candidate = _with_bin(engine, args.bin) if args.bin else engine
+    candidate = with_bin(engine, args.bin) if args.bin else engine
     run_build(candidate, root)
     binaries.append(Binary("candidate", candidate, root))
 
