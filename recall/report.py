@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from recall.corpus import Pin
+from recall.explain import command as explain_command
 from recall.measure import QueryResult, RunResult
 from recall.queryset import QueryRow
 from recall.stats import compare, mean_ndcg_at_10, mean_reciprocal_rank
@@ -209,7 +210,15 @@ def _cells(c: dict) -> list[str]:
 METRIC_HEADER = ["n", "#1", "top 10", "found", "MRR", "errors"]
 
 
-def render(report: dict, *, markdown: bool = False, show_misses: list[dict] | None = None) -> str:
+def render(
+    report: dict,
+    *,
+    markdown: bool = False,
+    show_misses: list[dict] | None = None,
+    explain_args: str = "",
+) -> str:
+    """The report as text or Markdown; explain_args (the run's baseline flags) goes on the
+    `recall explain` line printed under each lost row in text mode."""
     out: list[str] = []
 
     def heading(text: str) -> None:
@@ -255,6 +264,10 @@ def render(report: dict, *, markdown: bool = False, show_misses: list[dict] | No
                 out += _table(
                     ["repo", "query", "type", "source", "old", "new", "#1 now"], body, markdown
                 )
+                if not markdown:
+                    out += [
+                        f"  {explain_command(c['repo'], c['query'], explain_args)}" for c in d[key]
+                    ]
         if d["new_errors"]:
             heading(f"Errored in {d['new']}, answered in {d['base']}: {len(d['new_errors'])}")
             out += [f"  {c['repo']}\t{c['query']!r}: {c['error']}" for c in d["new_errors"]]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import platform
+import shlex
 import sys
 from pathlib import Path
 
@@ -75,7 +76,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         sys.stdout.buffer.write(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
     else:
         shown = misses(rows, runs[-1]) if args.misses else None
-        sys.stdout.write(render(report, markdown=args.markdown, show_misses=shown))
+        explain_args = _explain_args(args)
+        sys.stdout.write(
+            render(report, markdown=args.markdown, show_misses=shown, explain_args=explain_args)
+        )
     sys.stdout.flush()
     if (
         args.fail_on_loss
@@ -84,6 +88,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     ):
         return EXIT_LOSS
     return EXIT_OK
+
+
+def _explain_args(args: argparse.Namespace) -> str:
+    """The flags that make `recall explain` compare the same two binaries as this run."""
+    pairs = [("--engine", args.engine), ("--bin", args.bin), ("--base", args.base)]
+    pairs.append(("--base-bin", args.base_bin))
+    return " ".join(f"{flag} {shlex.quote(value)}" for flag, value in pairs if value)
 
 
 def _write_html(path: Path, report: dict) -> None:

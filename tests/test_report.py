@@ -54,3 +54,18 @@ def test_diff_moves_count_every_sourced_row_and_lost_rows_carry_the_source_locat
     assert by_source["name4"]["source_file"] is None and by_source["name4"]["source_line"] is None
     assert [r["source"] for r in d["lost_top10"]] == ["name1"]
     assert d["lost_top10"][0]["source_file"] == "name1.go"
+
+
+def test_text_report_prints_a_pasteable_explain_line_under_each_lost_row():
+    from recall.corpus import Pin
+    from recall.report import build_report, render
+
+    rows = [QueryRow("gin", "it's", "abbr3", "name0"), QueryRow("gin", "q1", "abbr3", "name1")]
+    base = _run("base", [_result("name0", ["name0"]), _result("name1", ["name1"])])
+    new = _run("new", [_result("name0", ["x", "name0"]), _result("name1", ["name1"])])
+    pins = {"gin": Pin("gin", "https://example.com/gin.git", "0" * 40, "go")}
+    report = build_report({}, pins, rows, [base, new], diff(rows, base, new))
+    text = render(report, explain_args="--base main")
+    assert "  recall explain 'it'\"'\"'s' --repo gin --base main" in text.splitlines()
+    assert "recall explain 'q1'" not in text and "recall explain q1" not in text
+    assert "recall explain" not in render(report, markdown=True, explain_args="--base main")
