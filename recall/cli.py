@@ -10,6 +10,7 @@ from pathlib import Path
 import orjson
 
 from recall import __version__, doctor, explain, init
+from recall import pin as pinning
 from recall.build import finder_root, make_binaries
 from recall.corpus import Pin, cache_root, fetch, load_pins, mirror_root, select_pins
 from recall.derive import DEFAULT_SEED, derive_all, derive_rows, load_settings, recipes
@@ -20,7 +21,7 @@ from recall.queryset import format_queries, read_queries
 from recall.run import cmd_run
 from recall.symbols import checkout_symbols, distinct_names, write_atomic
 
-COMMANDS = ("run", "fetch", "derive", "doctor", "init", "explain")
+COMMANDS = ("run", "fetch", "derive", "doctor", "init", "explain", "pin")
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
@@ -228,6 +229,39 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _add_pin(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("pin", help="add or move a pin and regenerate that repo's queries")
+    _add_common(p)
+    p.add_argument("repo", metavar="REPO")
+    p.add_argument("url", metavar="URL")
+    p.add_argument("sha", metavar="SHA", help="the full 40-hex commit to pin")
+    p.add_argument("--language", required=True, metavar="L", help="the corpus language")
+    p.add_argument(
+        "--n", type=int,
+        help=f"names to sample for the repo (default: its derive.json n, else {pinning.DEFAULT_N})",
+    )  # fmt: skip
+    p.add_argument(
+        "--settings", metavar="FILE", default="derive.json",
+        help="per-repo n and seed (default: %(default)s)",
+    )  # fmt: skip
+    p.add_argument(
+        "--queries", metavar="FILE", default="queries.tsv",
+        help="the query set to update; hand rows are kept (default: %(default)s)",
+    )  # fmt: skip
+    p.set_defaults(handler=_cmd_pin)
+
+
+def _cmd_pin(args: argparse.Namespace) -> int:
+    corpus, queries = Path(args.corpus), Path(args.queries)
+    change = pinning.pin_repo(
+        Pin(args.repo, args.url, args.sha, args.language), args.n,
+        corpus=corpus, settings_path=Path(args.settings), queries=queries,
+        cache=cache_root(args.cache), mirror=mirror_root(args.mirror),
+    )  # fmt: skip
+    sys.stdout.write(pinning.render(change, corpus, queries))
+    return EXIT_OK
+
+
 def _add_run(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="measure the finder (the default command)")
     _add_common(p)
@@ -306,6 +340,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_doctor(sub)
     _add_init(sub)
     _add_explain(sub)
+    _add_pin(sub)
     return parser
 
 

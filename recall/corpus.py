@@ -110,10 +110,10 @@ def load_pins(path: Path) -> dict[str, Pin]:
         raise RecallError(f"{path}:{exc.lineno}: not JSON: {exc.msg}") from None
     if not isinstance(data, dict) or not data:
         raise RecallError(f"{path}: expected an object mapping repo names to pins")
-    return {name: _validate_pin(path, name, fields) for name, fields in data.items()}
+    return {name: validate_pin(path, name, fields) for name, fields in data.items()}
 
 
-def _validate_pin(path: Path, name: str, fields: object) -> Pin:
+def validate_pin(path: Path, name: str, fields: object) -> Pin:
     where = f"{path}: repo {name!r}"
     if not _SAFE_NAME.fullmatch(name) or name in (".", "..") or name.endswith(".lock"):
         raise RecallError(f"{where}: name must be letters, digits and ._- with no leading dot")
