@@ -14,7 +14,7 @@ from pathlib import Path
 
 import git
 
-from recall.corpus import locked
+from recall.corpus import hold_in_use, locked, use_lock
 from recall.engine import Engine, expand, fill
 from recall.errors import RecallError
 from recall.measure import Binary
@@ -49,11 +49,18 @@ def resolve_commit(root: Path, ref: str) -> str:
     return sha
 
 
+def build_key(commit: str, engine: Engine) -> str:
+    """A base build is cached by its commit and the engine description that built it."""
+    return hashlib.sha256(f"{commit}\0{engine.digest}".encode()).hexdigest()[:24]
+
+
 def build_base(root: Path, commit: str, engine: Engine, cache: Path) -> Path:
-    """The built tree of commit, from the cache or from `git archive` plus the build."""
-    key = hashlib.sha256(f"{commit}\0{engine.digest}".encode()).hexdigest()[:24]
+    """The built tree of commit, from the cache or from `git archive` plus the build; marked
+    in use by this process, so a concurrent prune leaves it alone."""
+    key = build_key(commit, engine)
     builds = cache / "builds"
     final = builds / key
+    hold_in_use(use_lock(cache, "builds", key))
     try:
         builds.mkdir(parents=True, exist_ok=True)
         with locked(builds / f"{key}.lock"):

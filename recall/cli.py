@@ -5,23 +5,34 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from pathlib import Path
 
 import orjson
 
 from recall import __version__, doctor, explain, init
+from recall import cache as cache_cmd
 from recall import pin as pinning
 from recall.build import finder_root, make_binaries
-from recall.corpus import Pin, cache_root, fetch, load_pins, mirror_root, select_pins
+from recall.corpus import (
+    Pin,
+    cache_root,
+    fetch,
+    hold_in_use,
+    load_pins,
+    mirror_root,
+    select_pins,
+    use_lock,
+)
 from recall.derive import DEFAULT_SEED, derive_all, derive_rows, load_settings, recipes
 from recall.engine import resolve_engine
 from recall.errors import EXIT_FAILURE, EXIT_LOSS, EXIT_OK, RecallError
 from recall.measure import Corpus
 from recall.queryset import format_queries, read_queries
 from recall.run import cmd_run
-from recall.symbols import checkout_symbols, distinct_names, write_atomic
+from recall.symbols import checkout_symbols, ctags_version, distinct_names, write_atomic
 
-COMMANDS = ("run", "fetch", "derive", "doctor", "init", "explain", "pin")
+COMMANDS = ("run", "fetch", "derive", "doctor", "init", "explain", "pin", "cache")
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
@@ -218,6 +229,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     binaries = make_binaries(
         root, engine, cache, bin_path=args.bin, base=args.base, base_bin=args.base_bin
     )
+    hold_in_use(use_lock(cache, "corpora", pin.name))
     checkout = fetch(pin, cache, mirror_root(args.mirror))
     target = Corpus(checkout, distinct_names(checkout_symbols(checkout, cache)))
     sides = [explain.explain_one(b, target, row, args.timeout) for b in binaries]
@@ -259,6 +271,51 @@ def _cmd_pin(args: argparse.Namespace) -> int:
         cache=cache_root(args.cache), mirror=mirror_root(args.mirror),
     )  # fmt: skip
     sys.stdout.write(pinning.render(change, corpus, queries))
+    return EXIT_OK
+
+
+def _add_cache(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("cache", help="list the cache's entries or prune what is not needed")
+    verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
+    list_p = verbs.add_parser("list", help="every checkout, build, symbols and results entry")
+    _add_common(list_p)
+    list_p.set_defaults(handler=_cmd_cache_list)
+    prune_p = verbs.add_parser(
+        "prune", help="remove stale entries (never one a running harness holds)"
+    )
+    _add_common(prune_p)
+    prune_p.add_argument(
+        "--older-than", type=float, metavar="DAYS", help="also remove entries unused this long"
+    )
+    prune_p.add_argument(
+        "--keep-builds", type=int, metavar="N", help="keep only the N most recently used builds"
+    )
+    prune_p.add_argument("--dry-run", action="store_true", help="say what would go; remove nothing")
+    prune_p.set_defaults(handler=_cmd_cache_prune)
+
+
+def _cmd_cache_list(args: argparse.Namespace) -> int:
+    sys.stdout.write(cache_cmd.render_list(cache_cmd.entries(cache_root(args.cache))))
+    return EXIT_OK
+
+
+def _cmd_cache_prune(args: argparse.Namespace) -> int:
+    if (args.older_than is not None and args.older_than < 0) or (
+        args.keep_builds is not None and args.keep_builds < 0
+    ):
+        raise RecallError("--older-than and --keep-builds must be zero or more")
+    corpus = Path(args.corpus)
+    pins = load_pins(corpus) if corpus.exists() else None
+    try:
+        ctags = ctags_version()
+    except RecallError:
+        ctags = None  # without ctags no symbols key can be told current: keep them all
+    cache = cache_root(args.cache)
+    chosen = cache_cmd.stale(
+        cache_cmd.entries(cache), pins, ctags, older_than_days=args.older_than,
+        keep_builds=args.keep_builds, now=time.time(),
+    )  # fmt: skip
+    sys.stdout.write(cache_cmd.prune(cache, chosen, dry_run=args.dry_run))
     return EXIT_OK
 
 
@@ -341,6 +398,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_init(sub)
     _add_explain(sub)
     _add_pin(sub)
+    _add_cache(sub)
     return parser
 
 

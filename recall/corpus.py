@@ -190,6 +190,41 @@ def locked(lock_path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+_HELD: list[object] = []
+
+
+def hold_in_use(lock_path: Path) -> None:
+    """Mark a cache entry in use by this process until it exits: a shared lock that
+    `recall cache prune` cannot take exclusively, and an mtime that says when it was last
+    used. Taken before the entry is fetched or built, so prune cannot slip in between."""
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    handle = open(lock_path, "a+b")  # noqa: SIM115 - held until the process exits
+    fcntl.flock(handle, fcntl.LOCK_SH)
+    os.utime(lock_path)
+    _HELD.append(handle)
+
+
+@contextlib.contextmanager
+def try_exclusive(lock_path: Path) -> Iterator[bool]:
+    """An exclusive lock if nobody holds the file, else False at once (never waits)."""
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "a+b") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def use_lock(cache: Path, kind: str, key: str) -> Path:
+    """The file whose shared lock marks <cache>/<kind>/<key> in use (see hold_in_use)."""
+    return cache / kind / f"{key}.inuse"
+
+
 def corpora_dir(cache: Path) -> Path:
     return cache / "corpora"
 

@@ -14,7 +14,7 @@ import orjson
 
 from recall import __version__
 from recall.build import build_base, finder_root, resolve_commit, run_build, with_bin
-from recall.corpus import cache_root, fetch, load_pins, mirror_root
+from recall.corpus import cache_root, fetch, hold_in_use, load_pins, mirror_root, use_lock
 from recall.engine import Engine, resolve_engine
 from recall.errors import EXIT_LOSS, EXIT_OK, RecallError
 from recall.html import render_html
@@ -55,6 +55,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     corpora = {}
     for repo in dict.fromkeys(r.repo for r in rows):
+        hold_in_use(use_lock(cache, "corpora", repo))
         checkout = fetch(pins[repo], cache, mirror)
         corpora[repo] = Corpus(checkout, distinct_names(checkout_symbols(checkout, cache)))
 
