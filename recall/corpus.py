@@ -16,6 +16,7 @@ import re
 import shutil
 import sys
 import tempfile
+import typing
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -190,7 +191,7 @@ def locked(lock_path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-_HELD: list[object] = []
+_HELD: list[typing.IO[bytes]] = []
 
 
 def hold_in_use(lock_path: Path) -> None:
@@ -202,6 +203,12 @@ def hold_in_use(lock_path: Path) -> None:
     fcntl.flock(handle, fcntl.LOCK_SH)
     os.utime(lock_path)
     _HELD.append(handle)
+
+
+def release_in_use() -> None:
+    """Drop every in-use mark this process holds, for a process that outlives its run."""
+    while _HELD:
+        _HELD.pop().close()
 
 
 @contextlib.contextmanager
