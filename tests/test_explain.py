@@ -1,4 +1,5 @@
 import json
+import shlex
 from pathlib import Path
 
 import pytest
@@ -125,3 +126,20 @@ def test_explain_on_gin_gives_locations_that_define_the_names(gin, real_cache):
     for hit in side["top"]:
         text = (gin.path / hit["file"]).read_text().splitlines()[hit["line"] - 1]
         assert hit["name"] in text
+
+
+def test_a_lost_row_in_the_report_prints_an_explain_command_that_runs(setup):
+    proc = run_recall(
+        "--base", "HEAD~1", "--finder", str(setup / "finder"),
+        "--corpus", str(setup / "corpus.json"), "--queries", str(setup / "queries.tsv"),
+        "--cache", str(setup / "cache"), "--allow-empty", cwd=setup / "finder",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    line = "  recall explain pcfg --repo demo --base 'HEAD~1'"
+    assert line in proc.stdout.splitlines()
+    argv = shlex.split(line)[1:]
+    again = _explain(setup, *argv[1:])
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.splitlines()[-1].split() == [
+        "parse_config", "is", "#1", "parse_config", "is", "#2",
+    ]  # fmt: skip
