@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import shutil
@@ -13,9 +14,10 @@ from pathlib import Path
 
 import git
 
-from recall.corpus import locked
+from recall.corpus import hold_in_use, locked, use_lock
 from recall.engine import Engine, expand, fill
 from recall.errors import RecallError
+from recall.measure import Binary
 
 TAIL_LINES = 15
 
@@ -47,11 +49,18 @@ def resolve_commit(root: Path, ref: str) -> str:
     return sha
 
 
+def build_key(commit: str, engine: Engine) -> str:
+    """A base build is cached by its commit and the engine description that built it."""
+    return hashlib.sha256(f"{commit}\0{engine.digest}".encode()).hexdigest()[:24]
+
+
 def build_base(root: Path, commit: str, engine: Engine, cache: Path) -> Path:
-    """The built tree of commit, from the cache or from `git archive` plus the build."""
-    key = hashlib.sha256(f"{commit}\0{engine.digest}".encode()).hexdigest()[:24]
+    """The built tree of commit, from the cache or from `git archive` plus the build; marked
+    in use by this process, so a concurrent prune leaves it alone."""
+    key = build_key(commit, engine)
     builds = cache / "builds"
     final = builds / key
+    hold_in_use(use_lock(cache, "builds", key))
     try:
         builds.mkdir(parents=True, exist_ok=True)
         with locked(builds / f"{key}.lock"):
@@ -99,3 +108,35 @@ def run_build(engine: Engine, tree: Path) -> None:
         raise RecallError(f"build in {tree} did not produce {program}")
     if "/" not in program and shutil.which(program) is None:
         raise RecallError(f"{engine.source}: program {program!r} not found on PATH")
+
+
+def with_bin(engine: Engine, path: str) -> Engine:
+    """The engine with a hand-built binary in place of its own build."""
+    program = Path(path)
+    if not program.exists():
+        raise RecallError(f"--bin {path}: no such file")
+    return dataclasses.replace(engine, bin=(str(program.absolute()),), build=())
+
+
+def make_binaries(
+    root: Path,
+    engine: Engine,
+    cache: Path,
+    *,
+    bin_path: str | None = None,
+    base: str | None = None,
+    base_bin: str | None = None,
+) -> list[Binary]:
+    """The baseline (if any) then the candidate, built and ready, as the default run has them."""
+    binaries: list[Binary] = []
+    if base_bin:
+        binaries.append(Binary("base", with_bin(engine, base_bin), root))
+    elif base:
+        commit = resolve_commit(root, base)
+        binaries.append(
+            Binary(f"base {base} ({commit[:12]})", engine, build_base(root, commit, engine, cache))
+        )
+    candidate = with_bin(engine, bin_path) if bin_path else engine
+    run_build(candidate, root)
+    binaries.append(Binary("candidate", candidate, root))
+    return binaries

@@ -5,18 +5,34 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from pathlib import Path
 
-from recall import __version__, doctor, init
-from recall.build import finder_root
-from recall.corpus import Pin, cache_root, fetch, load_pins, mirror_root, select_pins
+import orjson
+
+from recall import __version__, doctor, explain, init
+from recall import cache as cache_cmd
+from recall import pin as pinning
+from recall.build import finder_root, make_binaries
+from recall.corpus import (
+    Pin,
+    cache_root,
+    fetch,
+    hold_in_use,
+    load_pins,
+    mirror_root,
+    select_pins,
+    use_lock,
+)
 from recall.derive import DEFAULT_SEED, derive_all, derive_rows, load_settings, recipes
+from recall.engine import resolve_engine
 from recall.errors import EXIT_FAILURE, EXIT_LOSS, EXIT_OK, RecallError
+from recall.measure import Corpus
 from recall.queryset import format_queries, read_queries
 from recall.run import DEFAULT_REGRESS, cmd_run
-from recall.symbols import checkout_symbols, distinct_names, write_atomic
+from recall.symbols import checkout_symbols, ctags_version, distinct_names, write_atomic
 
-COMMANDS = ("run", "fetch", "derive", "doctor", "init")
+COMMANDS = ("run", "fetch", "derive", "doctor", "init", "explain", "pin", "cache")
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
@@ -183,6 +199,134 @@ class _Candidate(argparse.Action):
         namespace.candidates = [*namespace.candidates, (kind, values)]
 
 
+def _add_explain(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("explain", help="one query through each binary, top 10 side by side")
+    _add_common(p)
+    p.add_argument("query", metavar="QUERY")
+    p.add_argument("--repo", required=True, metavar="R", help="the pin the query runs on")
+    p.add_argument("--engine", metavar="E", help="preset name or engine TOML file")
+    p.add_argument("--finder", metavar="DIR", default=".", help="the finder's repo (default: .)")
+    p.add_argument("--bin", metavar="PATH", help="candidate binary built by hand")
+    base = p.add_mutually_exclusive_group()
+    base.add_argument("--base", metavar="REF", help="baseline: build REF of the finder repo")
+    base.add_argument("--base-bin", metavar="PATH", help="baseline: a binary built by hand")
+    p.add_argument(
+        "--source", metavar="NAME",
+        help="the intended name (default: the query's source in the query set)",
+    )  # fmt: skip
+    p.add_argument(
+        "--queries", metavar="FILE", default="queries.tsv",
+        help="the query set the source is looked up in (default: %(default)s)",
+    )  # fmt: skip
+    p.add_argument("--json", action="store_true", help="print the same as one JSON object")
+    p.add_argument(
+        "--timeout", type=float, default=explain.EXPLAIN_TIMEOUT_S,
+        help="seconds for the query (default: %(default)s)",
+    )  # fmt: skip
+    p.set_defaults(handler=_cmd_explain)
+
+
+def _cmd_explain(args: argparse.Namespace) -> int:
+    corpus, queries = Path(args.corpus), Path(args.queries)
+    (pin,) = select_pins(load_pins(corpus), [args.repo], corpus)
+    rows = read_queries(queries, None) if queries.exists() else []
+    row = explain.pick_row(rows, pin.name, args.query, args.source)
+    cache = cache_root(args.cache)
+    root = finder_root(Path(args.finder))
+    engine = resolve_engine(args.engine, root)
+    binaries = make_binaries(
+        root, engine, cache, bin_path=args.bin, base=args.base, base_bin=args.base_bin
+    )
+    hold_in_use(use_lock(cache, "corpora", pin.name))
+    checkout = fetch(pin, cache, mirror_root(args.mirror))
+    target = Corpus(checkout, distinct_names(checkout_symbols(checkout, cache)))
+    sides = [explain.explain_one(b, target, row, args.timeout) for b in binaries]
+    data = explain.as_json(pin, row, sides)
+    if args.json:
+        sys.stdout.buffer.write(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
+    else:
+        sys.stdout.write(explain.render(data, sides))
+    return EXIT_OK
+
+
+def _add_pin(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("pin", help="add or move a pin and regenerate that repo's queries")
+    _add_common(p)
+    p.add_argument("repo", metavar="REPO")
+    p.add_argument("url", metavar="URL")
+    p.add_argument("sha", metavar="SHA", help="the full 40-hex commit to pin")
+    p.add_argument("--language", required=True, metavar="L", help="the corpus language")
+    p.add_argument(
+        "--n", type=int,
+        help=f"names to sample for the repo (default: its derive.json n, else {pinning.DEFAULT_N})",
+    )  # fmt: skip
+    p.add_argument(
+        "--settings", metavar="FILE", default="derive.json",
+        help="per-repo n and seed (default: %(default)s)",
+    )  # fmt: skip
+    p.add_argument(
+        "--queries", metavar="FILE", default="queries.tsv",
+        help="the query set to update; hand rows are kept (default: %(default)s)",
+    )  # fmt: skip
+    p.set_defaults(handler=_cmd_pin)
+
+
+def _cmd_pin(args: argparse.Namespace) -> int:
+    corpus, queries = Path(args.corpus), Path(args.queries)
+    change = pinning.pin_repo(
+        Pin(args.repo, args.url, args.sha, args.language), args.n,
+        corpus=corpus, settings_path=Path(args.settings), queries=queries,
+        cache=cache_root(args.cache), mirror=mirror_root(args.mirror),
+    )  # fmt: skip
+    sys.stdout.write(pinning.render(change, corpus, queries))
+    return EXIT_OK
+
+
+def _add_cache(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("cache", help="list the cache's entries or prune what is not needed")
+    verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
+    list_p = verbs.add_parser("list", help="every checkout, build, symbols and results entry")
+    _add_common(list_p)
+    list_p.set_defaults(handler=_cmd_cache_list)
+    prune_p = verbs.add_parser(
+        "prune", help="remove stale entries (never one a running harness holds)"
+    )
+    _add_common(prune_p)
+    prune_p.add_argument(
+        "--older-than", type=float, metavar="DAYS", help="also remove entries unused this long"
+    )
+    prune_p.add_argument(
+        "--keep-builds", type=int, metavar="N", help="keep only the N most recently used builds"
+    )
+    prune_p.add_argument("--dry-run", action="store_true", help="say what would go; remove nothing")
+    prune_p.set_defaults(handler=_cmd_cache_prune)
+
+
+def _cmd_cache_list(args: argparse.Namespace) -> int:
+    sys.stdout.write(cache_cmd.render_list(cache_cmd.entries(cache_root(args.cache))))
+    return EXIT_OK
+
+
+def _cmd_cache_prune(args: argparse.Namespace) -> int:
+    if (args.older_than is not None and args.older_than < 0) or (
+        args.keep_builds is not None and args.keep_builds < 0
+    ):
+        raise RecallError("--older-than and --keep-builds must be zero or more")
+    corpus = Path(args.corpus)
+    pins = load_pins(corpus) if corpus.exists() else None
+    try:
+        ctags = ctags_version()
+    except RecallError:
+        ctags = None  # without ctags no symbols key can be told current: keep them all
+    cache = cache_root(args.cache)
+    chosen = cache_cmd.stale(
+        cache_cmd.entries(cache), pins, ctags, older_than_days=args.older_than,
+        keep_builds=args.keep_builds, now=time.time(),
+    )  # fmt: skip
+    sys.stdout.write(cache_cmd.prune(cache, chosen, dry_run=args.dry_run))
+    return EXIT_OK
+
+
 def _add_run(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="measure the finder (the default command)")
     _add_common(p)
@@ -286,6 +430,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run(sub)
     _add_doctor(sub)
     _add_init(sub)
+    _add_explain(sub)
+    _add_pin(sub)
+    _add_cache(sub)
     return parser
 
 

@@ -16,6 +16,7 @@ import re
 import shutil
 import sys
 import tempfile
+import typing
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,10 +111,10 @@ def load_pins(path: Path) -> dict[str, Pin]:
         raise RecallError(f"{path}:{exc.lineno}: not JSON: {exc.msg}") from None
     if not isinstance(data, dict) or not data:
         raise RecallError(f"{path}: expected an object mapping repo names to pins")
-    return {name: _validate_pin(path, name, fields) for name, fields in data.items()}
+    return {name: validate_pin(path, name, fields) for name, fields in data.items()}
 
 
-def _validate_pin(path: Path, name: str, fields: object) -> Pin:
+def validate_pin(path: Path, name: str, fields: object) -> Pin:
     where = f"{path}: repo {name!r}"
     if not _SAFE_NAME.fullmatch(name) or name in (".", "..") or name.endswith(".lock"):
         raise RecallError(f"{where}: name must be letters, digits and ._- with no leading dot")
@@ -188,6 +189,47 @@ def locked(lock_path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+_HELD: list[typing.IO[bytes]] = []
+
+
+def hold_in_use(lock_path: Path) -> None:
+    """Mark a cache entry in use by this process until it exits: a shared lock that
+    `recall cache prune` cannot take exclusively, and an mtime that says when it was last
+    used. Taken before the entry is fetched or built, so prune cannot slip in between."""
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    handle = open(lock_path, "a+b")  # noqa: SIM115 - held until the process exits
+    fcntl.flock(handle, fcntl.LOCK_SH)
+    os.utime(lock_path)
+    _HELD.append(handle)
+
+
+def release_in_use() -> None:
+    """Drop every in-use mark this process holds, for a process that outlives its run."""
+    while _HELD:
+        _HELD.pop().close()
+
+
+@contextlib.contextmanager
+def try_exclusive(lock_path: Path) -> Iterator[bool]:
+    """An exclusive lock if nobody holds the file, else False at once (never waits)."""
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "a+b") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def use_lock(cache: Path, kind: str, key: str) -> Path:
+    """The file whose shared lock marks <cache>/<kind>/<key> in use (see hold_in_use)."""
+    return cache / kind / f"{key}.inuse"
 
 
 def corpora_dir(cache: Path) -> Path:

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 
 from recall.corpus import Pin
+from recall.explain import command as explain_command
 from recall.measure import QueryResult, RunResult
 from recall.queryset import QueryRow
 from recall.stats import compare, mean_ndcg_at_10, mean_reciprocal_rank
@@ -238,6 +239,8 @@ def _column_cell(c: dict) -> str:
 
 
 def render(report: dict, *, markdown: bool = False, show_misses: list[dict] | None = None) -> str:
+    """The report as text or Markdown; in text, each lost row of a diff that carries
+    `explain_flags` is followed by the `recall explain` command that looks at it."""
     out: list[str] = []
     runs = report["runs"]
     out += _heading(f"recall: {report['sourced']} sourced queries of {report['queries']}", markdown)
@@ -329,6 +332,10 @@ def _render_diff(d: dict, markdown: bool) -> list[str]:
     for key, title in (("lost_first", "Lost #1"), ("lost_top10", "Lost the top 10")):
         out += _heading(f"{title}: {len(d[key])}", markdown)
         out += _changes_table(d[key], markdown)
+        if not markdown and d.get("explain_flags") is not None:
+            out += [
+                f"  {explain_command(c['repo'], c['query'], d['explain_flags'])}" for c in d[key]
+            ]
     if "accepted" in d:
         out += _heading(f"Accepted losses: {len(d['accepted'])}", markdown)
         out += _changes_table(d["accepted"], markdown)

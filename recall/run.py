@@ -7,6 +7,7 @@ import dataclasses
 import hashlib
 import platform
 import re
+import shlex
 import shutil
 import sys
 from dataclasses import dataclass
@@ -17,8 +18,8 @@ import orjson
 
 from recall import __version__
 from recall.accept import apply_accepted, read_accepted
-from recall.build import build_base, finder_root, resolve_commit, run_build
-from recall.corpus import Pin, cache_root, fetch, load_pins, mirror_root
+from recall.build import build_base, finder_root, resolve_commit, run_build, with_bin
+from recall.corpus import Pin, cache_root, fetch, hold_in_use, load_pins, mirror_root, use_lock
 from recall.engine import Engine, resolve_engine
 from recall.errors import EXIT_LOSS, EXIT_OK, RecallError
 from recall.html import render_html
@@ -39,6 +40,7 @@ from recall.saved import (
 from recall.symbols import checkout_symbols, ctags_version, distinct_names, write_atomic
 
 DEFAULT_REGRESS = "regress.tsv"
+Flags = tuple[tuple[str, str], ...]
 LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
 
 
@@ -50,6 +52,7 @@ class Side:
     binary: Binary
     identity: str
     cacheable: bool
+    explain: Flags  # the flags that make `recall explain` run this same binary
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,7 @@ class Measured:
     run: RunResult
     key: dict
     cases: tuple[QueryResult, ...]
+    explain: Flags | None  # None: a saved run, which explain cannot run again
 
 
 def split_label(raw: str) -> tuple[str | None, str]:
@@ -87,13 +91,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     specs = [(kind, *split_label(raw)) for kind, raw in args.candidates]
     engine = resolve_engine(_default_engine(specs), root)
-    sides = _candidates(specs, engine, root)
+    engine_flag = _engine_flag(specs)
+    sides = _candidates(specs, engine, root, engine_flag)
     base: Measured | None = None
     if args.against:
         run, key = load_against(Path(args.against), asked, data_key(pins, asked))
-        base = _split(run, key, len(rows))
+        base = _split(run, key, len(rows), None)
     elif args.base or args.base_bin:
-        sides.insert(0, _baseline(args, engine, root, cache))
+        sides.insert(0, _baseline(args, engine, root, cache, engine_flag))
 
     corpora: dict[str, Corpus] = {}
     measured = [base] if base else []
@@ -107,7 +112,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             run = run_binary(side.binary, asked, corpora, jobs=args.jobs, timeout=args.timeout)
             if side.cacheable:
                 store_run(cache, key, run)
-        result = _split(run, key, len(rows))
+        result = _split(run, key, len(rows), side.explain)
         if not args.allow_empty:
             check_not_empty(result.run)
         measured.append(result)
@@ -169,7 +174,14 @@ def _default_engine(specs: list[tuple[str, str | None, str]]) -> str | None:
     return plain[0] if plain else None
 
 
-def _candidates(specs: list[tuple[str, str | None, str]], engine: Engine, root: Path):
+def _engine_flag(specs: list[tuple[str, str | None, str]]) -> Flags:
+    default = _default_engine(specs)
+    return (("--engine", default),) if default else ()
+
+
+def _candidates(
+    specs: list[tuple[str, str | None, str]], engine: Engine, root: Path, engine_flag: Flags
+) -> list[Side]:
     """The binaries to measure, in the order given: labeled engines built from the working
     tree, binaries run with the default engine; with neither, the working tree's engine."""
     sides: list[Side] = []
@@ -177,11 +189,13 @@ def _candidates(specs: list[tuple[str, str | None, str]], engine: Engine, root: 
         if kind == "engine" and label is None:
             continue
         if kind == "bin":
-            sides.append(_bin_side(label or "candidate", engine, value, "--bin", root))
+            explain = (*engine_flag, ("--bin", value))
+            sides.append(_bin_side(label or "candidate", engine, value, "--bin", root, explain))
         else:
-            sides.append(_tree_side(label or "candidate", resolve_engine(value, root), root))
+            labeled = resolve_engine(value, root)
+            sides.append(_tree_side(label or "candidate", labeled, root, (("--engine", value),)))
     if not sides:
-        sides.append(_tree_side("candidate", engine, root))
+        sides.append(_tree_side("candidate", engine, root, engine_flag))
     labels = [side.binary.label for side in sides]
     for label in labels:
         if labels.count(label) > 1:
@@ -189,7 +203,7 @@ def _candidates(specs: list[tuple[str, str | None, str]], engine: Engine, root: 
     return sides
 
 
-def _tree_side(label: str, engine: Engine, root: Path) -> Side:
+def _tree_side(label: str, engine: Engine, root: Path, explain: Flags) -> Side:
     """The engine as built from the finder's working tree. Its results are cached only when
     it names a program outside the tree (a preset's installed finder), known by content."""
     run_build(engine, root)
@@ -197,38 +211,42 @@ def _tree_side(label: str, engine: Engine, root: Path) -> Side:
     if engine.bin and not any("{" in part for part in engine.bin):
         program = shutil.which(engine.bin[0])
         if program:
-            return Side(binary, file_identity(Path(program)), cacheable=True)
-    return Side(binary, f"working tree {root.absolute()}", cacheable=False)
+            return Side(binary, file_identity(Path(program)), True, explain)
+    return Side(binary, f"working tree {root.absolute()}", False, explain)
 
 
-def _bin_side(label: str, engine: Engine, path: str, flag: str, root: Path) -> Side:
+def _bin_side(label: str, engine: Engine, path: str, flag: str, root: Path, explain: Flags) -> Side:
     program = Path(path)
     if not program.is_file():
         raise RecallError(f"{flag} {path}: no such file")
-    with_bin = dataclasses.replace(engine, bin=(str(program.absolute()),), build=())
-    return Side(Binary(label, with_bin, root), file_identity(program), cacheable=True)
+    return Side(Binary(label, with_bin(engine, path), root), file_identity(program), True, explain)
 
 
-def _baseline(args: argparse.Namespace, engine: Engine, root: Path, cache: Path) -> Side:
+def _baseline(
+    args: argparse.Namespace, engine: Engine, root: Path, cache: Path, engine_flag: Flags
+) -> Side:
     if args.base_bin:
-        return _bin_side("base", engine, args.base_bin, "--base-bin", root)
+        explain = (*engine_flag, ("--base-bin", args.base_bin))
+        return _bin_side("base", engine, args.base_bin, "--base-bin", root, explain)
     commit = resolve_commit(root, args.base)
     tree = build_base(root, commit, engine, cache)
     label = f"base {args.base} ({commit[:12]})"
-    return Side(Binary(label, engine, tree), f"commit:{commit}", cacheable=True)
+    explain = (*engine_flag, ("--base", args.base))
+    return Side(Binary(label, engine, tree), f"commit:{commit}", True, explain)
 
 
 def _fetch_corpora(rows, pins, cache, mirror, corpora: dict[str, Corpus]) -> None:  # type: ignore[no-untyped-def]
     """Fetch and list names only when a binary runs: a run from the cache needs neither."""
     for repo in dict.fromkeys(row.repo for row in rows):
         if repo not in corpora:
+            hold_in_use(use_lock(cache, "corpora", repo))
             checkout = fetch(pins[repo], cache, mirror)
             corpora[repo] = Corpus(checkout, distinct_names(checkout_symbols(checkout, cache)))
 
 
-def _split(run: RunResult, key: dict, n_rows: int) -> Measured:
+def _split(run: RunResult, key: dict, n_rows: int, explain: Flags | None) -> Measured:
     query_part = dataclasses.replace(run, results=run.results[:n_rows])
-    return Measured(query_part, key, run.results[n_rows:])
+    return Measured(query_part, key, run.results[n_rows:], explain)
 
 
 def _joined(measured: Measured) -> RunResult:
@@ -243,7 +261,20 @@ def _diff(rows: list[QueryRow], cases: list[Case], base: Measured, new: Measured
     if accepted is not None:
         result = apply_accepted(result, accepted)
     result["candidate_errors"] = new.run.errors
+    result["explain_flags"] = _explain_flags(base.explain, new.explain)
     return result
+
+
+def _explain_flags(base: Flags | None, new: Flags | None) -> str | None:
+    """`recall explain` flags for a diff's rows; explain takes one engine, so a candidate
+    with an engine of its own is explained alone."""
+    if base is None or new is None:
+        return None
+    candidate, baseline = dict(new), dict(base)
+    both = (
+        candidate if candidate.get("--engine") != baseline.get("--engine") else baseline | candidate
+    )
+    return " ".join(f"{flag} {shlex.quote(value)}" for flag, value in both.items())
 
 
 def _is_loss(d: dict) -> bool:

@@ -107,3 +107,16 @@ def test_the_rendered_report_matches_the_committed_golden_file(name):
     if os.environ.get("RECALL_UPDATE_GOLDEN"):
         path.write_text(text)
     assert text == path.read_text(), f"rerun with RECALL_UPDATE_GOLDEN=1 and review {path}"
+
+
+def test_text_report_prints_a_pasteable_explain_line_under_each_lost_row():
+    rows = [QueryRow("gin", "it's", "abbr3", "name0"), QueryRow("gin", "q1", "abbr3", "name1")]
+    base = _run("base", [_result("name0", ["name0"]), _result("name1", ["name1"])])
+    new = _run("new", [_result("name0", ["x", "name0"]), _result("name1", ["name1"])])
+    pins = {"gin": Pin("gin", "https://example.com/gin.git", "0" * 40, "go")}
+    report = build_report({}, pins, rows, [base, new], [diff(rows, base, new)])
+    report["diff"]["explain_flags"] = "--base main"
+    text = render(report)
+    assert "  recall explain 'it'\"'\"'s' --repo gin --base main" in text.splitlines()
+    assert "recall explain 'q1'" not in text and "recall explain q1" not in text
+    assert "recall explain" not in render(report, markdown=True)

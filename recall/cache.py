@@ -1,0 +1,216 @@
+"""`recall cache list` and `recall cache prune`: what the cache holds and what can go.
+
+Checkouts and builds are large and rebuilt slowly, so prune removes only what is stale
+(a checkout no pin asks for, symbols of no current checkout, builds past --keep-builds,
+anything unused for --older-than days) and never an entry a running harness holds: runs
+keep a shared lock on <kind>/<key>.inuse (corpus.hold_in_use) that prune must take
+exclusively, without waiting, before it deletes anything.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import orjson
+
+from recall.corpus import MARKER, Pin, try_exclusive, use_lock
+
+KINDS = ("corpora", "builds", "symbols", "results")
+DAY_S = 86400.0
+LEFTOVER = (".tmp-", ".trash-")  # folders a killed fetch, build or prune left behind
+
+
+@dataclass(frozen=True)
+class Entry:
+    kind: str  # one of KINDS
+    key: str  # the repo name, build key, or file name
+    path: Path
+    size: int  # bytes on disk, links not followed
+    last_used: float  # epoch seconds: the in-use mark if any, else when it was written
+    note: str = ""  # why it is stale, when it is
+
+    @property
+    def lock(self) -> Path | None:
+        """The fetch/build lock that guards creating the entry (files need none)."""
+        return self.path.parent / f"{self.key}.lock" if self.path.is_dir() else None
+
+
+def _size(path: Path) -> int:
+    if not path.is_dir() or path.is_symlink():
+        return path.lstat().st_size
+    total = 0
+    for folder, _dirs, files in os.walk(path):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(folder, name)).st_size
+    return total
+
+
+def _last_used(cache: Path, kind: str, key: str, written: Path) -> float:
+    mark = use_lock(cache, kind, key)
+    stamps = [written.stat().st_mtime] if written.exists() else []
+    if mark.exists():
+        stamps.append(mark.stat().st_mtime)
+    return max(stamps, default=0.0)
+
+
+def entries(cache: Path) -> list[Entry]:
+    """Every entry under cache, sorted by kind then key (leftover temporary folders too)."""
+    written = {"corpora": Path(".git") / MARKER, "builds": Path(".recall-built")}
+    found: list[Entry] = []
+    for kind in KINDS:
+        folder = cache / kind
+        if not folder.is_dir():
+            continue
+        if kind in written:
+            paths = [(p, p.name) for p in sorted(folder.iterdir()) if p.is_dir()]
+        else:
+            paths = [(p, str(p.relative_to(folder))) for p in sorted(folder.rglob("*"))]
+            paths = [(p, k) for p, k in paths if p.is_file() and not p.name.startswith(".")]
+        for path, key in paths:
+            stamp = path / written[kind] if kind in written else path
+            used = _last_used(cache, kind, key, stamp if stamp.exists() else path)
+            found.append(Entry(kind, key, path, _size(path), used))
+    return found
+
+
+def symbols_key(tree: str, language: str, ctags: str) -> str:
+    """The symbols cache key, as symbols.cached_symbols makes it."""
+    return hashlib.sha256(f"{tree}\0{language}\0{ctags}".encode()).hexdigest()[:24]
+
+
+def _checkout_pin(path: Path) -> dict:
+    try:
+        return orjson.loads((path / ".git" / MARKER).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+
+
+def stale(
+    found: list[Entry],
+    pins: dict[str, Pin] | None,
+    ctags: str | None,
+    *,
+    older_than_days: float | None,
+    keep_builds: int | None,
+    now: float,
+) -> list[Entry]:
+    """The entries not needed: each with the reason, in listing order."""
+    chosen: dict[Path, Entry] = {}
+
+    def pick(entry: Entry, why: str) -> None:
+        chosen.setdefault(entry.path, dataclasses.replace(entry, note=why))
+
+    live_symbols: set[str] = set()
+    for entry in found:
+        if entry.kind != "corpora":
+            continue
+        recorded = _checkout_pin(entry.path)
+        if entry.key.startswith(LEFTOVER):
+            pick(entry, "left over from an interrupted fetch")
+        elif pins is not None and entry.key not in pins:
+            pick(entry, "no pin of that name")
+        elif pins is not None and recorded.get("sha") != pins[entry.key].sha:
+            pick(entry, "holds another sha than the pin")
+        elif pins is not None and ctags and "tree" in recorded:
+            key = symbols_key(recorded["tree"], pins[entry.key].language, ctags)
+            live_symbols.add(f"{key}.json")
+    if pins is not None and ctags:
+        for entry in found:
+            if entry.kind == "symbols" and entry.key not in live_symbols:
+                pick(entry, "symbols of no current checkout")
+    builds = [e for e in found if e.kind == "builds"]
+    for entry in builds:
+        if entry.key.startswith(LEFTOVER):
+            pick(entry, "left over from an interrupted build")
+    if keep_builds is not None:
+        complete = [e for e in builds if not e.key.startswith(LEFTOVER)]
+        newest = sorted(complete, key=lambda e: (-e.last_used, e.key))
+        for entry in newest[keep_builds:]:
+            pick(entry, f"beyond the {keep_builds} most recently used builds")
+    if older_than_days is not None:
+        for entry in found:
+            if now - entry.last_used > older_than_days * DAY_S:
+                pick(entry, f"unused for over {older_than_days:g} days")
+    return [chosen[e.path] for e in found if e.path in chosen]
+
+
+@contextlib.contextmanager
+def _claimed(cache: Path, entry: Entry) -> Iterator[bool]:
+    """True while no run holds the entry and no fetch or build is making it."""
+    if entry.kind not in ("corpora", "builds"):
+        yield True
+        return
+    name = entry.key
+    if name.startswith(".tmp-"):
+        # a temporary folder is .tmp-<name>-XXXX: guarded by <name>.lock while in use
+        name = name.removeprefix(".tmp-").rsplit("-", 1)[0].removesuffix("-old")
+    elif name.startswith(".trash-"):
+        name = name.removeprefix(".trash-").rsplit("-", 1)[0]
+    with try_exclusive(use_lock(cache, entry.kind, name)) as free:
+        if not free:
+            yield False
+            return
+        with try_exclusive(entry.path.parent / f"{name}.lock") as idle:
+            yield idle
+
+
+def remove(cache: Path, entry: Entry) -> bool:
+    """Delete entry unless it is in use; whatever happens, no half-removed entry stays
+    where a run would trust it (the folder is renamed aside first)."""
+    with _claimed(cache, entry) as free:
+        if not free:
+            return False
+        if entry.path.is_dir():
+            trash = entry.path.with_name(f".trash-{entry.path.name}-{os.getpid()}")
+            entry.path.rename(trash)
+            shutil.rmtree(trash, ignore_errors=True)
+        else:
+            entry.path.unlink(missing_ok=True)
+    return True
+
+
+def human(size: int) -> str:
+    value = float(size)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{size} B"
+
+
+def when(stamp: float) -> str:
+    return datetime.fromtimestamp(stamp, UTC).strftime("%Y-%m-%d %H:%M")
+
+
+def render_list(found: list[Entry]) -> str:
+    lines = [f"{e.kind}\t{e.key}\t{human(e.size)}\t{when(e.last_used)}" for e in found]
+    lines.append("index\t-\t-\t-\tnone kept: each run indexes into a throwaway {db}")
+    lines.append(f"total\t{len(found)} entries\t{human(sum(e.size for e in found))}")
+    return "\n".join(lines) + "\n"
+
+
+def prune(cache: Path, chosen: list[Entry], *, dry_run: bool) -> str:
+    lines, freed = [], 0
+    verb = "would remove" if dry_run else "removed"
+    for entry in chosen:
+        if dry_run:
+            with _claimed(cache, entry) as free:
+                pass
+        else:
+            free = remove(cache, entry)
+        if free:
+            freed += entry.size
+            lines.append(f"{verb}\t{entry.kind}\t{entry.key}\t{human(entry.size)}\t{entry.note}")
+        else:
+            lines.append(f"busy, kept\t{entry.kind}\t{entry.key}\t{human(entry.size)}")
+    lines.append(f"{'would free' if dry_run else 'freed'} {human(freed)}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,146 @@
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, commit_files, make_repo, needs_mirror, run_recall
+
+from recall.build import build_base
+from recall.cache import entries, stale
+from recall.corpus import Pin, fetch, release_in_use
+from recall.engine import load_engine
+from recall.symbols import checkout_symbols, ctags_version
+
+ENGINE = '[engine]\nbin = ["{python}", "{tree}/finder.py"]\nquery = ["{bin}", "{query}"]\n'
+OLD = time.time() - 10 * 86400
+
+
+@pytest.fixture
+def filled(tmp_path: Path):
+    """A cache holding two real checkouts, their symbols, two base builds and a result."""
+    cache = tmp_path / "cache"
+    pins = {}
+    for name in ("demo", "gone"):
+        repo = make_repo(tmp_path / name, {"m.py": f"def {name}_function():\n    pass\n"})
+        pins[name] = Pin(name, (tmp_path / name).as_uri(), repo.head.commit.hexsha, "python")
+        checkout_symbols(fetch(pins[name], cache), cache)
+    finder = make_repo(tmp_path / "finder", {"finder.py": "print('[]')\n", "recall.toml": ENGINE})
+    engine = load_engine(tmp_path / "finder" / "recall.toml")
+    first = finder.head.commit.hexsha
+    second = commit_files(finder, {"finder.py": "print('[ ]')\n"}, "second")
+    build_base(tmp_path / "finder", first, engine, cache)
+    build_base(tmp_path / "finder", second, engine, cache)
+    release_in_use()  # this test process is not a running harness
+    (cache / "results").mkdir()
+    (cache / "results" / "r1.json").write_text("{}")
+    kept = {"demo": {**pins["demo"].as_json()}}
+    (tmp_path / "corpus.json").write_text(json.dumps(kept))
+    return tmp_path, cache, pins
+
+
+def _cache(where: Path, *args: str):
+    return run_recall("cache", *args, "--cache", str(where / "cache"), cwd=where)
+
+
+def test_list_shows_every_checkout_build_symbols_and_results_entry_with_size_and_use(filled):
+    where, _, _ = filled
+    proc = _cache(where, "list")
+    assert proc.returncode == 0, proc.stderr
+    rows = [line.split("\t") for line in proc.stdout.splitlines()]
+    kinds = [r[0] for r in rows]
+    assert kinds == ["corpora"] * 2 + ["builds"] * 2 + ["symbols"] * 2 + [
+        "results",
+        "index",
+        "total",
+    ]
+    assert [r[1] for r in rows[:2]] == ["demo", "gone"] and rows[6][1] == "r1.json"
+    assert all(r[2].endswith(("B", "KB", "MB")) for r in rows[:7])
+    assert rows[-1][:2] == ["total", "7 entries"]
+    stamp = time.strftime("%Y-%m-%d", time.gmtime())
+    assert all(r[3].startswith(stamp) for r in rows[:7])
+
+
+def test_prune_removes_unpinned_checkouts_their_symbols_and_surplus_builds_only(filled):
+    where, cache, _ = filled
+    builds = sorted((cache / "builds").glob("*.inuse"), key=lambda p: p.stat().st_mtime)
+    os.utime(builds[0], (OLD, OLD))  # the first build was used long ago
+    os.utime(cache / "builds" / builds[0].stem / ".recall-built", (OLD, OLD))
+    before = [(e.kind, e.key) for e in entries(cache)]
+    dry = _cache(where, "prune", "--keep-builds", "1", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert [(e.kind, e.key) for e in entries(cache)] == before
+    proc = _cache(where, "prune", "--keep-builds", "1")
+    assert proc.returncode == 0, proc.stderr
+    removed = [line.split("\t")[1:3] for line in proc.stdout.splitlines()[:-1]]
+    assert [r[0] for r in dry.stdout.splitlines()[:-1]] != []
+    assert ["corpora", "gone"] in removed and ["builds", builds[0].stem] in removed
+    assert [k for k, _ in removed] == ["corpora", "builds", "symbols"]
+    left = [(e.kind, e.key) for e in entries(cache)]
+    assert ("corpora", "demo") in left and ("results", "r1.json") in left
+    assert len([k for k, _ in left if k == "builds"]) == 1, (proc.stdout, left)
+    assert not (cache / "corpora" / "gone").exists()
+    assert proc.stdout.splitlines()[-1].startswith("freed ")
+    assert (
+        dry.stdout.splitlines()[-1].replace("would free", "freed") == proc.stdout.splitlines()[-1]
+    )
+
+
+def test_prune_older_than_removes_entries_unused_that_long(filled):
+    _, cache, pins = filled
+    os.utime(cache / "results" / "r1.json", (OLD, OLD))
+    chosen = stale(entries(cache), {"demo": pins["demo"], "gone": pins["gone"]}, ctags_version(),
+                   older_than_days=5, keep_builds=None, now=time.time())  # fmt: skip
+    assert [(e.kind, e.key, e.note) for e in chosen] == [
+        ("results", "r1.json", "unused for over 5 days")
+    ]
+
+
+def test_prune_skips_an_entry_a_running_harness_holds(filled):
+    where, cache, _ = filled
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys; from pathlib import Path; from recall.corpus import hold_in_use, use_lock;"
+         f"hold_in_use(use_lock(Path({str(cache)!r}), 'corpora', 'gone')); print('held', "
+         "flush=True); sys.stdin.read()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline() == "held\n"
+        proc = _cache(where, "prune")
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.splitlines()[0].startswith("busy, kept\tcorpora\tgone\t")
+        assert (cache / "corpora" / "gone" / "m.py").is_file()
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=10)
+    again = _cache(where, "prune")
+    assert again.stdout.splitlines()[0].startswith("removed\tcorpora\tgone\t")
+    assert not (cache / "corpora" / "gone").exists()
+
+
+def test_explain_marks_its_checkout_in_use(filled):
+    where, cache, _ = filled
+    mark = cache / "corpora" / "demo.inuse"
+    (where / "queries.tsv").write_text("repo\tquery\ttype\tsource\n")
+    proc = run_recall(
+        "explain", "demfun", "--repo", "demo", "--engine", "reference",
+        "--cache", str(cache), "--queries", str(where / "queries.tsv"), "--finder", str(ROOT),
+        cwd=where,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "demo_function" in proc.stdout
+    assert time.time() - mark.stat().st_mtime < 60
+
+
+@needs_mirror
+def test_list_on_the_real_cache_shows_the_gin_checkout(gin, real_cache):
+    proc = run_recall("cache", "list", "--cache", str(real_cache))
+    assert proc.returncode == 0, proc.stderr
+    row = next(
+        line.split("\t") for line in proc.stdout.splitlines() if line.startswith("corpora\tgin")
+    )
+    assert row[2].endswith("MB")

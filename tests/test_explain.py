@@ -1,0 +1,145 @@
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+from conftest import commit_files, make_repo, needs_mirror, run_recall
+
+from recall.explain import Side, pick_row, render
+from recall.measure import Hit, QueryResult
+from recall.queryset import QueryRow
+
+FINDER = r"""
+import sys
+query, names = sys.argv[1].lower(), open(sys.argv[2]).read().splitlines()
+def subseq(q, n):
+    it = iter(n.lower())
+    return all(c in it for c in q)
+hits = sorted((n for n in names if subseq(query, n)), key=lambda n: (len(n), n))
+print("\n".join(hits))
+"""
+ENGINE = """[engine]
+bin = ["{python}", "{tree}/finder.py"]
+query = ["{bin}", "{query}", "{names}"]
+output = "lines"
+"""
+CORPUS = "".join(
+    f"def {name}():\n    pass\n\n"
+    for name in ("parse_config", "parse_config_file", "print_config", "pack_context")
+)
+
+
+@pytest.fixture
+def setup(tmp_path: Path):
+    """A finder repo whose HEAD ranks longest first, a fixture corpus pin, a query set."""
+    finder = make_repo(tmp_path / "finder", {"finder.py": FINDER, "recall.toml": ENGINE})
+    commit_files(finder, {"finder.py": FINDER.replace("(len(n), n)", "(-len(n), n)")}, "worse")
+    upstream = make_repo(tmp_path / "upstream", {"src/conf.py": CORPUS})
+    pins = {"demo": {"url": (tmp_path / "upstream").as_uri(),
+                     "sha": upstream.head.commit.hexsha, "language": "python"}}  # fmt: skip
+    (tmp_path / "corpus.json").write_text(json.dumps(pins))
+    (tmp_path / "queries.tsv").write_text(
+        "repo\tquery\ttype\tsource\ndemo\tpcfg\tabbr2\tparse_config\ndemo\tpc\thand\t\n"
+    )
+    return tmp_path
+
+
+def _explain(where: Path, *extra: str):
+    return run_recall(
+        "explain", *extra, "--finder", str(where / "finder"),
+        "--corpus", str(where / "corpus.json"), "--queries", str(where / "queries.tsv"),
+        "--cache", str(where / "cache"), cwd=where / "finder",
+    )  # fmt: skip
+
+
+def test_explain_shows_both_sides_and_where_the_query_sets_source_stands(setup):
+    proc = _explain(setup, "pcfg", "--repo", "demo", "--base", "HEAD~1")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert "source parse_config" in lines[0] and "type abbr2" in lines[0]
+    assert lines[3].split()[0] == "base" and "candidate" in lines[3]
+    # the base ranks shortest first: parse_config #1; HEAD longest first: parse_config_file
+    assert lines[4].split()[:3] == ["1*", "parse_config", "-"]
+    assert lines[4].split()[3:6] == ["1", "parse_config_file", "-"]
+    assert lines[-1].split() == ["parse_config", "is", "#1", "parse_config", "is", "#2"]
+
+
+def test_explain_json_is_the_same_as_one_object(setup):
+    proc = _explain(setup, "pcfg", "--repo", "demo", "--base", "HEAD~1", "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert (data["repo"], data["query"], data["source"]) == ("demo", "pcfg", "parse_config")
+    base, new = data["sides"]
+    assert (base["rank"], new["rank"]) == (1, 2)
+    assert [t["name"] for t in base["top"]] == ["parse_config", "print_config", "parse_config_file"]
+    assert [t["name"] for t in new["top"]] == ["parse_config_file", "parse_config", "print_config"]
+    assert base["top"][0] == {"rank": 1, "name": "parse_config", "file": None, "line": None}
+
+
+def test_explain_source_flag_overrides_and_a_query_outside_the_set_has_no_source(setup):
+    given = json.loads(_explain(setup, "pcfg", "--repo", "demo", "--source",
+                                "parse_config_file", "--json").stdout)  # fmt: skip
+    assert given["source"] == "parse_config_file" and given["sides"][0]["rank"] == 1
+    assert len(given["sides"]) == 1
+    proc = _explain(setup, "pcon", "--repo", "demo")
+    assert proc.returncode == 0, proc.stderr
+    assert "type hand, source -" in proc.stdout.splitlines()[0]
+    assert proc.stdout.splitlines()[-1] == "no source (a hand row)"
+
+
+def test_explain_unknown_repo_is_one_line_exit_2(setup):
+    proc = _explain(setup, "pcfg", "--repo", "nope")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.strip().splitlines() == [
+        f"recall: {setup / 'corpus.json'}: no pin named 'nope'"
+    ]
+
+
+def test_pick_row_prefers_a_sourced_row_and_source_flag_keeps_its_type():
+    rows = [QueryRow("r", "q", "hand", ""), QueryRow("r", "q", "abbr3", "name")]
+    assert pick_row(rows, "r", "q", None) == rows[1]
+    assert pick_row(rows, "r", "q", "name") == rows[1]
+    assert pick_row(rows, "r", "q", "other").type == "given"
+    assert pick_row(rows, "x", "q", None) == QueryRow("x", "q", "hand", "")
+
+
+def test_render_marks_the_source_and_reports_errors_per_side():
+    ok = Side("base", "b", 0.0, QueryResult(2, (Hit("a", "a.go", 3), Hit("src", "s.go", None))))
+    bad = Side("candidate", "c", 0.0, QueryResult(None, (), "exit 3: boom"))
+    data = {"query": "q x", "repo": "r", "type": "abbr3", "source": "src"}
+    text = render(data, [ok, bad])
+    assert text.splitlines()[0].startswith("recall explain 'q x' --repo r")
+    assert " 1  a  a.go:3" in text and " 2* src  s.go" in text
+    assert text.splitlines()[-1].split("   ")[0].strip() == "src is #2"
+    assert text.splitlines()[-1].endswith("error: exit 3: boom")
+
+
+@needs_mirror
+def test_explain_on_gin_gives_locations_that_define_the_names(gin, real_cache):
+    proc = run_recall(
+        "explain", "tstcnt", "--repo", "gin", "--engine", "reference", "--json",
+        "--cache", str(real_cache),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    (side,) = json.loads(proc.stdout)["sides"]
+    assert side["rank"] is not None and len(side["top"]) == 10
+    for hit in side["top"]:
+        text = (gin.path / hit["file"]).read_text().splitlines()[hit["line"] - 1]
+        assert hit["name"] in text
+
+
+def test_a_lost_row_in_the_report_prints_an_explain_command_that_runs(setup):
+    proc = run_recall(
+        "--base", "HEAD~1", "--finder", str(setup / "finder"),
+        "--corpus", str(setup / "corpus.json"), "--queries", str(setup / "queries.tsv"),
+        "--cache", str(setup / "cache"), "--allow-empty", cwd=setup / "finder",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    line = "  recall explain pcfg --repo demo --base 'HEAD~1'"
+    assert line in proc.stdout.splitlines()
+    argv = shlex.split(line)[1:]
+    again = _explain(setup, *argv[1:])
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.splitlines()[-1].split() == [
+        "parse_config", "is", "#1", "parse_config", "is", "#2",
+    ]  # fmt: skip

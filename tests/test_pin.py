@@ -1,0 +1,113 @@
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, commit_files, make_repo, mirror_dir, needs_mirror, run_recall
+
+from recall.queryset import read_queries
+
+V1 = {
+    "lib/app.py": "def parse_config_file():\n    pass\n\n\ndef render_template_string():\n"
+    "    pass\n\n\ndef old_helper_function():\n    pass\n",
+    "lib/more.py": "class RequestHandlerBase:\n    pass\n\n\ndef compute_checksum_value():\n"
+    "    pass\n",
+}
+V2 = {"lib/more.py": "class RequestHandlerBase:\n    pass\n\n\ndef brand_new_function():\n"
+      "    pass\n"}  # fmt: skip
+HAND = ["old_helper_function", "mod.old_helper_function", "olhefu", "RequestHandlerBase"]
+
+
+@pytest.fixture
+def project(tmp_path: Path):
+    """An upstream repo with two commits and an empty project folder to pin it in."""
+    upstream = make_repo(tmp_path / "upstream", V1)
+    first = upstream.head.commit.hexsha
+    upstream.index.remove(["lib/app.py"], working_tree=True)
+    second = commit_files(upstream, V2, "drop app.py, add a function")
+    (tmp_path / "project").mkdir()
+    return tmp_path, (tmp_path / "upstream").as_uri(), first, second
+
+
+def _pin(where: Path, *args: str):
+    return run_recall(
+        "pin", *args, "--language", "python", "--cache", str(where.parent / "cache"),
+        cwd=where,
+    )  # fmt: skip
+
+
+def test_pin_of_a_new_repo_writes_the_pin_its_n_and_rows_that_derive_all_agrees_with(project):
+    tmp, url, first, _ = project
+    where = tmp / "project"
+    proc = _pin(where, "demo", url, first, "--n", "3")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[0] == f"corpus.json: demo {first[:12]} (added)"
+    rows = read_queries(where / "queries.tsv")
+    assert len({r.source for r in rows}) == 3 and {r.repo for r in rows} == {"demo"}
+    assert f"{len(rows)} rows added, 0 removed, 0 kept" in proc.stdout.splitlines()[1]
+    assert json.loads((where / "corpus.json").read_text()) == {
+        "demo": {"url": url, "sha": first, "language": "python"}
+    }
+    assert json.loads((where / "derive.json").read_text()) == {
+        "repos": {"demo": {"n": 3, "seed": 1}}
+    }
+    check = run_recall("derive", "all", "--check", "--cache", str(tmp / "cache"), cwd=where)
+    assert check.returncode == 0, check.stderr
+
+
+def test_moving_a_pin_keeps_hand_rows_and_names_those_whose_target_is_gone(project):
+    tmp, url, first, second = project
+    where = tmp / "project"
+    assert _pin(where, "demo", url, first, "--n", "10").returncode == 0
+    before = read_queries(where / "queries.tsv")
+    with open(where / "queries.tsv", "a") as handle:
+        handle.writelines(f"demo\t{q}\thand\t\n" for q in HAND)
+    proc = _pin(where, "demo", url, second)
+    assert proc.returncode == 0, proc.stderr
+    after = read_queries(where / "queries.tsv")
+    assert [r.query for r in after if r.type == "hand"] == HAND
+    derived = [r for r in after if r.type != "hand"]
+    assert {r.source for r in derived} == {"RequestHandlerBase", "brand_new_function"}
+    kept = len(set(before) & set(derived))
+    assert proc.stdout.splitlines()[1] == (
+        f"queries.tsv: demo: {len(derived) - kept} rows added, {len(before) - kept} removed, "
+        f"{kept} kept; 4 hand rows kept"
+    )
+    assert proc.stdout.splitlines()[2:] == [
+        f"2 hand rows of demo aim at a name gone at {second[:12]}:",
+        "  old_helper_function\told_helper_function",
+        "  mod.old_helper_function\told_helper_function",
+    ]
+    assert json.loads((where / "derive.json").read_text())["repos"]["demo"]["n"] == 10
+
+
+def test_a_pin_that_cannot_be_fetched_or_is_malformed_changes_no_file(project):
+    tmp, url, first, _ = project
+    where = tmp / "project"
+    assert _pin(where, "demo", url, first, "--n", "2").returncode == 0
+    files = {n: (where / n).read_bytes() for n in ("corpus.json", "derive.json", "queries.tsv")}
+    missing = _pin(where, "demo", url, "f" * 40)
+    assert missing.returncode == 2
+    assert missing.stderr.splitlines()[-1].startswith("recall: fetch demo: cannot fetch ffffff")
+    short = _pin(where, "demo", url, "abc123")
+    assert short.returncode == 2
+    assert short.stderr.strip() == (
+        "recall: corpus.json: repo 'demo': field 'sha' must be 40 lowercase hex digits, "
+        "got 'abc123'"
+    )
+    assert {n: (where / n).read_bytes() for n in files} == files
+    assert sorted(p.name for p in where.iterdir()) == sorted(files)
+
+
+@needs_mirror
+def test_repinning_gin_at_its_own_sha_leaves_every_file_byte_identical(tmp_path, gin, real_cache):
+    for name in ("corpus.json", "derive.json", "queries.tsv"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    proc = run_recall(
+        "pin", "gin", gin.pin.url, gin.pin.sha, "--language", "go",
+        "--cache", str(real_cache), "--mirror", str(mirror_dir()), cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "(unchanged)" in proc.stdout and " 0 rows added, 0 removed, " in proc.stdout
+    for name in ("corpus.json", "derive.json", "queries.tsv"):
+        assert (tmp_path / name).read_bytes() == (ROOT / name).read_bytes(), name
