@@ -185,7 +185,7 @@ class Session:
             return 0.0
         argv = self.argv(self.engine.index)
         started = time.perf_counter()
-        code, _out, err = self._run(argv, INDEX_TIMEOUT_S)
+        code, _out, err = self.run(argv, INDEX_TIMEOUT_S)
         if code != 0:
             reason = "timed out" if code is None else f"exit {code}"
             raise RecallError(
@@ -194,7 +194,7 @@ class Session:
             )
         return time.perf_counter() - started
 
-    def _run(self, argv: list[str], timeout: float) -> tuple[int | None, bytes, bytes]:
+    def run(self, argv: list[str], timeout: float) -> tuple[int | None, bytes, bytes]:
         """Run argv in its own process group; on timeout the whole group is killed."""
         with contextlib.ExitStack() as stack:
             stdin = (
@@ -219,7 +219,7 @@ class Session:
 
     def query_one(self, row: QueryRow) -> QueryResult:
         argv = self.argv(self.engine.query, {"query": row.query, "limit": "0"})
-        code, out, err = self._run(argv, self.timeout)
+        code, out, err = self.run(argv, self.timeout)
         if code is None:
             return QueryResult(None, (), f"timed out after {self.timeout:g} s: {_tail(err)}")
         if code in self.engine.no_match_exit:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from recall.bench import render_bench
 from recall.corpus import Pin
 from recall.measure import QueryResult, RunResult
 from recall.queryset import QueryRow
@@ -258,6 +259,8 @@ def render(report: dict, *, markdown: bool = False, show_misses: list[dict] | No
         if d["new_errors"]:
             heading(f"Errored in {d['new']}, answered in {d['base']}: {len(d['new_errors'])}")
             out += [f"  {c['repo']}\t{c['query']!r}: {c['error']}" for c in d["new_errors"]]
+    if report.get("bench"):
+        out += ["", *render_bench(report["bench"], markdown)]
     if show_misses is not None:
         heading(f"Misses: {len(show_misses)} sources not #1")
         body = [

@@ -13,13 +13,14 @@ import git
 import orjson
 
 from recall import __version__
+from recall.bench import run_bench
 from recall.build import build_base, finder_root, resolve_commit, run_build
 from recall.corpus import cache_root, fetch, load_pins, mirror_root
 from recall.engine import Engine, resolve_engine
 from recall.errors import EXIT_LOSS, EXIT_OK, RecallError
 from recall.html import render_html
 from recall.measure import Binary, Corpus, RunResult, check_not_empty, run_binary
-from recall.queryset import read_queries, select
+from recall.queryset import HAND, read_queries, select
 from recall.report import build_report, diff, misses, render
 from recall.symbols import checkout_symbols, ctags_version, distinct_names, write_atomic
 
@@ -41,7 +42,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     for repo in args.repo or []:
         if repo not in pins:
             raise RecallError(f"--repo {repo}: not a pin in {corpus_path}")
-    rows = select(read_queries(queries_path, set(pins)), args.repo, args.type)
+    all_rows = read_queries(queries_path, set(pins))
+    rows = select(all_rows, args.repo, args.type)
+    hand = [r for r in select(all_rows, args.repo, None) if r.type == HAND]
+    if args.bench is not None and args.bench < 1:
+        raise RecallError(f"--bench {args.bench}: give 1 or more reps")
+    if args.bench and not hand:
+        raise RecallError(f"--bench: {queries_path} has no hand rows in the selected repos")
     if not rows:
         raise RecallError(f"{queries_path}: no rows match the selection")
     cache, mirror = cache_root(args.cache), mirror_root(args.mirror)
@@ -61,7 +68,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     binaries.append(Binary("candidate", candidate, root))
 
     corpora = {}
-    for repo in dict.fromkeys(r.repo for r in rows):
+    for repo in dict.fromkeys(r.repo for r in [*rows, *(hand if args.bench else [])]):
         checkout = fetch(pins[repo], cache, mirror)
         corpora[repo] = Corpus(checkout, distinct_names(checkout_symbols(checkout, cache)))
 
@@ -75,6 +82,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     diff_result = diff(rows, runs[0], runs[1]) if len(runs) == 2 else None
     meta = _meta(engine, corpus_path, queries_path)
     report = build_report(meta, pins, rows, runs, diff_result)
+    if args.bench:
+        report["bench"] = run_bench(binaries, hand, corpora, args.bench, args.timeout)
     if args.html:
         _write_html(Path(args.html), report)
     if args.json:
