@@ -186,9 +186,10 @@ def item_batch(bench: Bench) -> None:
         lambda: ping_pong(bench.null, rows),
     )
     overhead_us = (harness_s - floor_s) / n * 1e6
+    ok = verdict(overhead_us < 20)
     print(f"2. batch mode, null finder, {n} queries: harness {harness_s / n * 1e6:.1f} us/query, "
           f"bare lockstep pipe to the same program {floor_s / n * 1e6:.1f} us/query: harness "
-          f"overhead {overhead_us:.1f} us/query (target under 20: {verdict(overhead_us < 20)})")  # fmt: skip
+          f"overhead {overhead_us:.1f} us/query (target under 20: {ok})")  # fmt: skip
 
 
 def item_reference(bench: Bench) -> None:
