@@ -157,7 +157,8 @@ class Session:
         self.values["bin"] = " ".join(self.bin_argv)
         self.cwd = fill(self.engine.cwd, self.values)
         self.stdin_path = fill(self.engine.stdin, self.values) if self.engine.stdin else None
-        self.env = self._environment()
+        # encoded once: Popen would encode every variable again for every query
+        self.env = {os.fsencode(k): os.fsencode(v) for k, v in self._environment().items()}
 
     def _environment(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if k not in self.engine.env_remove}
@@ -301,7 +302,7 @@ def _collect(proc: subprocess.Popen[bytes], timeout: float) -> tuple[bytes, byte
     streams = (proc.stdout.fileno(), proc.stderr.fileno())
     chunks: dict[int, list[bytes]] = {fd: [] for fd in streams}
     done = True
-    with selectors.DefaultSelector() as selector:
+    with selectors.PollSelector() as selector:
         for fd in streams:
             selector.register(fd, selectors.EVENT_READ)
         while done and selector.get_map():
@@ -328,7 +329,7 @@ def _await_exit(proc: subprocess.Popen[bytes], deadline: float) -> bool:
             return False
         return True
     try:
-        with selectors.DefaultSelector() as selector:
+        with selectors.PollSelector() as selector:
             selector.register(pidfd, selectors.EVENT_READ)
             left = deadline - time.monotonic()
             if left <= 0 or not selector.select(left):
