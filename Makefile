@@ -8,7 +8,7 @@ MIRROR_FLAG := $(if $(MIRROR),--mirror $(MIRROR))
 BASE ?=
 ARGS ?=
 
-.PHONY: recall fetch test check derive-check clean
+.PHONY: recall fetch results test check derive-check clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,6 +21,10 @@ fetch: $(STAMP)
 
 recall: fetch
 	$(BIN)/recall $(MIRROR_FLAG) $(if $(BASE),--base $(BASE)) $(ARGS)
+
+# Every peer finder and the reference finder over the whole query set: docs/RESULTS.md.
+results: fetch
+	$(BIN)/python -m recall.results $(MIRROR_FLAG) --out docs/RESULTS.md $(ARGS)
 
 test: $(STAMP)
 	RECALL_MIRROR=$(MIRROR) $(BIN)/python -m pytest -q

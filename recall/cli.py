@@ -13,7 +13,7 @@ from recall.corpus import Pin, cache_root, fetch, load_pins, mirror_root, select
 from recall.derive import DEFAULT_SEED, derive_all, derive_rows, load_settings, recipes
 from recall.errors import EXIT_FAILURE, EXIT_LOSS, EXIT_OK, RecallError
 from recall.queryset import format_queries, read_queries
-from recall.run import cmd_run
+from recall.run import DEFAULT_REGRESS, cmd_run
 from recall.symbols import checkout_symbols, distinct_names, write_atomic
 
 COMMANDS = ("run", "fetch", "derive", "doctor", "init")
@@ -175,14 +175,31 @@ def _cmd_init(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+class _Candidate(argparse.Action):
+    """--engine and --bin in the order given: the report's runs keep that order."""
+
+    def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[no-untyped-def]
+        kind = "bin" if option_string == "--bin" else "engine"
+        namespace.candidates = [*namespace.candidates, (kind, values)]
+
+
 def _add_run(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="measure the finder (the default command)")
     _add_common(p)
     p.add_argument(
         "--engine",
-        metavar="E",
-        help="preset name or engine TOML file "
-        "(default: recall.toml in the finder repo, else the reference finder)",
+        action=_Candidate,
+        metavar="[LABEL=]E",
+        help="preset name or engine TOML file; unlabeled: the engine of the baseline and of "
+        "--bin (default: recall.toml in the finder repo, else the reference finder); "
+        "LABEL=E adds a candidate built from the working tree with engine E (repeatable)",
+    )
+    p.add_argument(
+        "--bin",
+        action=_Candidate,
+        metavar="[LABEL=]PATH",
+        help="a candidate binary built by hand, run with the unlabeled engine (repeatable; "
+        "default candidate: the engine built from the working tree)",
     )
     p.add_argument(
         "--finder",
@@ -190,22 +207,39 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         default=".",
         help="the finder's repo (default: the current folder)",
     )
-    p.add_argument(
-        "--bin",
-        metavar="PATH",
-        help="candidate binary built by hand (default: the engine built from the working tree)",
-    )
     base = p.add_mutually_exclusive_group()
     base.add_argument("--base", metavar="REF", help="baseline: build REF of the finder repo")
     base.add_argument("--base-bin", metavar="PATH", help="baseline: a binary built by hand")
+    base.add_argument(
+        "--against", metavar="FILE",
+        help="baseline: the last run saved in FILE by --save, without running anything",
+    )  # fmt: skip
+    p.add_argument(
+        "--save", metavar="FILE",
+        help="also write every run's per-query results, with their cache keys, to FILE",
+    )  # fmt: skip
+    p.add_argument(
+        "--no-cache", action="store_true",
+        help="run every binary even when the results cache holds its results",
+    )  # fmt: skip
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print the report as one JSON object")
     out.add_argument("--markdown", action="store_true", help="print the report as Markdown")
     p.add_argument(
         "--fail-on-loss",
         action="store_true",
-        help="exit 1 if a source lost #1 or the top 10 (needs a baseline)",
+        help="exit 1 if a source lost #1 or the top 10 (unless accepted), a regress case that "
+        "held broke, or a query errored (needs a baseline)",
     )
+    p.add_argument(
+        "--accept", metavar="FILE",
+        help="repo<TAB>query<TAB>source rows of reviewed losses: listed apart, not failing",
+    )  # fmt: skip
+    p.add_argument(
+        "--regress", metavar="FILE", default=DEFAULT_REGRESS,
+        help="regress cases, repo<TAB>query<TAB>expect (default: %(default)s when present)",
+    )  # fmt: skip
+    p.add_argument("--no-regress", action="store_true", help="skip the regress cases")
     p.add_argument("--misses", action="store_true", help="list every source not ranked #1")
     p.add_argument(
         "--html", metavar="FILE",
@@ -240,7 +274,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="accept a binary that returns nothing for 95%% of queries",
     )
-    p.set_defaults(handler=cmd_run)
+    p.set_defaults(handler=cmd_run, candidates=[])
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -110,7 +110,8 @@ def check_presets(tree: Path) -> list[Check]:
         argv = [fill(part, values) for part in engine.bin]
         label = f"preset {name}"
         if argv[0] == sys.executable:
-            checks.append(_check_python_finder(label, argv, engine.env, values))
+            status = FAIL if name == "reference" else WARN
+            checks.append(_check_python_finder(label, argv, engine.env, values, status))
             continue
         program = argv[0] if os.sep in argv[0] else shutil.which(argv[0])
         if program is None or not os.access(program, os.X_OK):
@@ -128,13 +129,14 @@ def check_presets(tree: Path) -> list[Check]:
 
 
 def _check_python_finder(
-    label: str, argv: list[str], env: tuple[tuple[str, str], ...], values: dict[str, str]
-) -> Check:
+    label: str, argv: list[str], env: tuple[tuple[str, str], ...], values: dict[str, str],
+    status: str,
+) -> Check:  # fmt: skip
     full_env = {**os.environ, **{k: fill(v, values) for k, v in env}}
     if _probe([*argv, "--help"], full_env) is None:
         return Check(
-            label, FAIL, f"{' '.join(argv)} does not start",
-            "python3 -m pip install -e . (or make recall)",
+            label, status, f"{' '.join(argv)} does not start",
+            "python3 -m pip install -e '.[dev]' (or make recall)",
         )  # fmt: skip
     return Check(label, OK, f"{' '.join(argv)} (recall {__version__})")
 

@@ -70,6 +70,7 @@ class RunResult:
     index_s: float
     query_s: float
     results: tuple[QueryResult, ...]
+    cached: bool = False  # read from the results cache or a saved run, not run now
 
     @property
     def errors(self) -> int:

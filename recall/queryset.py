@@ -41,6 +41,17 @@ def read_queries(path: Path, repos: set[str] | None = None) -> list[QueryRow]:
     return parse_queries(data, str(path), repos)
 
 
+def read_lines(path: Path, where: str) -> list[str]:
+    """A small hand-kept TSV's lines, UTF-8 with or without a BOM, LF or CRLF."""
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except OSError as exc:
+        raise RecallError(f"{where}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise RecallError(f"{where}: not UTF-8 (byte {exc.start})") from None
+    return text.splitlines()
+
+
 def parse_queries(data: bytes, where: str, repos: set[str] | None = None) -> list[QueryRow]:
     data = data.removeprefix(b"\xef\xbb\xbf")
     lines = data.split(b"\n")

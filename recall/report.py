@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from recall.bench import render_bench
@@ -49,6 +50,7 @@ def summarize(run: RunResult, rows: list[QueryRow], pins: dict[str, Pin]) -> dic
         "bin": run.bin,
         "index_s": round(run.index_s, 2),
         "query_s": round(run.query_s, 2),
+        "cached": run.cached,
         **counts(rows, results),
         "by_type": _grouped(rows, results, lambda r: r.type),
         "by_repo": _grouped(rows, results, lambda r: r.repo),
@@ -149,8 +151,10 @@ def diff(rows: list[QueryRow], base: RunResult, new: RunResult) -> dict:
 
 def build_report(
     meta: dict, pins: dict[str, Pin], rows: list[QueryRow], runs: list[RunResult],
-    diff_result: dict | None,
+    diffs: list[dict],
 ) -> dict:  # fmt: skip
+    """The report: `runs` in the order given; with a baseline, `diffs` holds each
+    candidate's diff against it and `diff` the first one's, as before there were several."""
     report = {
         "schema": SCHEMA,
         "meta": meta,
@@ -159,8 +163,9 @@ def build_report(
         "sourced": sum(1 for r in rows if r.sourced),
         "runs": [summarize(run, rows, pins) for run in runs],
     }
-    if diff_result is not None:
-        report["diff"] = diff_result
+    if diffs:
+        report["diff"] = diffs[0]
+        report["diffs"] = diffs
     return report
 
 
@@ -182,16 +187,32 @@ def misses(rows: list[QueryRow], run: RunResult) -> list[dict]:
 # Rendering --------------------------------------------------------------------------
 
 
+NUMERIC = re.compile(r"[-+]?[\d.]+%?( \(.*\))?|-|( / )?([\d.]+( / )?)+")
+
+
+def _cell(text: str, markdown: bool) -> str:
+    """A name holding a tab, a newline or (in Markdown) a pipe must not break the table."""
+    text = text.replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+    return text.replace("|", "\\|") if markdown else text
+
+
 def _table(header: list[str], body: list[list[str]], markdown: bool) -> list[str]:
+    body = [[_cell(c, markdown) for c in row] for row in body]
     if markdown:
         lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         return lines + ["| " + " | ".join(row) + " |" for row in body]
-    widths = [max(len(str(c)) for c in col) for col in zip(header, *body, strict=True)]
+    columns = list(zip(header, *body, strict=True))
+    widths = [max(len(c) for c in col) for col in columns]
+    numeric = [
+        i > 0 and all(NUMERIC.fullmatch(c) for c in col[1:]) for i, col in enumerate(columns)
+    ]
 
     def fmt(cells: list[str]) -> str:
-        first = cells[0].ljust(widths[0])
-        rest = [c.rjust(w) for c, w in zip(cells[1:], widths[1:], strict=True)]
-        return "  ".join([first, *rest]).rstrip()
+        padded = [
+            c.rjust(w) if right else c.ljust(w)
+            for c, w, right in zip(cells, widths, numeric, strict=True)
+        ]
+        return "  ".join(padded).rstrip()
 
     return [fmt(header), *(fmt(row) for row in body)]
 
@@ -203,72 +224,134 @@ def _cells(c: dict) -> list[str]:
         f"{c['top10']} ({c['top10_pct']:.1f}%)",
         f"{c['found']} ({c['found_pct']:.1f}%)",
         f"{c['mrr']:.3f}",
+        f"{c['ndcg10']:.3f}",
         f"{c['errors']}",
     ]
 
 
-METRIC_HEADER = ["n", "#1", "top 10", "found", "MRR", "errors"]
+METRIC_HEADER = ["n", "#1", "top 10", "found", "MRR", "nDCG@10", "errors"]
+COLUMN_CELL = "#1% / top 10% / found% / MRR"
+
+
+def _column_cell(c: dict) -> str:
+    """One binary's numbers in one cell, for tables with a column per binary."""
+    return f"{c['first_pct']:.1f} / {c['top10_pct']:.1f} / {c['found_pct']:.1f} / {c['mrr']:.3f}"
 
 
 def render(report: dict, *, markdown: bool = False, show_misses: list[dict] | None = None) -> str:
     out: list[str] = []
-
-    def heading(text: str) -> None:
-        out.append("")
-        out.append(f"## {text}" if markdown else text)
-
-    heading(f"recall: {report['sourced']} sourced queries of {report['queries']}")
+    runs = report["runs"]
+    out += _heading(f"recall: {report['sourced']} sourced queries of {report['queries']}", markdown)
     body = [
         [run["label"], *_cells(run), f"{run['index_s']:.1f}", f"{run['query_s']:.1f}"]
-        for run in report["runs"]
+        for run in runs
     ]
     out += _table(["binary", *METRIC_HEADER, "index s", "query s"], body, markdown)
+    for run in runs:
+        if run.get("cached"):
+            out += ["", f"{run['label']}: results reused, not run now (times are from then)"]
     for group, title in (("by_type", "type"), ("by_repo", "repo"), ("by_language", "language")):
-        heading(f"By {title}")
-        body = []
-        for key in report["runs"][0][group]:
-            if not report["runs"][0][group][key]["n"]:
-                continue  # hand rows: they count toward churn, not recall
-            for run in report["runs"]:
-                label = key if len(report["runs"]) == 1 else f"{key} [{run['label']}]"
-                body.append([label, *_cells(run[group][key])])
-        out += _table([title, *METRIC_HEADER], body, markdown)
-    for run in report["runs"]:
+        out += _heading(f"By {title}", markdown)
+        keys = [k for k in runs[0][group] if runs[0][group][k]["n"]]  # hand rows: churn only
+        if len(runs) == 1:
+            body = [[key, *_cells(runs[0][group][key])] for key in keys]
+            out += _table([title, *METRIC_HEADER], body, markdown)
+            continue
+        out += [f"each cell: {COLUMN_CELL}", ""] if markdown else [f"each cell: {COLUMN_CELL}"]
+        body = [
+            [key, str(runs[0][group][key]["n"]), *(_column_cell(run[group][key]) for run in runs)]
+            for key in keys
+        ]
+        out += _table([title, "n", *(run["label"] for run in runs)], body, markdown)
+    for run in runs:
         if run["error_rows"]:
-            heading(f"Errors in {run['label']}: {len(run['error_rows'])} queries")
+            out += _heading(f"Errors in {run['label']}: {len(run['error_rows'])} queries", markdown)
             out += [f"  {e['repo']}\t{e['query']!r}: {e['error']}" for e in run["error_rows"]]
-    d = report.get("diff")
-    if d:
-        heading(f"Diff: {d['new']} against {d['base']}")
-        out.append(
-            f"sources up {d['up']}, down {d['down']}, unchanged {d['same']}; "
-            f"queries whose top 10 changed: {d['top10_changed']}"
-        )
-        out.append(d["significance"]["summary"])
-        for key, title in (("lost_first", "Lost #1"), ("lost_top10", "Lost the top 10")):
-            heading(f"{title}: {len(d[key])}")
-            body = [
-                [c["repo"], c["query"], c["type"], c["source"], _rank(c["base_rank"]),
-                 _rank(c["new_rank"]), c["new_first"] or "-"]
-                for c in d[key]
-            ]  # fmt: skip
-            if body:
-                out += _table(
-                    ["repo", "query", "type", "source", "old", "new", "#1 now"], body, markdown
-                )
-        if d["new_errors"]:
-            heading(f"Errored in {d['new']}, answered in {d['base']}: {len(d['new_errors'])}")
-            out += [f"  {c['repo']}\t{c['query']!r}: {c['error']}" for c in d["new_errors"]]
+    if "regress" in report:
+        out += _render_regress(report, markdown)
+    for d in report.get("diffs", []):
+        out += _render_diff(d, markdown)
     if report.get("bench"):
         out += ["", *render_bench(report["bench"], markdown)]
     if show_misses is not None:
-        heading(f"Misses: {len(show_misses)} sources not #1")
+        out += _heading(f"Misses: {len(show_misses)} sources not #1", markdown)
         body = [
             [m["repo"], m["query"], m["type"], m["source"], _rank(m["rank"]), m["first"] or "-"]
             for m in show_misses
         ]
         out += _table(["repo", "query", "type", "source", "rank", "#1"], body, markdown)
     return "\n".join(out).lstrip("\n") + "\n"
+
+
+def _render_regress(report: dict, markdown: bool) -> list[str]:
+    out: list[str] = []
+    regress = report["regress"]
+    out += _heading(f"Regress cases ({regress['file']}): {regress['cases']}", markdown)
+    body = [
+        [run["label"], str(r["holds"]), str(r["fails"]), str(r["not_applicable"])]
+        for run in report["runs"]
+        for r in [run["regress"]]
+    ]
+    out += _table(["binary", "hold", "fail", "n/a"], body, markdown)
+    for run in report["runs"]:
+        failing = run["regress"]["failing"]
+        if failing:
+            out += _heading(f"Regress cases failing in {run['label']}: {len(failing)}", markdown)
+            out += _cases_table(failing, markdown)
+    return out
+
+
+def _heading(text: str, markdown: bool) -> list[str]:
+    return ["", f"## {text}" if markdown else text]
+
+
+def _cases_table(cases: list[dict], markdown: bool) -> list[str]:
+    body = [[c["repo"], c["query"], c["expect"], c["first"] or "-"] for c in cases]
+    return _table(["repo", "query", "expect", "#1 now"], body, markdown)
+
+
+def _changes_table(changes: list[dict], markdown: bool) -> list[str]:
+    if not changes:
+        return []
+    body = [
+        [c["repo"], c["query"], c["type"], c["source"], _rank(c["base_rank"]),
+         _rank(c["new_rank"]), c["new_first"] or "-"]
+        for c in changes
+    ]  # fmt: skip
+    return _table(["repo", "query", "type", "source", "old", "new", "#1 now"], body, markdown)
+
+
+def _render_diff(d: dict, markdown: bool) -> list[str]:
+    out: list[str] = []
+    out += _heading(f"Diff: {d['new']} against {d['base']}", markdown)
+    out.append(
+        f"sources up {d['up']}, down {d['down']}, unchanged {d['same']}; "
+        f"queries whose top 10 changed: {d['top10_changed']}"
+    )
+    out += ["", d["significance"]["summary"]] if markdown else [d["significance"]["summary"]]
+    for key, title in (("lost_first", "Lost #1"), ("lost_top10", "Lost the top 10")):
+        out += _heading(f"{title}: {len(d[key])}", markdown)
+        out += _changes_table(d[key], markdown)
+    if "accepted" in d:
+        out += _heading(f"Accepted losses: {len(d['accepted'])}", markdown)
+        out += _changes_table(d["accepted"], markdown)
+        if d["stale_accepted"]:
+            out += _heading(
+                f"Stale accepted losses (no longer lost): {len(d['stale_accepted'])}", markdown
+            )
+            body = [[s["repo"], s["query"], s["source"]] for s in d["stale_accepted"]]
+            out += _table(["repo", "query", "source"], body, markdown)
+    if "regress_broken" in d:
+        out += _heading(
+            f"Regress cases that held and now fail: {len(d['regress_broken'])}", markdown
+        )
+        out += _cases_table(d["regress_broken"], markdown) if d["regress_broken"] else []
+    if d["new_errors"]:
+        out += _heading(
+            f"Errored in {d['new']}, answered in {d['base']}: {len(d['new_errors'])}", markdown
+        )
+        out += [f"  {c['repo']}\t{c['query']!r}: {c['error']}" for c in d["new_errors"]]
+    return out
 
 
 def _rank(rank: int | None) -> str:

@@ -6,37 +6,72 @@ import argparse
 import dataclasses
 import hashlib
 import platform
+import re
+import shutil
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import git
 import orjson
 
 from recall import __version__
+from recall.accept import apply_accepted, read_accepted
 from recall.bench import run_bench
 from recall.build import build_base, finder_root, resolve_commit, run_build
-from recall.corpus import cache_root, fetch, load_pins, mirror_root
+from recall.corpus import Pin, cache_root, fetch, load_pins, mirror_root
 from recall.engine import Engine, resolve_engine
 from recall.errors import EXIT_LOSS, EXIT_OK, RecallError
 from recall.html import render_html
-from recall.measure import Binary, Corpus, RunResult, check_not_empty, run_binary
-from recall.queryset import HAND, read_queries, select
+from recall.measure import Binary, Corpus, QueryResult, RunResult, check_not_empty, run_binary
+from recall.queryset import HAND, QueryRow, read_queries, select
+from recall.regress import Case, broken, read_cases
+from recall.regress import summarize as summarize_regress
 from recall.report import build_report, diff, misses, render
+from recall.saved import (
+    cached_run,
+    data_key,
+    file_identity,
+    load_against,
+    run_key,
+    save_runs,
+    store_run,
+)
 from recall.symbols import checkout_symbols, ctags_version, distinct_names, write_atomic
 
+DEFAULT_REGRESS = "regress.tsv"
+LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
 
-def _with_bin(engine: Engine, path: str) -> Engine:
-    program = Path(path)
-    if not program.exists():
-        raise RecallError(f"--bin {path}: no such file")
-    return dataclasses.replace(engine, bin=(str(program.absolute()),), build=())
+
+@dataclass(frozen=True)
+class Side:
+    """A binary to run and what its results are known by; only a cacheable identity
+    (a commit, a file's content) says everything that could change them."""
+
+    binary: Binary
+    identity: str
+    cacheable: bool
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One binary's results, split into the query set's part and the regress cases' part."""
+
+    run: RunResult
+    key: dict
+    cases: tuple[QueryResult, ...]
+
+
+def split_label(raw: str) -> tuple[str | None, str]:
+    """`LABEL=VALUE` into its parts; anything else (a path with a slash, no `=`) is unlabeled."""
+    label, sep, value = raw.partition("=")
+    if sep and value and LABEL.fullmatch(label):
+        return label, value
+    return None, raw
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    if args.fail_on_loss and not (args.base or args.base_bin):
-        raise RecallError("--fail-on-loss needs a baseline (--base REF or --base-bin PATH)")
-    if args.jobs < 1 or args.timeout <= 0:
-        raise RecallError("--jobs must be 1 or more and --timeout above 0")
+    _check_flags(args)
     corpus_path, queries_path = Path(args.corpus), Path(args.queries)
     pins = load_pins(corpus_path)
     for repo in args.repo or []:
@@ -51,56 +86,182 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise RecallError(f"--bench: {queries_path} has no hand rows in the selected repos")
     if not rows:
         raise RecallError(f"{queries_path}: no rows match the selection")
+    cases = _regress_cases(args, pins, rows)
+    asked = rows + [case.row for case in cases]
+    accepted = read_accepted(Path(args.accept)) if args.accept else None
     cache, mirror = cache_root(args.cache), mirror_root(args.mirror)
     root = finder_root(Path(args.finder))
-    engine = resolve_engine(args.engine, root)
 
-    binaries: list[Binary] = []
-    if args.base or args.base_bin:
-        if args.base_bin:
-            binaries.append(Binary("base", _with_bin(engine, args.base_bin), root))
-        else:
-            commit = resolve_commit(root, args.base)
-            tree = build_base(root, commit, engine, cache)
-            binaries.append(Binary(f"base {args.base} ({commit[:12]})", engine, tree))
-    candidate = _with_bin(engine, args.bin) if args.bin else engine
-    run_build(candidate, root)
-    binaries.append(Binary("candidate", candidate, root))
+    specs = [(kind, *split_label(raw)) for kind, raw in args.candidates]
+    engine = resolve_engine(_default_engine(specs), root)
+    sides = _candidates(specs, engine, root)
+    base: Measured | None = None
+    if args.against:
+        run, key = load_against(Path(args.against), asked, data_key(pins, asked))
+        base = _split(run, key, len(rows))
+    elif args.base or args.base_bin:
+        sides.insert(0, _baseline(args, engine, root, cache))
 
-    corpora = {}
-    for repo in dict.fromkeys(r.repo for r in [*rows, *(hand if args.bench else [])]):
-        checkout = fetch(pins[repo], cache, mirror)
-        corpora[repo] = Corpus(checkout, distinct_names(checkout_symbols(checkout, cache)))
-
-    runs: list[RunResult] = []
-    for binary in binaries:
-        run = run_binary(binary, rows, corpora, jobs=args.jobs, timeout=args.timeout)
+    corpora: dict[str, Corpus] = {}
+    measured = [base] if base else []
+    for side in sides:
+        key = run_key(side.identity, side.binary.engine, pins, asked, args.timeout)
+        run = None
+        if side.cacheable and not args.no_cache:
+            run = cached_run(cache, key, side.binary.label)
+        if run is None:
+            _fetch_corpora(asked, pins, cache, mirror, corpora)
+            run = run_binary(side.binary, asked, corpora, jobs=args.jobs, timeout=args.timeout)
+            if side.cacheable:
+                store_run(cache, key, run)
+        result = _split(run, key, len(rows))
         if not args.allow_empty:
-            check_not_empty(run)
-        runs.append(run)
+            check_not_empty(result.run)
+        measured.append(result)
 
-    diff_result = diff(rows, runs[0], runs[1]) if len(runs) == 2 else None
+    has_base = base is not None or bool(args.base or args.base_bin)
+    diffs = [_diff(rows, cases, measured[0], m, accepted) for m in measured[1:]] if has_base else []
     meta = _meta(engine, corpus_path, queries_path)
-    report = build_report(meta, pins, rows, runs, diff_result)
+    report = build_report(meta, pins, rows, [m.run for m in measured], diffs)
+    if cases:
+        report["regress"] = {"file": args.regress, "cases": len(cases)}
+        for summary, m in zip(report["runs"], measured, strict=True):
+            summary["regress"] = summarize_regress(cases, list(m.cases))
     if args.bench:
+        _fetch_corpora(hand, pins, cache, mirror, corpora)
+        binaries = [side.binary for side in sides]
         report["bench"] = run_bench(binaries, hand, corpora, args.bench, args.timeout)
+    if args.save:
+        runs = [(_joined(m), m.key) for m in measured]
+        save_runs(Path(args.save), meta, asked, runs)
     if args.html:
         _write_html(Path(args.html), report)
+    last = measured[-1].run
     if args.json:
         if args.misses:
-            report["misses"] = misses(rows, runs[-1])
+            report["misses"] = misses(rows, last)
         sys.stdout.buffer.write(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
     else:
-        shown = misses(rows, runs[-1]) if args.misses else None
+        shown = misses(rows, last) if args.misses else None
         sys.stdout.write(render(report, markdown=args.markdown, show_misses=shown))
     sys.stdout.flush()
-    if (
-        args.fail_on_loss
-        and diff_result
-        and (diff_result["lost_first"] or diff_result["lost_top10"] or diff_result["new_errors"])
-    ):
+    if args.fail_on_loss and any(_is_loss(d) for d in diffs):
         return EXIT_LOSS
     return EXIT_OK
+
+
+def _check_flags(args: argparse.Namespace) -> None:
+    if args.fail_on_loss and not (args.base or args.base_bin or args.against):
+        raise RecallError(
+            "--fail-on-loss needs a baseline (--base REF, --base-bin PATH or --against FILE)"
+        )
+    if args.accept and not (args.base or args.base_bin or args.against):
+        raise RecallError("--accept needs a baseline: accepted losses are losses against one")
+    if args.jobs < 1 or args.timeout <= 0:
+        raise RecallError("--jobs must be 1 or more and --timeout above 0")
+
+
+def _regress_cases(args: argparse.Namespace, pins: dict[str, Pin], rows: list[QueryRow]):
+    """The regress cases of the repos this run covers; the default file may be absent."""
+    if args.no_regress:
+        return []
+    path = Path(args.regress)
+    if args.regress == DEFAULT_REGRESS and not path.exists():
+        return []
+    repos = {row.repo for row in rows}
+    return [case for case in read_cases(path, set(pins)) if case.repo in repos]
+
+
+def _default_engine(specs: list[tuple[str, str | None, str]]) -> str | None:
+    """The one unlabeled --engine: the engine of the baseline and of every --bin."""
+    plain = [value for kind, label, value in specs if kind == "engine" and label is None]
+    if len(plain) > 1:
+        raise RecallError("--engine without a label may be given once; label the others")
+    return plain[0] if plain else None
+
+
+def _candidates(specs: list[tuple[str, str | None, str]], engine: Engine, root: Path):
+    """The binaries to measure, in the order given: labeled engines built from the working
+    tree, binaries run with the default engine; with neither, the working tree's engine."""
+    sides: list[Side] = []
+    for kind, label, value in specs:
+        if kind == "engine" and label is None:
+            continue
+        if kind == "bin":
+            sides.append(_bin_side(label or "candidate", engine, value, "--bin", root))
+        else:
+            sides.append(_tree_side(label or "candidate", resolve_engine(value, root), root))
+    if not sides:
+        sides.append(_tree_side("candidate", engine, root))
+    labels = [side.binary.label for side in sides]
+    for label in labels:
+        if labels.count(label) > 1:
+            raise RecallError(f"two binaries are labeled {label!r}: give each its own LABEL=")
+    return sides
+
+
+def _tree_side(label: str, engine: Engine, root: Path) -> Side:
+    """The engine as built from the finder's working tree. Its results are cached only when
+    it names a program outside the tree (a preset's installed finder), known by content."""
+    run_build(engine, root)
+    binary = Binary(label, engine, root)
+    if engine.bin and not any("{" in part for part in engine.bin):
+        program = shutil.which(engine.bin[0])
+        if program:
+            return Side(binary, file_identity(Path(program)), cacheable=True)
+    return Side(binary, f"working tree {root.absolute()}", cacheable=False)
+
+
+def _bin_side(label: str, engine: Engine, path: str, flag: str, root: Path) -> Side:
+    program = Path(path)
+    if not program.is_file():
+        raise RecallError(f"{flag} {path}: no such file")
+    with_bin = dataclasses.replace(engine, bin=(str(program.absolute()),), build=())
+    return Side(Binary(label, with_bin, root), file_identity(program), cacheable=True)
+
+
+def _baseline(args: argparse.Namespace, engine: Engine, root: Path, cache: Path) -> Side:
+    if args.base_bin:
+        return _bin_side("base", engine, args.base_bin, "--base-bin", root)
+    commit = resolve_commit(root, args.base)
+    tree = build_base(root, commit, engine, cache)
+    label = f"base {args.base} ({commit[:12]})"
+    return Side(Binary(label, engine, tree), f"commit:{commit}", cacheable=True)
+
+
+def _fetch_corpora(rows, pins, cache, mirror, corpora: dict[str, Corpus]) -> None:  # type: ignore[no-untyped-def]
+    """Fetch and list names only when a binary runs: a run from the cache needs neither."""
+    for repo in dict.fromkeys(row.repo for row in rows):
+        if repo not in corpora:
+            checkout = fetch(pins[repo], cache, mirror)
+            corpora[repo] = Corpus(checkout, distinct_names(checkout_symbols(checkout, cache)))
+
+
+def _split(run: RunResult, key: dict, n_rows: int) -> Measured:
+    query_part = dataclasses.replace(run, results=run.results[:n_rows])
+    return Measured(query_part, key, run.results[n_rows:])
+
+
+def _joined(measured: Measured) -> RunResult:
+    run = measured.run
+    return dataclasses.replace(run, results=run.results + measured.cases)
+
+
+def _diff(rows: list[QueryRow], cases: list[Case], base: Measured, new: Measured, accepted) -> dict:  # type: ignore[no-untyped-def]
+    result = diff(rows, base.run, new.run)
+    if cases:
+        result["regress_broken"] = broken(cases, list(base.cases), list(new.cases))
+    if accepted is not None:
+        result = apply_accepted(result, accepted)
+    result["candidate_errors"] = new.run.errors
+    return result
+
+
+def _is_loss(d: dict) -> bool:
+    """Lost #1 or top 10 (not accepted), a broken regress case, or any query that errored."""
+    return bool(
+        d["lost_first"] or d["lost_top10"] or d.get("regress_broken") or d["candidate_errors"]
+    )
 
 
 def _write_html(path: Path, report: dict) -> None:

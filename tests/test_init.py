@@ -49,5 +49,5 @@ def test_init_refuses_to_overwrite_an_existing_recall_toml(tmp_path):
 
 def test_init_with_an_unknown_preset_names_the_presets_and_writes_nothing(tmp_path: Path):
     proc = run_recall("init", "--preset", "nope", cwd=tmp_path)
-    assert proc.returncode == 2 and "presets: fzf, fzy, reference, rq" in proc.stderr
+    assert proc.returncode == 2 and "fzf, fzy, reference, rq" in proc.stderr
     assert list(tmp_path.iterdir()) == []

@@ -1,6 +1,15 @@
+import os
+from pathlib import Path
+
+import pytest
+
+from recall.accept import apply_accepted
+from recall.corpus import Pin
 from recall.measure import Hit, QueryResult, RunResult, rank_by_name
 from recall.queryset import QueryRow
-from recall.report import diff, move_bucket
+from recall.regress import Case, broken
+from recall.regress import summarize as summarize_regress
+from recall.report import build_report, diff, move_bucket, render
 
 ROWS = [QueryRow("gin", f"q{i}", "abbr3", f"name{i}") for i in range(6)]
 
@@ -54,3 +63,47 @@ def test_diff_moves_count_every_sourced_row_and_lost_rows_carry_the_source_locat
     assert by_source["name4"]["source_file"] is None and by_source["name4"]["source_line"] is None
     assert [r["source"] for r in d["lost_top10"]] == ["name1"]
     assert d["lost_top10"][0]["source_file"] == "name1.go"
+
+
+GOLDEN = Path(__file__).parent / "golden"
+PINS = {
+    "gin": Pin("gin", "https://github.com/gin-gonic/gin", "a" * 40, "go"),
+    "flask": Pin("flask", "https://github.com/pallets/flask", "b" * 40, "python"),
+}
+
+
+def _golden_report() -> dict:
+    """Fixed results for two repos, a regress case, an accepted and a stale accepted loss."""
+    rows = [
+        QueryRow(repo, f"{repo[:2]}{i}", kind, f"{repo.title()}{i}")
+        for repo in ("gin", "flask")
+        for i, kind in enumerate(["abbr3", "abbr3", "typo", "glob", "consonants"])
+    ] + [QueryRow("gin", "hand0", "hand", "")]
+    fill = [f"Other{j}" for j in range(11)]
+    base_orders = [[r.source, *fill] for r in rows[:-1]] + [fill]
+    new_orders = [
+        [*fill[:1], r.source] if i % 3 == 0 else [*fill, r.source] if i == 4 else [r.source]
+        for i, r in enumerate(rows[:-1])
+    ] + [fill[1:]]
+    base = [_result(r.source, order) for r, order in zip(rows, base_orders, strict=True)]
+    new = [_result(r.source, order) for r, order in zip(rows, new_orders, strict=True)]
+    runs = [_run("base main (0123456789ab)", base), _run("candidate", new)]
+    d = apply_accepted(diff(rows, runs[0], runs[1]), [("gin", "gi0", "Gin0"), ("gin", "x", "X")])
+    cases = [Case("gin", "ctx", r"^Gin1\.go:7 Gin1$"), Case("flask", "app", "!_test")]
+    d["regress_broken"] = broken(cases, [base[1], base[5]], [new[0], new[5]])
+    report = build_report({}, PINS, rows, runs, [d])
+    report["regress"] = {"file": "regress.tsv", "cases": len(cases)}
+    for summary, results in zip(
+        report["runs"], ([base[1], base[5]], [new[0], new[5]]), strict=True
+    ):
+        summary["regress"] = summarize_regress(cases, results)
+    return report
+
+
+@pytest.mark.parametrize("name", ["report.txt", "report.md"])
+def test_the_rendered_report_matches_the_committed_golden_file(name):
+    text = render(_golden_report(), markdown=name.endswith(".md"))
+    path = GOLDEN / name
+    if os.environ.get("RECALL_UPDATE_GOLDEN"):
+        path.write_text(text)
+    assert text == path.read_text(), f"rerun with RECALL_UPDATE_GOLDEN=1 and review {path}"

@@ -1,4 +1,5 @@
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -49,6 +50,52 @@ def test_worse_commit_fails_on_loss_and_neutral_commit_passes(finder, real_cache
     assert proc.returncode == 0, proc.stderr
     diff = json.loads(proc.stdout)["diff"]
     assert (diff["up"], diff["down"], diff["top10_changed"]) == (0, 0, 0)
+
+
+def test_accepted_losses_do_not_fail_and_a_stale_accepted_row_is_reported(
+    finder, real_cache, gin, tmp_path
+):
+    repo, path = finder
+    commit_files(repo, {"finder.py": GOOD.replace("(len(n), n)", "(-len(n), n)")}, "worse")
+    lost = json.loads(_run(path, real_cache, "--base", "HEAD~1", "--json").stdout)["diff"]
+    rows = {(c["repo"], c["query"], c["source"]) for c in lost["lost_first"] + lost["lost_top10"]}
+    accepted = tmp_path / "accepted.tsv"
+    lines = ["repo\tquery\tsource", *("\t".join(r) for r in sorted(rows)), "gin\tzz\tZz"]
+    accepted.write_text("\n".join(lines) + "\n")
+    proc = _run(path, real_cache, "--base", "HEAD~1", "--fail-on-loss", "--accept", str(accepted))
+    assert proc.returncode == 0, proc.stderr
+    assert "Lost #1: 0" in proc.stdout and f"Accepted losses: {len(rows)}" in proc.stdout
+    assert "Stale accepted losses (no longer lost): 1" in proc.stdout and "zz" in proc.stdout
+
+
+def test_many_binaries_keep_the_order_given_and_each_candidate_gets_its_diff(
+    finder, real_cache, gin, tmp_path
+):
+    _repo, path = finder
+    wrapper = tmp_path / "mine.sh"
+    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} {path / "finder.py"} "$@"\n')
+    wrapper.chmod(0o755)
+    script = str(wrapper)
+    proc = _run(
+        path, real_cache, "--base", "HEAD", "--engine", "fzy=fzy", "--bin", f"mine={script}",
+        "--json",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert [r["label"] for r in report["runs"]][1:] == ["fzy", "mine"]
+    assert [d["new"] for d in report["diffs"]] == ["fzy", "mine"]
+    assert report["diff"] == report["diffs"][0]
+    assert report["diffs"][1]["up"] == report["diffs"][1]["down"] == 0
+    text = _run(
+        path, real_cache, "--base", "HEAD", "--engine", "fzy=fzy", "--bin", f"mine={script}"
+    )
+    header = next(line for line in text.stdout.splitlines() if line.startswith("type "))
+    assert header.split()[-2:] == ["fzy", "mine"]
+
+
+def test_two_binaries_with_one_label_are_refused(finder, real_cache):
+    proc = _run(finder[1], real_cache, "--engine", "a=fzf", "--engine", "a=fzy")
+    assert proc.returncode == 2 and "two binaries are labeled 'a'" in proc.stderr
 
 
 def test_base_must_be_a_commit(finder, real_cache, gin):

@@ -1,0 +1,48 @@
+"""Accepted losses (--accept FILE): losses a team has reviewed and decided to live with.
+
+An accepted loss still shows in the report, apart from the others, so that nobody forgets
+it was a trade; an accepted row that no longer loses is stale and is said so, so the file
+does not quietly accept a future loss of the same query.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from recall.errors import RecallError
+from recall.queryset import read_lines
+
+HEADER = ("repo", "query", "source")
+
+Key = tuple[str, str, str]
+
+
+def read_accepted(path: Path) -> list[Key]:
+    keys: list[Key] = []
+    for number, line in enumerate(read_lines(path, f"--accept {path}"), start=1):
+        fields = tuple(line.split("\t"))
+        if number == 1 and fields == HEADER:
+            continue
+        if len(fields) != 3 or not all(fields):
+            raise RecallError(f"{path}:{number}: expected repo<TAB>query<TAB>source")
+        keys.append(fields)  # type: ignore[arg-type]
+    return keys
+
+
+def apply_accepted(diff: dict, accepted: list[Key]) -> dict:
+    """The diff with accepted rows moved out of the lost lists, and stale rows named."""
+    wanted = set(accepted)
+
+    def key(change: dict) -> Key:
+        return (change["repo"], change["query"], change["source"])
+
+    lost = {key(c) for c in diff["lost_first"] + diff["lost_top10"]}
+    moved = [c for c in diff["lost_first"] + diff["lost_top10"] if key(c) in wanted]
+    return diff | {
+        "lost_first": [c for c in diff["lost_first"] if key(c) not in wanted],
+        "lost_top10": [c for c in diff["lost_top10"] if key(c) not in wanted],
+        "accepted": list({key(c): c for c in moved}.values()),
+        "stale_accepted": [
+            {"repo": r, "query": q, "source": s} for r, q, s in accepted if (r, q, s) not in lost
+        ],
+    }

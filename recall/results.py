@@ -1,0 +1,384 @@
+"""docs/RESULTS.md: the reference finder and its peers over the same query set.
+
+Each finder runs through the real CLI (`recall run --engine E --json`), exactly as a user
+would run it, so the page measures what the harness measures and nothing special-cased.
+Rendering is a pure function of those JSON reports and a few facts about the machine, so
+the page can be re-rendered from saved reports and tested without running any finder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import importlib.util
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import git
+import orjson
+
+from recall.build import finder_root
+from recall.engine import Engine, load_preset
+from recall.errors import EXIT_OK, RecallError
+from recall.symbols import write_atomic
+
+GROUPS = (("by_type", "type"), ("by_language", "language"))
+TAIL = 400
+REFERENCE = "reference"
+
+
+@dataclass(frozen=True)
+class Peer:
+    """One column of the page: a preset, optionally with another binary (--bin)."""
+
+    label: str
+    preset: str
+    note: str
+    bin: str | None = None
+
+
+def iterfzf_fzf() -> str | None:
+    """The fzf binary bundled inside the iterfzf wheel, found without importing iterfzf
+    (its Python API deadlocks on large outputs; only the binary is used)."""
+    spec = importlib.util.find_spec("iterfzf")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(next(iter(spec.submodule_search_locations))) / "fzf"
+    return str(path) if path.is_file() else None
+
+
+def default_peers() -> list[Peer]:
+    bundled = iterfzf_fzf() or "iterfzf/fzf"
+    return [
+        Peer("reference", "reference", "this repo's finder (`recall/finder`), batch mode"),
+        Peer("fzf (Debian)", "fzf", "default scheme, one process per query"),
+        Peer("fzf (iterfzf)", "fzf", "the binary inside the iterfzf wheel", bundled),
+        Peer("fzy", "fzy", "one process per query"),
+        Peer("frizbee", "frizbee", "`max_typos=0`, other options frizbee's defaults"),
+        Peer("frizbee typo", "frizbee-typo", "`max_typos=1`, other options frizbee's defaults"),
+    ]
+
+
+def _first_line(argv: list[str]) -> str:
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise RecallError(f"{' '.join(argv)}: cannot run: {exc}") from None
+    lines = (proc.stdout or proc.stderr).strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        raise RecallError(f"{' '.join(argv)}: exit {proc.returncode}")
+    return lines[0]
+
+
+def finder_version(peer: Peer, engine: Engine, root: Path) -> str:
+    """What exactly ran: the program's own version line, the package or the commit."""
+    if peer.preset == "reference":
+        with git.Repo(root) as repo:
+            dirty = " with uncommitted changes" if repo.is_dirty() else ""
+            return f"recall commit {repo.head.commit.hexsha[:12]}{dirty}"
+    if peer.preset.startswith("frizbee"):
+        return f"frizbee {importlib.metadata.version('frizbee')} (PyPI)"
+    program = peer.bin or shutil.which(engine.bin[0]) or engine.bin[0]
+    line = _first_line([program, "--version"])
+    name = Path(program).name
+    line = line.removeprefix(program).removeprefix(name).strip()  # fzy prints its argv[0]
+    return f"{name} {line}"
+
+
+def command_line(peer: Peer, engine: Engine) -> str:
+    """The argv the harness runs for a query, as the engine file spells it."""
+    template = engine.batch or engine.query
+    # A --bin under site-packages is shown by its package folder, not this machine's path.
+    binary = (
+        [f"{Path(peer.bin).parent.name}/{Path(peer.bin).name}"] if peer.bin else list(engine.bin)
+    )
+    argv: list[str] = []
+    for part in template:
+        argv += binary if part == "{bin}" else [part]
+    text = " ".join(argv)
+    if engine.stdin:
+        text += f" < {engine.stdin}"
+    if engine.batch:
+        text += " (one process per corpus, JSON lines)"
+    return text
+
+
+def machine() -> dict[str, str]:
+    model = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "cpus": str(os.cpu_count() or 1),
+        "cpu_model": model,
+        "system": f"{platform.system()} {platform.release()} {platform.machine()}",
+        "python": platform.python_version(),
+    }
+
+
+def run_peer(peer: Peer, args: argparse.Namespace) -> dict:
+    """One `recall run --json` over the whole query set; a failed run stops the page."""
+    argv = [sys.executable, "-m", "recall", "run", "--engine", peer.preset, "--json"]
+    argv += ["--queries", args.queries, "--corpus", args.corpus, "--jobs", str(args.jobs)]
+    for flag, value in (("--bin", peer.bin), ("--mirror", args.mirror), ("--cache", args.cache)):
+        if value:
+            argv += [flag, value]
+    print(f"recall results: {peer.label}: {' '.join(argv[1:])}", file=sys.stderr, flush=True)
+    proc = subprocess.run(argv, capture_output=True)
+    if proc.returncode != 0:
+        tail = " ".join(proc.stderr.decode("utf-8", "replace").split())[-TAIL:]
+        raise RecallError(f"{peer.label}: recall run exited {proc.returncode}: {tail}")
+    return orjson.loads(proc.stdout)
+
+
+def check_comparable(entries: list[dict]) -> None:
+    """Side by side only means something over the same queries and the same pins."""
+    first = entries[0]["report"]
+    for entry in entries[1:]:
+        report = entry["report"]
+        for key in ("queries", "sourced", "corpus"):
+            if report[key] != first[key]:
+                raise RecallError(
+                    f"{entry['label']}: its report's {key} differs from {entries[0]['label']}'s"
+                )
+        if report["meta"]["queries_sha256"] != first["meta"]["queries_sha256"]:
+            raise RecallError(f"{entry['label']}: ran a different query set")
+
+
+# Rendering ---------------------------------------------------------------------------
+
+
+def _table(header: list[str], body: list[list[str]], numeric: bool = True) -> list[str]:
+    """Markdown; the first column is a label, the rest right-aligned numbers if numeric."""
+    rule = "|---|" + ("---:|" if numeric else "---|") * (len(header) - 1)
+    lines = ["| " + " | ".join(header) + " |", rule]
+    return lines + ["| " + " | ".join(row) + " |" for row in body]
+
+
+def _count(c: dict, key: str) -> str:
+    return f"{c[key]} ({c[key + '_pct']:.1f}%)"
+
+
+def latency_ms(report: dict) -> float:
+    """The query phase's wall time over the queries run (hand rows included)."""
+    run = report["runs"][0]
+    return 1000.0 * run["query_s"] / report["queries"] if report["queries"] else 0.0
+
+
+TYPE_ORDER = ("abbr3", "abbr2", "first+last", "consonants", "typo", "glob")
+
+
+def _keys(counts: dict[str, dict], group: str) -> list[str]:
+    """Rows with sources, types in the recipe table's order, languages alphabetically."""
+    keys = sorted(k for k, c in counts.items() if c["n"])
+    if group == "by_type":
+        keys.sort(key=lambda k: TYPE_ORDER.index(k) if k in TYPE_ORDER else len(TYPE_ORDER))
+    return keys
+
+
+def _best(entries: list[dict], group: str, key: str) -> str:
+    """The peer(s) with the most sources at #1 in one row, the reference finder left out
+    (it has its own column to compare with); ties are all named, none at all is "-"."""
+    peers = [e for e in entries if e["label"] != REFERENCE] or entries
+    firsts = [(e["label"], e["report"]["runs"][0][group][key]["first"]) for e in peers]
+    top = max(first for _, first in firsts)
+    if top == 0:
+        return "-"
+    return ", ".join(label for label, first in firsts if first == top)
+
+
+def render_results(entries: list[dict], host: dict[str, str]) -> str:
+    """The page, from each finder's label, version, command, note and JSON report."""
+    first = entries[0]["report"]
+    labels = [e["label"] for e in entries]
+    out = [
+        "# Results: the reference finder and its peers",
+        "",
+        "Generated by `make results` (`python -m recall.results`); do not edit by hand.",
+        f"Every finder ran `recall run --engine E --json` over the committed query set: "
+        f"{first['queries']} queries, {first['sourced']} with a source, over the pinned "
+        f"corpora {', '.join(sorted(first['runs'][0]['by_repo']))}. "
+        "Rank is by name: #1, in the top 10, or found at all (unlimited results), as a "
+        "count and percent of the sourced queries; MRR is the mean reciprocal rank "
+        "(a miss counts 0).",
+        "",
+        "## Overall",
+        "",
+    ]
+    body = []
+    for entry in entries:
+        run = entry["report"]["runs"][0]
+        body.append([
+            entry["label"], str(run["n"]), _count(run, "first"), _count(run, "top10"),
+            _count(run, "found"), f"{run['mrr']:.3f}", str(run["errors"]),
+            f"{latency_ms(entry['report']):.2f}", f"{run['index_s']:.1f}",
+        ])  # fmt: skip
+    out += _table(
+        ["finder", "n", "#1", "top 10", "found", "MRR", "errors", "ms / query", "index s"], body
+    )
+    out += [
+        "",
+        "ms / query is the batch latency per query: the run's `query_s` (wall time of the "
+        "query phase, summed over corpora) divided by the queries run, hand rows included. "
+        "Per-query finders pay a process start and a read of the names list on every query; "
+        "batch finders answer every query of a corpus from one process. index s is the "
+        "engine's index step (none for finders that read the names list).",
+    ]
+    for group, title in GROUPS:
+        keys = _keys(first["runs"][0][group], group)
+        out += ["", f"## By {title}: #1 / top 10 / found, percent of sourced queries", ""]
+        body = []
+        for key in keys:
+            cells = []
+            for entry in entries:
+                c = entry["report"]["runs"][0][group][key]
+                cells.append(f"{c['first_pct']:.1f} / {c['top10_pct']:.1f} / {c['found_pct']:.1f}")
+            n = str(first["runs"][0][group][key]["n"])
+            body.append([key, n, *cells, _best(entries, group, key)])
+        out += _table([title, "n", *labels, "best peer (#1)"], body)
+        out += ["", f"## By {title}: MRR", ""]
+        body = [
+            [key, *(f"{e['report']['runs'][0][group][key]['mrr']:.3f}" for e in entries)]
+            for key in keys
+        ]
+        out += _table([title, *labels], body)
+    out += ["", "## Finders", ""]
+    body = [[e["label"], e["version"], f"`{e['command']}`", e["note"]] for e in entries]
+    out += _table(["finder", "version", "command", "options"], body, numeric=False)
+    out += [
+        "",
+        "Every finder ran isolated as any engine: its own temporary HOME and XDG folders, "
+        "`LC_ALL=C.UTF-8`, `TZ=UTC`, over the same `{names}` list (the corpus's distinct "
+        "ctags names, sorted) or, for the reference finder, its own index of the corpus. "
+        "fzf and fzy treat `*` as a literal character, so glob queries find nothing there; "
+        "subsequence matchers (fzf, fzy, frizbee with no typos) never find a transposition.",
+        "",
+        "## Machine",
+        "",
+    ]
+    meta = first["meta"]
+    out += _table(
+        ["what", "value"],
+        [
+            ["CPUs (`nproc`)", host["cpus"]],
+            ["CPU model", host["cpu_model"]],
+            ["system", host["system"]],
+            ["Python", host["python"]],
+            ["Universal Ctags", str(meta.get("ctags", "?"))],
+            ["recall", str(meta.get("recall", "?"))],
+            ["query jobs", host.get("jobs", "1")],
+        ],
+        numeric=False,
+    )
+    return "\n".join(out) + "\n"
+
+
+# Command line ------------------------------------------------------------------------
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m recall.results",
+        description="Run every peer finder over the query set and write docs/RESULTS.md.",
+    )
+    parser.add_argument("--out", default="docs/RESULTS.md", help="the page to write")
+    parser.add_argument("--mirror", help="passed to recall run")
+    parser.add_argument("--cache", help="passed to recall run")
+    parser.add_argument("--queries", default="queries.tsv", help="the query set")
+    parser.add_argument("--corpus", default="corpus.json", help="the pinned corpora")
+    parser.add_argument(
+        "--jobs", type=int, default=1,
+        help="parallel queries for per-query finders (default: 1, so latency is per query)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--reports", metavar="DIR",
+        help="keep each finder's JSON report there; with --render-only, read them from there",
+    )  # fmt: skip
+    parser.add_argument(
+        "--render-only", action="store_true",
+        help="run nothing: render the page from the reports kept in --reports",
+    )  # fmt: skip
+    parser.add_argument(
+        "--only", action="append", metavar="PRESET",
+        help="run only the peers of this preset (repeatable), e.g. while trying a change",
+    )  # fmt: skip
+    return parser
+
+
+def _report_path(folder: Path, peer: Peer) -> Path:
+    return folder / (peer.label.replace(" ", "-").replace("(", "").replace(")", "") + ".json")
+
+
+def _read_entry(path: Path) -> dict:
+    try:
+        entry = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError) as exc:
+        raise RecallError(f"{path}: cannot read a kept report: {exc}") from None
+    keys = {"label", "version", "command", "note", "report"}
+    if not isinstance(entry, dict) or not keys <= set(entry):
+        raise RecallError(f"{path}: not a kept report (needs {', '.join(sorted(keys))})")
+    return entry
+
+
+def _entries(args: argparse.Namespace) -> list[dict]:
+    root = finder_root(Path("."))
+    peers = [p for p in default_peers() if not args.only or p.preset in args.only]
+    if not peers:
+        raise RecallError(f"--only {', '.join(args.only)}: no such peer")
+    folder = Path(args.reports) if args.reports else None
+    if args.render_only and folder is None:
+        raise RecallError("--render-only needs --reports DIR")
+    entries = []
+    for peer in peers:
+        if peer.bin and not args.render_only and not Path(peer.bin).is_file():
+            raise RecallError(
+                f"{peer.label}: {peer.bin} not found: pip install iterfzf==1.9.0.67.0 "
+                "(or make results, which installs the peers extra)"
+            )
+        if args.render_only:
+            assert folder is not None
+            entries.append(_read_entry(_report_path(folder, peer)))
+            continue
+        engine = load_preset(peer.preset)
+        entry = {
+            "label": peer.label, "version": finder_version(peer, engine, root),
+            "command": command_line(peer, engine), "note": peer.note,
+            "report": run_peer(peer, args),
+        }  # fmt: skip
+        if folder is not None:
+            write_atomic(
+                _report_path(folder, peer), orjson.dumps(entry, option=orjson.OPT_INDENT_2)
+            )
+        entries.append(entry)
+    return entries
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.jobs < 1:
+            raise RecallError("--jobs must be 1 or more")
+        entries = _entries(args)
+        check_comparable(entries)
+        page = render_results(entries, {**machine(), "jobs": str(args.jobs)})
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(out, page.encode("utf-8"))
+    except RecallError as exc:
+        print(f"recall results: {exc}", file=sys.stderr)
+        return 2
+    print(f"recall results: wrote {args.out} ({len(entries)} finders)", file=sys.stderr)
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

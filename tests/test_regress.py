@@ -1,0 +1,96 @@
+import json
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, run_recall
+
+from recall.corpus import load_pins
+from recall.errors import RecallError
+from recall.measure import Hit, QueryResult
+from recall.regress import Case, broken, read_cases, summarize, verdict
+
+
+def _first(name: str, file: str | None = "lib/ctx.go", line: int | None = 12) -> QueryResult:
+    return QueryResult(None, (Hit(name, file, line), Hit("Other", "x.go", 1)))
+
+
+def test_the_first_result_is_matched_written_as_file_line_name():
+    case = Case("gin", "ctx", r"^lib/ctx\.go:\d+ Context$")
+    assert verdict(case, _first("Context")) == "holds"
+    assert verdict(case, _first("Context", file="lib/ctx_test.go")) == "fails"
+    assert verdict(case, _first("ContextJSON")) == "fails"
+
+
+def test_a_leading_bang_means_the_first_result_must_not_match():
+    case = Case("gin", "ctx", "!_test\\.go:")
+    assert verdict(case, _first("Context")) == "holds"
+    assert verdict(case, _first("Context", file="ctx_test.go")) == "fails"
+    assert verdict(case, QueryResult(None, ())) == "holds"
+
+
+def test_no_answer_or_an_error_fails_and_a_result_without_location_is_not_applicable():
+    case = Case("gin", "ctx", "Context")
+    assert verdict(case, QueryResult(None, ())) == "fails"
+    assert verdict(case, QueryResult(None, (), "timed out")) == "fails"
+    assert verdict(case, _first("Context", file=None, line=None)) == "n/a"
+
+
+def test_summary_counts_and_lists_the_failing_cases_with_what_came_first():
+    cases = [Case("gin", "a", "A$"), Case("gin", "b", "B$"), Case("gin", "c", "C$")]
+    results = [_first("A"), _first("X"), _first("C", file=None, line=None)]
+    summary = summarize(cases, results)
+    assert (summary["holds"], summary["fails"], summary["not_applicable"]) == (1, 1, 1)
+    assert summary["failing"] == [
+        {"repo": "gin", "query": "b", "expect": "B$", "first": "lib/ctx.go:12 X"}
+    ]
+
+
+def test_only_a_case_that_held_and_now_fails_is_broken():
+    cases = [Case("gin", "a", "A$"), Case("gin", "b", "B$"), Case("gin", "c", "C$")]
+    base = [_first("A"), _first("X"), _first("C")]
+    new = [_first("X"), _first("X"), _first("C")]
+    assert [b["query"] for b in broken(cases, base, new)] == ["a"]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("repo\tquery\n", r"cases.tsv:1: the header must be repo<TAB>query<TAB>expect"),
+        ("repo\tquery\texpect\ngin\tctx\n", r"cases.tsv:2: expected 3 tab-separated fields, not 2"),
+        ("repo\tquery\texpect\nnope\tctx\tX\n", r"cases.tsv:2: unknown repo 'nope'"),
+        ("repo\tquery\texpect\ngin\tctx\t!\n", r"cases.tsv:2: the query and the pattern must"),
+        ("repo\tquery\texpect\ngin\tctx\t(\n", r"cases.tsv:2: bad pattern '\('"),
+    ],
+)
+def test_a_bad_cases_file_is_refused_naming_its_line(tmp_path, text, message):
+    path = tmp_path / "cases.tsv"
+    path.write_text(text)
+    with pytest.raises(RecallError, match=message):
+        read_cases(path, {"gin"})
+
+
+def test_the_committed_cases_are_twenty_or_more_over_the_pinned_corpora():
+    cases = read_cases(ROOT / "regress.tsv", set(load_pins(ROOT / "corpus.json")))
+    assert len(cases) >= 20
+    assert len({c.repo for c in cases}) == len(load_pins(ROOT / "corpus.json"))
+
+
+def _gin_abbr3(cache: Path, *extra: str) -> dict:
+    proc = run_recall("--cache", str(cache), "--repo", "gin", "--type", "abbr3", "--json", *extra)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_the_reference_finder_holds_the_committed_gin_cases_kept_out_of_the_counts(real_cache, gin):
+    cases = read_cases(ROOT / "regress.tsv", set(load_pins(ROOT / "corpus.json")))
+    gin_cases = [c for c in cases if c.repo == "gin"]
+    report = _gin_abbr3(real_cache)
+    regress = report["runs"][0]["regress"]
+    assert report["regress"]["cases"] == regress["cases"] == len(gin_cases) > 0
+    assert regress["holds"] == len(gin_cases), regress["failing"]
+    assert report["queries"] == report["runs"][0]["n"] == report["runs"][0]["by_type"]["abbr3"]["n"]
+
+
+def test_no_regress_skips_the_cases(real_cache, gin):
+    report = _gin_abbr3(real_cache, "--no-regress")
+    assert "regress" not in report and "regress" not in report["runs"][0]

@@ -1,0 +1,187 @@
+"""The results page: rendered from fixed reports, and the peers it runs through the real CLI."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, mirror_dir, run_recall
+
+from recall.engine import load_preset
+from recall.errors import RecallError
+from recall.results import (
+    Peer,
+    check_comparable,
+    command_line,
+    iterfzf_fzf,
+    latency_ms,
+    render_results,
+)
+
+
+def _counts(n: int, first: int, top10: int, found: int, mrr: float) -> dict:
+    def pct(k: int) -> float:
+        return round(100.0 * k / n, 1) if n else 0.0
+
+    return {
+        "n": n, "first": first, "top10": top10, "found": found, "errors": 0,
+        "first_pct": pct(first), "top10_pct": pct(top10), "found_pct": pct(found),
+        "mrr": mrr, "ndcg10": mrr,
+    }  # fmt: skip
+
+
+def _report(by_type: dict[str, tuple], query_s: float) -> dict:
+    """A report as `recall run --json` shapes it: two types of one go corpus, a hand row."""
+    types = {k: _counts(*v) for k, v in by_type.items()}
+    total = [sum(v[i] for v in by_type.values()) for i in range(4)]
+    overall = _counts(*total, round(sum(v[4] for v in by_type.values()) / len(by_type), 4))
+    types["hand"] = _counts(0, 0, 0, 0, 0.0)
+    return {
+        "schema": 1,
+        "meta": {"recall": "0.1.0", "ctags": "5.9.0", "queries_sha256": "ab" * 32},
+        "corpus": {"gin": {"url": "u", "sha": "0" * 40, "language": "go"}},
+        "queries": 9,
+        "sourced": 8,
+        "runs": [
+            {
+                "label": "candidate",
+                "bin": "x",
+                "index_s": 1.25,
+                "query_s": query_s,
+                **overall,
+                "by_type": types,
+                "by_repo": {"gin": overall},
+                "by_language": {"go": overall},
+                "error_rows": [],
+            }
+        ],
+    }
+
+
+def _entry(label: str, report: dict) -> dict:
+    return {"label": label, "version": f"{label} 1.0", "command": f"{label} {{query}}",
+            "note": "defaults", "report": report}  # fmt: skip
+
+
+ENTRIES = [
+    _entry("reference", _report({"typo": (4, 4, 4, 4, 1.0), "abbr3": (4, 2, 4, 4, 0.7)}, 0.9)),
+    _entry("fzf", _report({"typo": (4, 0, 0, 0, 0.0), "abbr3": (4, 3, 4, 4, 0.8)}, 0.18)),
+    _entry("fzy", _report({"typo": (4, 0, 0, 0, 0.0), "abbr3": (4, 3, 3, 4, 0.75)}, 0.045)),
+]
+HOST = {"cpus": "2", "cpu_model": "Test CPU", "system": "Linux", "python": "3.11.7", "jobs": "1"}
+
+
+def test_overall_table_has_a_row_per_finder_with_counts_mrr_and_latency():
+    page = render_results(ENTRIES, HOST)
+    assert (
+        "| finder | n | #1 | top 10 | found | MRR | errors | ms / query | index s |\n"
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+        "| reference | 8 | 6 (75.0%) | 8 (100.0%) | 8 (100.0%) | 0.850 | 0 | 100.00 | 1.2 |\n"
+        "| fzf | 8 | 3 (37.5%) | 4 (50.0%) | 4 (50.0%) | 0.400 | 0 | 20.00 | 1.2 |\n"
+        "| fzy | 8 | 3 (37.5%) | 3 (37.5%) | 4 (50.0%) | 0.375 | 0 | 5.00 | 1.2 |\n"
+    ) in page
+
+
+def test_type_rows_follow_the_recipe_order_skip_hand_rows_and_name_the_best_peer():
+    page = render_results(ENTRIES, HOST)
+    assert (
+        "| type | n | reference | fzf | fzy | best peer (#1) |\n"
+        "|---|---:|---:|---:|---:|---:|\n"
+        "| abbr3 | 4 | 50.0 / 100.0 / 100.0 | 75.0 / 100.0 / 100.0 | 75.0 / 75.0 / 100.0"
+        " | fzf, fzy |\n"
+        "| typo | 4 | 100.0 / 100.0 / 100.0 | 0.0 / 0.0 / 0.0 | 0.0 / 0.0 / 0.0 | - |\n"
+    ) in page
+    assert "| hand |" not in page
+    assert "| typo | 1.000 | 0.000 | 0.000 |" in page  # the MRR table
+
+
+def test_page_states_versions_commands_and_the_machine():
+    page = render_results(ENTRIES, HOST)
+    assert "| fzf | fzf 1.0 | `fzf {query}` | defaults |" in page
+    assert "| CPU model | Test CPU |" in page and "| CPUs (`nproc`) | 2 |" in page
+    assert "| Universal Ctags | 5.9.0 |" in page
+    assert "divided by the queries run" in page
+
+
+def test_rendering_is_a_pure_function_of_the_reports():
+    assert render_results(ENTRIES, HOST) == render_results(json.loads(json.dumps(ENTRIES)), HOST)
+
+
+def test_latency_is_query_seconds_over_queries_run():
+    assert latency_ms(ENTRIES[1]["report"]) == pytest.approx(20.0)
+
+
+def test_reports_over_different_query_sets_are_refused():
+    other = json.loads(json.dumps(ENTRIES[1]))
+    other["report"]["meta"]["queries_sha256"] = "cd" * 32
+    with pytest.raises(RecallError, match="fzf: ran a different query set"):
+        check_comparable([ENTRIES[0], other])
+    other["report"]["queries"] = 10
+    with pytest.raises(RecallError, match="queries differs"):
+        check_comparable([ENTRIES[0], other])
+    check_comparable(ENTRIES)
+
+
+def test_a_bundled_binary_is_shown_by_its_package_folder_not_this_machines_path():
+    peer = Peer("fzf (iterfzf)", "fzf", "bundled", "/opt/site-packages/iterfzf/fzf")
+    assert command_line(peer, load_preset("fzf")) == "iterfzf/fzf --filter={query} < {names}"
+    batch = command_line(Peer("frizbee", "frizbee", "x"), load_preset("frizbee"))
+    assert batch.startswith("{python} -m recall.peers.frizbee --names {names} --max-typos 0")
+
+
+def _gin_abbr3(real_cache: Path, *extra: str) -> dict:
+    proc = run_recall(
+        "--engine", "fzf", *extra, "--repo", "gin", "--type", "abbr3", "--type", "consonants",
+        "--cache", str(real_cache), "--json",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)["runs"][0]
+
+
+def test_iterfzf_binary_through_the_fzf_preset_ranks_as_debian_fzf(real_cache, gin):
+    bundled = iterfzf_fzf()
+    if bundled is None or shutil.which("fzf") is None:
+        pytest.skip("needs iterfzf (the peers extra) and Debian fzf")
+    new, old = _gin_abbr3(real_cache, "--bin", bundled), _gin_abbr3(real_cache)
+    assert new["bin"] == bundled and new["errors"] == 0
+    assert new["first"] > 0  # default-mode rankings agree between 0.38 and 0.67
+    assert {k: new[k] for k in ("first", "top10", "found", "mrr")} == {
+        k: old[k] for k in ("first", "top10", "found", "mrr")
+    }
+
+
+def test_results_command_writes_the_page_and_rerenders_it_byte_identically(tmp_path, real_cache):
+    pytest.importorskip("frizbee")
+    mirror = mirror_dir()
+    if mirror is None:
+        pytest.skip("the offline corpus mirrors (../shared/corpora) are absent")
+    queries = tmp_path / "q.tsv"
+    rows = [r for r in (ROOT / "queries.tsv").read_text().splitlines() if r.startswith("gin\t")]
+    queries.write_text("repo\tquery\ttype\tsource\n" + "\n".join(rows[:40]) + "\n")
+
+    def results(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "recall.results", "--only", "frizbee",
+             "--only", "frizbee-typo", "--queries", str(queries), "--reports",
+             str(tmp_path / "kept"), *args],
+            cwd=ROOT, capture_output=True, text=True, timeout=300,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )  # fmt: skip
+
+    ran = results(
+        "--cache", str(real_cache), "--mirror", str(mirror), "--out", str(tmp_path / "a.md")
+    )
+    assert ran.returncode == 0, ran.stderr
+    again = results("--render-only", "--out", str(tmp_path / "b.md"))
+    assert again.returncode == 0, again.stderr
+    page = (tmp_path / "a.md").read_text()
+    assert page == (tmp_path / "b.md").read_text()
+    sourced = sum(1 for r in rows[:40] if r.split("\t")[3])
+    assert f"| frizbee typo | {sourced} |" in page
+    assert "frizbee 0.13.0 (PyPI)" in page
+    missing = results("--render-only", "--out", str(tmp_path / "c.md"), "--only", "fzy")
+    assert missing.returncode == 2 and "cannot read a kept report" in missing.stderr
+    assert not (tmp_path / "c.md").exists()

@@ -1,0 +1,156 @@
+import dataclasses
+import json
+from pathlib import Path
+
+import orjson
+import pytest
+from conftest import ROOT, run_recall
+
+from recall import saved
+from recall.corpus import Pin
+from recall.engine import resolve_engine
+from recall.errors import RecallError
+from recall.measure import Hit, QueryResult, RunResult
+from recall.queryset import QueryRow
+from recall.saved import cached_run, data_key, load_against, run_key, save_runs, store_run
+
+PINS = {
+    "gin": Pin("gin", "https://github.com/gin-gonic/gin", "a" * 40, "go"),
+    "flask": Pin("flask", "https://github.com/pallets/flask", "b" * 40, "python"),
+}
+ROWS = [QueryRow("gin", "ctxjs", "abbr3", "ContextJSON"), QueryRow("gin", "x", "hand", "")]
+RESULTS = (
+    QueryResult(2, (Hit("Context", "context.go", 9), Hit("ContextJSON", "json.go", 4))),
+    QueryResult(None, ()),
+)
+RUN = RunResult("base", "finder", 0.5, 1.5, RESULTS)
+
+
+def _key(**changes) -> dict:
+    args = {"identity": "commit:" + "c" * 40, "engine": resolve_engine("fzf", ROOT),
+            "pins": PINS, "rows": ROWS, "timeout": 30.0} | changes  # fmt: skip
+    return run_key(**args)
+
+
+def test_a_stored_run_comes_back_whole_under_its_key_with_this_runs_label(tmp_path):
+    store_run(tmp_path, _key(), RUN)
+    back = cached_run(tmp_path, _key(), "base main (cccc)")
+    assert back == dataclasses.replace(RUN, label="base main (cccc)", cached=True)
+
+
+@pytest.mark.parametrize(
+    "part",
+    ["identity", "engine", "pins", "rows", "timeout", "format", "ctags", "python"],
+)
+def test_a_change_to_any_key_part_misses(tmp_path, monkeypatch, part):
+    store_run(tmp_path, _key(), RUN)
+    fzy = resolve_engine("fzy", ROOT)
+    moved = {**PINS, "gin": dataclasses.replace(PINS["gin"], sha="d" * 40)}
+    other_rows = [ROWS[0], QueryRow("gin", "y", "hand", "")]
+    changes = {
+        "identity": {"identity": "file:" + "0" * 64}, "engine": {"engine": fzy},
+        "pins": {"pins": moved}, "rows": {"rows": other_rows}, "timeout": {"timeout": 5.0},
+    }.get(part, {})  # fmt: skip
+    if part == "format":
+        monkeypatch.setattr(saved, "FORMAT", saved.FORMAT + 1)
+    if part == "ctags":
+        monkeypatch.setattr(saved, "ctags_version", lambda: "Universal Ctags 0.0.0")
+    if part == "python":
+        monkeypatch.setattr(saved.platform, "python_version", lambda: "2.7.18")
+    key = _key(**changes)
+    assert cached_run(tmp_path, key, "base") is None
+
+
+def test_the_pins_of_repos_the_rows_do_not_use_are_not_part_of_the_key():
+    moved = {**PINS, "flask": dataclasses.replace(PINS["flask"], sha="e" * 40)}
+    assert _key(pins=moved) == _key()
+
+
+def test_a_corrupt_entry_is_ignored_with_a_warning_and_rewritten(tmp_path, capsys):
+    store_run(tmp_path, _key(), RUN)
+    (entry,) = (tmp_path / "results").iterdir()
+    entry.write_bytes(entry.read_bytes()[:40])
+    assert cached_run(tmp_path, _key(), "base") is None
+    assert "ignoring corrupt results cache entry" in capsys.readouterr().err
+    store_run(tmp_path, _key(), RUN)
+    assert cached_run(tmp_path, _key(), "base") is not None
+
+
+def test_an_entry_whose_stored_key_differs_is_not_trusted(tmp_path, capsys):
+    store_run(tmp_path, _key(), RUN)
+    (entry,) = (tmp_path / "results").iterdir()
+    data = orjson.loads(entry.read_bytes())
+    data["key"]["timeout"] = 1.0
+    entry.write_bytes(orjson.dumps(data))
+    assert cached_run(tmp_path, _key(), "base") is None
+    assert "its key does not match" in capsys.readouterr().err
+
+
+def test_a_run_with_an_errored_query_is_not_cached(tmp_path):
+    errored = dataclasses.replace(RUN, results=(RESULTS[0], QueryResult(None, (), "timed out")))
+    store_run(tmp_path, _key(), errored)
+    assert not (tmp_path / "results").exists()
+
+
+def _saved(tmp_path: Path) -> Path:
+    path = tmp_path / "main.json"
+    save_runs(path, {"recall": "test"}, ROWS, [(RUN, _key())])
+    return path
+
+
+def test_a_saved_run_stands_in_for_the_baseline_of_the_same_rows(tmp_path):
+    run, key = load_against(_saved(tmp_path), ROWS, data_key(PINS, ROWS))
+    assert run.results == RESULTS and run.cached and key == _key()
+    assert run.label == "saved main.json (base)"
+
+
+def test_a_saved_run_with_other_pins_is_refused_naming_the_repo(tmp_path):
+    moved = {**PINS, "gin": dataclasses.replace(PINS["gin"], sha="d" * 40)}
+    with pytest.raises(RecallError, match=r"main.json: its corpus pins differ .*\(gin\)"):
+        load_against(_saved(tmp_path), ROWS, data_key(moved, ROWS))
+
+
+def test_a_saved_run_with_another_query_set_is_refused_naming_the_first_differing_row(tmp_path):
+    rows = [ROWS[0], QueryRow("gin", "ctx", "hand", "")]
+    with pytest.raises(
+        RecallError, match=r"query set differs .* at row 2 \(gin 'x' saved, gin 'ctx' now\)"
+    ):
+        load_against(_saved(tmp_path), rows, data_key(PINS, rows))
+
+
+def test_a_file_that_is_not_a_saved_run_is_refused(tmp_path):
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps({"schema": 1, "runs": []}))
+    with pytest.raises(RecallError, match="not a file written by recall --save"):
+        load_against(path, ROWS, data_key(PINS, ROWS))
+
+
+def _gin(cache: Path, *extra: str):
+    return run_recall(
+        "--cache", str(cache), "--repo", "gin", "--type", "abbr3", "--no-regress",
+        "--engine", "fzf", "--json", *extra,
+    )  # fmt: skip
+
+
+def test_a_second_run_reuses_the_cached_results_and_no_cache_runs_again(real_cache, gin):
+    first = _gin(real_cache, "--no-cache")
+    assert first.returncode == 0, first.stderr
+    second, forced = _gin(real_cache), _gin(real_cache, "--no-cache")
+    runs = [json.loads(p.stdout)["runs"][0] for p in (first, second, forced)]
+    assert [r["cached"] for r in runs] == [False, True, False]
+    assert runs[0]["by_type"] == runs[1]["by_type"] == runs[2]["by_type"]
+
+
+def test_save_then_against_diffs_with_nothing_run_for_the_baseline(real_cache, gin, tmp_path):
+    path = tmp_path / "fzf.json"
+    assert _gin(real_cache, "--save", str(path)).returncode == 0
+    proc = _gin(real_cache, "--against", str(path), "--fail-on-loss")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert (
+        report["runs"][0]["cached"] and report["runs"][0]["label"] == "saved fzf.json (candidate)"
+    )
+    assert (report["diff"]["up"], report["diff"]["down"]) == (0, 0)
+    other = run_recall("--cache", str(real_cache), "--repo", "gin", "--type", "typo",
+                       "--no-regress", "--engine", "fzf", "--against", str(path))  # fmt: skip
+    assert other.returncode == 2 and "query set differs" in other.stderr
