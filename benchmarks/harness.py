@@ -119,10 +119,10 @@ def cycled(rows: list[QueryRow], n: int) -> list[QueryRow]:
     return out
 
 
-def alternate(*sides: Callable[[], float]) -> list[float]:
-    """Each side's median over ROUNDS rounds, the sides taking turns within a round."""
+def alternate(*sides: Callable[[], float], rounds: int = ROUNDS) -> list[float]:
+    """Each side's median over rounds, the sides taking turns within a round."""
     samples: list[list[float]] = [[] for _ in sides]
-    for _ in range(ROUNDS):
+    for _ in range(rounds):
         for i, side in enumerate(sides):
             samples[i].append(side())
     return [statistics.median(s) for s in samples]
@@ -210,6 +210,7 @@ def item_reference(bench: Bench) -> None:
     batch_s, pq_s = alternate(
         lambda: _query_s(bench.recall(*args)),
         lambda: _query_s(bench.recall("--engine", str(per_query), *args)),
+        rounds=1,
     )
     print(f"   the same finder per query (a process per query) against batch, on the first "
           f"{len(gin)} gin queries: {pq_s:.2f} s against {batch_s:.2f} s of query time, "
@@ -222,7 +223,9 @@ def _query_s(result: tuple[float, int, dict | None]) -> float:
     return float(report["runs"][0]["query_s"])
 
 
-def item_base(bench: Bench) -> None:
+def item_base(bench: Bench, ref: str = "main") -> None:
+    """The candidate alone, then `--base REF` cold (--no-cache: both sides run, the base's
+    results are stored), then warm (the base's results come from the cache)."""
     help_text = subprocess.run(
         [sys.executable, "-m", "recall", "run", "--help"], cwd=ROOT, capture_output=True,
         text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
@@ -230,7 +233,16 @@ def item_base(bench: Bench) -> None:
     if "--no-cache" not in help_text:
         print("4. BASE=main cold against cached: skipped: no results cache")
         return
-    print("4. BASE=main cold against cached: not measured by this version of the benchmark")
+    alone, _rss, _report = bench.recall("--json")
+    cold, _rss, _report = bench.recall("--base", ref, "--no-cache", "--json")
+    warm, _rss, report = bench.recall("--base", ref, "--json")
+    assert report is not None
+    cached = [run["label"] for run in report["runs"] if run.get("cached")]
+    share = warm / alone
+    print(f"4. --base {ref}, reference finder, whole query set: candidate alone {alone:.1f} s, "
+          f"cold {cold:.1f} s, with the baseline's results cached {warm:.1f} s "
+          f"(cached: {', '.join(cached) or 'none'}): {share:.2f}x the candidate alone "
+          f"(target 1.1x or less: {verdict(share <= 1.1)})")  # fmt: skip
 
 
 def item_scaling(bench: Bench) -> None:
