@@ -8,7 +8,7 @@ MIRROR_FLAG := $(if $(MIRROR),--mirror $(MIRROR))
 BASE ?=
 ARGS ?=
 
-.PHONY: recall fetch results test check derive-check clean
+.PHONY: recall fetch results test check derive-check clean bench
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,6 +25,10 @@ recall: fetch
 # Every peer finder and the reference finder over the whole query set: docs/RESULTS.md.
 results: fetch
 	$(BIN)/python -m recall.results $(MIRROR_FLAG) --out docs/RESULTS.md $(ARGS)
+
+# What the harness itself costs (not part of `make test`): a few minutes.
+bench: fetch
+	$(BIN)/python benchmarks/harness.py $(MIRROR_FLAG)
 
 test: $(STAMP)
 	RECALL_MIRROR=$(MIRROR) $(BIN)/python -m pytest -q

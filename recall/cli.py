@@ -410,6 +410,10 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         help="seconds per query before it counts as an error (default: %(default)s)",
     )
     p.add_argument(
+        "--bench", type=int, metavar="REPS",
+        help="also time the hand queries through every binary: a warm-up, then REPS reps",
+    )  # fmt: skip
+    p.add_argument(
         "--allow-empty",
         action="store_true",
         help="accept a binary that returns nothing for 95%% of queries",

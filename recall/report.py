@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from recall.bench import render_bench
 from recall.corpus import Pin
 from recall.explain import command as explain_command
 from recall.measure import QueryResult, RunResult
@@ -273,6 +274,8 @@ def render(report: dict, *, markdown: bool = False, show_misses: list[dict] | No
         out += _render_regress(report, markdown)
     for d in report.get("diffs", []):
         out += _render_diff(d, markdown)
+    if report.get("bench"):
+        out += ["", *render_bench(report["bench"], markdown)]
     if show_misses is not None:
         out += _heading(f"Misses: {len(show_misses)} sources not #1", markdown)
         body = [

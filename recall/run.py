@@ -18,13 +18,14 @@ import orjson
 
 from recall import __version__
 from recall.accept import apply_accepted, read_accepted
+from recall.bench import run_bench
 from recall.build import build_base, finder_root, resolve_commit, run_build, with_bin
 from recall.corpus import Pin, cache_root, fetch, hold_in_use, load_pins, mirror_root, use_lock
 from recall.engine import Engine, resolve_engine
 from recall.errors import EXIT_LOSS, EXIT_OK, RecallError
 from recall.html import render_html
 from recall.measure import Binary, Corpus, QueryResult, RunResult, check_not_empty, run_binary
-from recall.queryset import QueryRow, read_queries, select
+from recall.queryset import HAND, QueryRow, read_queries, select
 from recall.regress import Case, broken, read_cases
 from recall.regress import summarize as summarize_regress
 from recall.report import build_report, diff, misses, render
@@ -80,7 +81,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     for repo in args.repo or []:
         if repo not in pins:
             raise RecallError(f"--repo {repo}: not a pin in {corpus_path}")
-    rows = select(read_queries(queries_path, set(pins)), args.repo, args.type)
+    all_rows = read_queries(queries_path, set(pins))
+    rows = select(all_rows, args.repo, args.type)
+    hand = [r for r in select(all_rows, args.repo, None) if r.type == HAND]
+    if args.bench is not None and args.bench < 1:
+        raise RecallError(f"--bench {args.bench}: give 1 or more reps")
+    if args.bench and not hand:
+        raise RecallError(f"--bench: {queries_path} has no hand rows in the selected repos")
     if not rows:
         raise RecallError(f"{queries_path}: no rows match the selection")
     cases = _regress_cases(args, pins, rows)
@@ -125,6 +132,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         report["regress"] = {"file": args.regress, "cases": len(cases)}
         for summary, m in zip(report["runs"], measured, strict=True):
             summary["regress"] = summarize_regress(cases, list(m.cases))
+    if args.bench:
+        _fetch_corpora(hand, pins, cache, mirror, corpora)
+        binaries = [side.binary for side in sides]
+        report["bench"] = run_bench(binaries, hand, corpora, args.bench, args.timeout)
     if args.save:
         runs = [(_joined(m), m.key) for m in measured]
         save_runs(Path(args.save), meta, asked, runs)

@@ -18,6 +18,10 @@ if query == "exit3":
 if query == "hang":
     subprocess.Popen(["sleep", "300"])
     time.sleep(300)
+if query == "closehang":
+    os.close(1)
+    os.close(2)
+    time.sleep(300)
 if query == "garbage":
     print("this is not json")
     sys.exit(0)
@@ -58,7 +62,7 @@ def misbehaving(tmp_path: Path) -> Path:
 
 def test_misbehaving_finder_is_reported_per_query(misbehaving, tmp_path, real_cache, gin):
     queries = tmp_path / "q.tsv"
-    bad = ["crash", "exit3", "hang", "garbage", "badutf8", "bgchild", "huge"]
+    bad = ["crash", "exit3", "hang", "closehang", "garbage", "badutf8", "bgchild", "huge"]
     lines = ["repo\tquery\ttype\tsource", "gin\tContext\texact\tContext"]
     lines += [f"gin\t{q}\texact\tContext" for q in bad]
     queries.write_text("\n".join(lines) + "\n")
@@ -74,12 +78,13 @@ def test_misbehaving_finder_is_reported_per_query(misbehaving, tmp_path, real_ca
     run = report["runs"][0]
     assert run["first"] == 1  # the good query still ranks
     errors = {e["query"]: e["error"] for e in run["error_rows"]}
-    assert set(errors) == {"crash", "exit3", "hang", "garbage", "badutf8", "bgchild"}
+    assert set(errors) == {"crash", "exit3", "hang", "closehang", "garbage", "badutf8", "bgchild"}
     assert "boom: crashed on purpose" in errors["crash"]
     assert errors["exit3"].startswith("exit 3")
     assert errors["hang"].startswith("timed out")
+    assert errors["closehang"].startswith("timed out")  # pipes closed, process still alive
     assert "unparseable" in errors["garbage"]
-    assert run["errors"] == 6
+    assert run["errors"] == 7
 
 
 def test_engine_that_returns_nothing_is_suspect(misbehaving, tmp_path, real_cache, gin):

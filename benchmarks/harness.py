@@ -1,0 +1,328 @@
+"""`make bench`: what the harness itself costs, as ratios measured side by side in one run.
+
+Each figure is paired with its reference measured in the same run, in alternating
+rounds (harness, reference, harness, ...), and the median round is kept, so a busy
+minute on a shared machine lands on both sides. The null finder is a small C program
+built here into a temporary folder (never committed): per query it prints `[]` and
+exits; with `--batch` it answers `[]` to every request line. It answers at once, so
+what is left is the harness.
+
+    python benchmarks/harness.py [--mirror DIR] [--cache DIR] [ITEM ...]
+
+ITEM is any of spawn, batch, reference, base, scaling (default: all of them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import orjson
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from recall.corpus import cache_root, fetch, load_pins, mirror_root  # noqa: E402
+from recall.engine import load_engine  # noqa: E402
+from recall.measure import Binary, Corpus, Session, run_binary  # noqa: E402
+from recall.queryset import QueryRow, format_queries, read_queries  # noqa: E402
+from recall.symbols import checkout_symbols, distinct_names  # noqa: E402
+
+ROUNDS = 3
+NULL_C = r"""
+#include <stdio.h>
+#include <string.h>
+int main(int argc, char **argv) {
+    static char line[1 << 16];
+    if (argc > 1 && strcmp(argv[1], "--batch") == 0) {
+        while (fgets(line, sizeof line, stdin)) {
+            fputs("[]\n", stdout);
+            fflush(stdout);
+        }
+        return 0;
+    }
+    fputs("[]\n", stdout);
+    return 0;
+}
+"""
+PER_QUERY_TOML = '[engine]\nbin = ["{null}"]\nquery = ["{{bin}}", "{{query}}"]\n'
+BATCH_TOML = PER_QUERY_TOML + 'batch = ["{{bin}}", "--batch"]\n'
+ITEMS = ("spawn", "batch", "reference", "base", "scaling")
+
+
+class Bench:
+    """The temporary folder, the null finder and the corpora every item shares."""
+
+    def __init__(self, tmp: Path, cache: Path, mirror: Path | None) -> None:
+        self.tmp, self.cache, self.mirror = tmp, cache, mirror
+        self.null = tmp / "null"
+        subprocess.run(
+            ["gcc", "-O2", "-o", str(self.null), "-x", "c", "-"],
+            input=NULL_C.encode(), check=True,
+        )  # fmt: skip
+        self.per_query = self._engine("per-query.toml", PER_QUERY_TOML)
+        self.batch = self._engine("batch.toml", BATCH_TOML)
+        self.pins = load_pins(ROOT / "corpus.json")
+        self.rows = read_queries(ROOT / "queries.tsv", set(self.pins))
+        self.corpora: dict[str, Corpus] = {}
+
+    def _engine(self, name: str, text: str) -> Path:
+        path = self.tmp / name
+        path.write_text(text.format(null=self.null))
+        return path
+
+    def corpus(self, repos: set[str]) -> dict[str, Corpus]:
+        for repo in sorted(repos - set(self.corpora)):
+            checkout = fetch(self.pins[repo], self.cache, self.mirror)
+            names = distinct_names(checkout_symbols(checkout, self.cache))
+            self.corpora[repo] = Corpus(checkout, names)
+        return self.corpora
+
+    def binary(self, engine: Path) -> Binary:
+        return Binary("null", load_engine(engine), ROOT)
+
+    def recall(self, *args: str) -> tuple[float, int, dict | None]:
+        """The CLI as a child: wall seconds, its peak RSS in MB, the JSON report if any."""
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        argv = [sys.executable, "-m", "recall", "--cache", str(self.cache)]
+        argv += ["--mirror", str(self.mirror)] if self.mirror else []
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+            started = time.perf_counter()
+            proc = subprocess.Popen([*argv, *args], cwd=ROOT, env=env, stdout=out, stderr=err)
+            _pid, status, usage = os.wait4(proc.pid, 0)  # its own rusage, not all children's
+            wall = time.perf_counter() - started
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            out.seek(0)
+            err.seek(0)
+            stdout, stderr = out.read(), err.read()
+        if proc.returncode != 0:
+            raise SystemExit(f"bench: recall {' '.join(args)} failed: {stderr.decode()[-500:]}")
+        report = orjson.loads(stdout) if stdout.startswith(b"{") else None
+        return wall, usage.ru_maxrss // 1024, report
+
+
+def cycled(rows: list[QueryRow], n: int) -> list[QueryRow]:
+    """The set repeated to n rows; each repeat's queries get a ~k suffix to stay distinct."""
+    out = []
+    for i in range(n):
+        row, k = rows[i % len(rows)], i // len(rows)
+        out.append(row if k == 0 else QueryRow(row.repo, f"{row.query}~{k}", row.type, row.source))
+    return out
+
+
+def alternate(*sides: Callable[[], float], rounds: int = ROUNDS) -> list[float]:
+    """Each side's median over rounds, the sides taking turns within a round."""
+    samples: list[list[float]] = [[] for _ in sides]
+    for _ in range(rounds):
+        for i, side in enumerate(sides):
+            samples[i].append(side())
+    return [statistics.median(s) for s in samples]
+
+
+def verdict(ok: bool) -> str:
+    return "ok" if ok else "MISSED"
+
+
+def item_spawn(bench: Bench, jobs: int) -> None:
+    n = 2000
+    rows = cycled([r for r in bench.rows if r.repo == "gin"], n)
+    corpora = bench.corpus({"gin"})
+    binary = bench.binary(bench.per_query)
+
+    def harness() -> float:
+        return run_binary(binary, rows, corpora, jobs=jobs, timeout=30).query_s
+
+    session = Session(binary, corpora["gin"], 30)
+
+    def raw(isolated: bool) -> float:
+        extra = {"env": session.env, "cwd": session.cwd, "start_new_session": True}
+        options = extra if isolated else {}
+
+        def spawn(row: QueryRow) -> None:
+            subprocess.run([str(bench.null), row.query], stdin=subprocess.DEVNULL,
+                           capture_output=True, check=True, **options)  # fmt: skip
+
+        started = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            list(pool.map(spawn, rows))
+        return time.perf_counter() - started
+
+    try:
+        harness_s, raw_s, isolated_s = alternate(harness, lambda: raw(False), lambda: raw(True))
+    finally:
+        session.close()
+    share = raw_s / harness_s
+    print(f"1. per-query mode, null finder, {n} queries, {jobs} jobs: harness {n / harness_s:,.0f} "
+          f"queries/s, raw spawn loop {n / raw_s:,.0f}/s: {100 * share:.0f}% of the raw limit "
+          f"(target 80% or more: {verdict(share >= 0.8)}); the raw loop with the harness's "
+          f"isolation (its environment, cwd, own session) {n / isolated_s:,.0f}/s, "
+          f"{100 * isolated_s / harness_s:.0f}% of it")  # fmt: skip
+
+
+def ping_pong(null: Path, rows: list[QueryRow]) -> float:
+    """The null program's own cost: the same request lines in lockstep, nothing else."""
+    proc = subprocess.Popen([str(null), "--batch"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert proc.stdin and proc.stdout
+    requests = [orjson.dumps({"query": r.query, "limit": 0}) + b"\n" for r in rows]
+    fd_in, fd_out = proc.stdin.fileno(), proc.stdout.fileno()
+    started = time.perf_counter()
+    for request in requests:
+        os.write(fd_in, request)
+        while not os.read(fd_out, 1 << 16).endswith(b"\n"):
+            pass
+    elapsed = time.perf_counter() - started
+    proc.stdin.close()
+    proc.wait()
+    proc.stdout.close()
+    return elapsed
+
+
+def item_batch(bench: Bench) -> None:
+    n = 20000
+    rows = cycled([r for r in bench.rows if r.repo == "gin"], n)
+    corpora = bench.corpus({"gin"})
+    binary = bench.binary(bench.batch)
+    harness_s, floor_s = alternate(
+        lambda: run_binary(binary, rows, corpora, jobs=1, timeout=30).query_s,
+        lambda: ping_pong(bench.null, rows),
+    )
+    overhead_us = (harness_s - floor_s) / n * 1e6
+    ok = verdict(overhead_us < 20)
+    print(f"2. batch mode, null finder, {n} queries: harness {harness_s / n * 1e6:.1f} us/query, "
+          f"bare lockstep pipe to the same program {floor_s / n * 1e6:.1f} us/query: harness "
+          f"overhead {overhead_us:.1f} us/query (target under 20: {ok})")  # fmt: skip
+
+
+def item_reference(bench: Bench) -> None:
+    wall, _rss, report = bench.recall("--json")
+    assert report is not None
+    run = report["runs"][0]
+    print(f"3. default run of the reference finder (batch mode), {report['queries']} queries, "
+          f"6 corpora, indexing included: {wall:.1f} s wall (index {run['index_s']:.1f} s, "
+          f"queries {run['query_s']:.1f} s) (target under 60 s: {verdict(wall < 60)})")  # fmt: skip
+    preset = (ROOT / "recall" / "presets" / "reference.toml").read_text()
+    per_query = bench.tmp / "reference-per-query.toml"
+    per_query.write_text("".join(line + "\n" for line in preset.splitlines()
+                                 if not line.startswith("batch")))  # fmt: skip
+    gin = [r for r in bench.rows if r.repo == "gin"][:60]
+    subset = bench.tmp / "gin-60.tsv"
+    subset.write_bytes(format_queries(gin))
+    args = ("--queries", str(subset), "--json")
+    batch_s, pq_s = alternate(
+        lambda: _query_s(bench.recall(*args)),
+        lambda: _query_s(bench.recall("--engine", str(per_query), *args)),
+        rounds=1,
+    )
+    print(f"   the same finder per query (a process per query) against batch, on the first "
+          f"{len(gin)} gin queries: {pq_s:.2f} s against {batch_s:.2f} s of query time, "
+          f"{pq_s / batch_s:.0f}x")  # fmt: skip
+
+
+def _query_s(result: tuple[float, int, dict | None]) -> float:
+    report = result[2]
+    assert report is not None
+    return float(report["runs"][0]["query_s"])
+
+
+def item_base(bench: Bench, ref: str = "main") -> None:
+    """The candidate alone, then `--base REF` cold (--no-cache: both sides run, the base's
+    results are stored), then warm (the base's results come from the cache)."""
+    help_text = subprocess.run(
+        [sys.executable, "-m", "recall", "run", "--help"], cwd=ROOT, capture_output=True,
+        text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    ).stdout  # fmt: skip
+    if "--no-cache" not in help_text:
+        print("4. BASE=main cold against cached: skipped: no results cache")
+        return
+    alone, _rss, _report = bench.recall("--json")
+    cold, _rss, _report = bench.recall("--base", ref, "--no-cache", "--json")
+    warm, _rss, report = bench.recall("--base", ref, "--json")
+    assert report is not None
+    cached = [run["label"] for run in report["runs"] if run.get("cached")]
+    share = warm / alone
+    print(f"4. --base {ref}, reference finder, whole query set: candidate alone {alone:.1f} s, "
+          f"cold {cold:.1f} s, with the baseline's results cached {warm:.1f} s "
+          f"(cached: {', '.join(cached) or 'none'}): {share:.2f}x the candidate alone "
+          f"(target 1.1x or less: {verdict(share <= 1.1)})")  # fmt: skip
+
+
+def item_scaling(bench: Bench) -> None:
+    corpora = bench.corpus(set(bench.pins))
+    binary = bench.binary(bench.batch)
+    per_query = {}
+    for n in (1000, 5000, 20000):
+        rows = cycled(bench.rows, n)
+        run_s = statistics.median(
+            run_binary(binary, rows, corpora, jobs=1, timeout=30).query_s for _ in range(ROUNDS)
+        )
+        queries = bench.tmp / f"scaled-{n}.tsv"
+        queries.write_bytes(format_queries(rows))
+        wall, rss, _report = bench.recall(
+            "--engine", str(bench.batch), "--queries", str(queries), "--allow-empty", "--json"
+        )
+        per_query[n] = run_s / n
+        print(f"5. {n:>6} queries (batch, null finder, 6 corpora): {run_s / n * 1e6:.1f} us/query "
+              f"in the query loop; whole CLI {wall:.2f} s, {wall / n * 1e6:.0f} us/query, "
+              f"peak RSS {rss} MB")  # fmt: skip
+    drift = per_query[20000] / per_query[1000] - 1
+    print(f"   time per query from 1k to 20k: {100 * drift:+.1f}% (target within 15%: "
+          f"{verdict(abs(drift) <= 0.15)}); peak RSS at 20k {rss} MB (target under 200 MB: "
+          f"{verdict(rss < 200)})")  # fmt: skip
+
+
+def machine() -> str:
+    model = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    return (f"machine: nproc {os.cpu_count()}, {model}, Python {platform.python_version()} "
+            f"({sys.executable}), load average {load}")  # fmt: skip
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cache", help="the recall cache (default: as recall chooses)")
+    parser.add_argument("--mirror", help="offline corpus mirrors (default: $RECALL_MIRROR)")
+    parser.add_argument("items", nargs="*", metavar="ITEM", help=", ".join(ITEMS))
+    args = parser.parse_args()
+    items = args.items or list(ITEMS)
+    for item in items:
+        if item not in ITEMS:
+            parser.error(f"unknown item {item!r} (one of {', '.join(ITEMS)})")
+    print(machine())
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="recall-bench-") as tmp:
+        bench = Bench(Path(tmp), cache_root(args.cache), mirror_root(args.mirror))
+        jobs = os.cpu_count() or 1
+        for item in items:
+            if item == "spawn":
+                item_spawn(bench, jobs)
+            elif item == "batch":
+                item_batch(bench)
+            elif item == "reference":
+                item_reference(bench)
+            elif item == "base":
+                item_base(bench)
+            elif item == "scaling":
+                item_scaling(bench)
+            sys.stdout.flush()
+    print(f"bench: {time.perf_counter() - started:.0f} s in all")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
