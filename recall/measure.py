@@ -8,6 +8,7 @@ garbage is an error for that query, never a plain miss.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import selectors
 import shutil
@@ -15,6 +16,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -23,7 +25,7 @@ from pathlib import Path
 
 import orjson
 
-from recall.corpus import Checkout
+from recall.corpus import Checkout, fetch, is_clean
 from recall.engine import Engine, expand, fill
 from recall.errors import RecallError
 from recall.queryset import QueryRow
@@ -32,6 +34,9 @@ TOP = 10
 TAIL = 300
 EMPTY_SUSPECT = 0.95
 INDEX_TIMEOUT_S = 1800.0  # indexing a corpus is one long step, not a query
+RUN_PREFIX = "recall-run-"
+LOCK_NAME = ".recall-lock"
+POLL_S = 0.1  # how often a running query checks whether its process has exited
 
 
 @dataclass(frozen=True)
@@ -71,6 +76,7 @@ class RunResult:
     query_s: float
     results: tuple[QueryResult, ...]
     cached: bool = False  # read from the results cache or a saved run, not run now
+    dirtied: tuple[str, ...] = ()  # corpora whose checkout this binary wrote into
 
     @property
     def errors(self) -> int:
@@ -83,6 +89,8 @@ class Corpus:
 
     checkout: Checkout
     names: list[str]
+    cache: Path | None = None  # where to rebuild the checkout from if a finder dirties it
+    mirror: Path | None = None
 
 
 def rank_by_name(rows: Iterable[Hit], source: str) -> QueryResult:
@@ -142,11 +150,25 @@ class Session:
     def __init__(self, binary: Binary, corpus: Corpus, timeout: float) -> None:
         self.binary, self.corpus, self.timeout = binary, corpus, timeout
         self.engine = binary.engine
-        self.tmp = Path(tempfile.mkdtemp(prefix="recall-run-"))
-        db = self.tmp / "db"
-        db.mkdir()
-        names = self.tmp / "names.txt"
-        names.write_text("".join(f"{n}\n" for n in corpus.names), encoding="utf-8")
+        self.live: set[subprocess.Popen[bytes]] = set()
+        self.stopping = False
+        self.guard = threading.Lock()
+        sweep_stale_sessions()
+        try:
+            self.tmp = Path(tempfile.mkdtemp(prefix=RUN_PREFIX))
+        except OSError as exc:
+            raise RecallError(
+                f"temporary folder {tempfile.gettempdir()}: {exc.strerror or exc}"
+            ) from None
+        try:
+            self.lock = _hold_lock(self.tmp / LOCK_NAME)
+            db = self.tmp / "db"
+            db.mkdir()
+            names = self.tmp / "names.txt"
+            names.write_text("".join(f"{n}\n" for n in corpus.names), encoding="utf-8")
+        except OSError as exc:
+            self.close()
+            raise RecallError(f"temporary folder {self.tmp}: {exc.strerror or exc}") from None
         self.values = {
             **binary.values(),
             "db": str(db),
@@ -179,7 +201,30 @@ class Session:
         return expand(template, {**self.values, **(extra or {})}, self.bin_argv)
 
     def close(self) -> None:
+        self.stop()
         shutil.rmtree(self.tmp, ignore_errors=True)
+        if getattr(self, "lock", None) is not None:
+            self.lock.close()
+
+    def stop(self) -> None:
+        """Kill every finder process group still running, and any started after this."""
+        with self.guard:
+            self.stopping = True
+            live = list(self.live)
+        for proc in live:
+            _kill_group(proc)
+
+    def _started(self, proc: subprocess.Popen[bytes]) -> None:
+        with self.guard:
+            self.live.add(proc)
+            stopping = self.stopping
+        if stopping:
+            _kill_group(proc)
+
+    def _finished(self, proc: subprocess.Popen[bytes]) -> None:
+        _kill_group(proc)  # background children must not outlive the query they served
+        with self.guard:
+            self.live.discard(proc)
 
     def index(self) -> float:
         if not self.engine.index:
@@ -210,13 +255,11 @@ class Session:
                 )  # fmt: skip
             except OSError as exc:
                 return 127, b"", f"cannot start {argv[0]}: {exc.strerror}".encode()
+        self._started(proc)
         try:
-            out, err = proc.communicate(timeout=timeout)
-            return proc.returncode, out, err
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            out, err = proc.communicate()
-            return None, out, err
+            return _communicate(proc, timeout)
+        finally:
+            self._finished(proc)
 
     def query_one(self, row: QueryRow) -> QueryResult:
         argv = self.argv(self.engine.query, {"query": row.query, "limit": "0"})
@@ -250,6 +293,7 @@ class Session:
         except OSError as exc:
             raise RecallError(f"cannot start {self.binary.label}: {exc.strerror}") from None
         assert proc.stdin and proc.stdout and proc.stderr
+        self._started(proc)
         reader = _LineReader(proc.stdout.fileno())
         results: list[QueryResult] = []
         try:
@@ -269,14 +313,19 @@ class Session:
                     results.append(QueryResult(None, (), f"{what}: {_tail(err)}"))
                     return results
                 results.append(self._batch_answer(line, row))
+        except BaseException:
+            _kill_group(proc)  # interrupted: no grace period for the finder
+            raise
         finally:
             if proc.poll() is None:
-                proc.stdin.close()
+                with contextlib.suppress(OSError):
+                    proc.stdin.close()
                 try:
                     proc.wait(timeout=5)
                 except subprocess.TimeoutExpired:
                     _kill_group(proc)
-            _kill_group(proc)
+            self._finished(proc)
+            proc.wait()
             for stream in (proc.stdout, proc.stderr):
                 stream.close()
         return results
@@ -313,9 +362,56 @@ class _LineReader:
         return line
 
 
+def _communicate(proc: subprocess.Popen[bytes], timeout: float) -> tuple[int | None, bytes, bytes]:
+    """Output and exit status; None on timeout. The answer is complete when the process
+    exits, even if a background child it left still holds the pipes open."""
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            try:
+                wait = min(POLL_S, max(deadline - time.monotonic(), 0))
+                out, err = proc.communicate(timeout=wait)
+                return proc.returncode, out, err
+            except subprocess.TimeoutExpired:
+                if proc.poll() is not None:
+                    _kill_group(proc)
+                    out, err = proc.communicate()
+                    return proc.returncode, out, err
+                if time.monotonic() >= deadline:
+                    _kill_group(proc)
+                    out, err = proc.communicate()
+                    return None, out, err
+    except BaseException:
+        _kill_group(proc)
+        proc.communicate()
+        raise
+
+
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _hold_lock(path: Path):  # type: ignore[no-untyped-def]
+    """An open file holding an exclusive lock: the kernel drops it when the run dies."""
+    partial = path.with_name(path.name + ".partial")
+    handle = open(partial, "a+b")  # noqa: SIM115 - held open for the session's life
+    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    partial.rename(path)  # a sweeper only ever sees the lock file already locked
+    return handle
+
+
+def sweep_stale_sessions() -> None:
+    """Remove the temporary folders of runs that were killed (SIGKILL leaves them): any
+    recall-run- folder whose lock no live process holds."""
+    root = Path(tempfile.gettempdir())
+    for folder in root.glob(f"{RUN_PREFIX}*"):
+        try:
+            with open(folder / LOCK_NAME, "rb") as handle:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                shutil.rmtree(folder, ignore_errors=True)
+        except OSError:
+            continue
 
 
 def run_binary(
@@ -329,6 +425,7 @@ def run_binary(
     """Every row through binary, results in row order whatever the completion order."""
     results: list[QueryResult | None] = [None] * len(rows)
     index_s = query_s = 0.0
+    dirtied: list[str] = []
     for repo in dict.fromkeys(r.repo for r in rows):
         picked = [i for i, r in enumerate(rows) if r.repo == repo]
         session = Session(binary, corpora[repo], timeout)
@@ -340,15 +437,42 @@ def run_binary(
             if binary.engine.batch:
                 answers = session.query_batch(subset)
             else:
-                with ThreadPoolExecutor(max_workers=jobs) as pool:
-                    answers = list(pool.map(session.query_one, subset))
+                answers = _query_pool(session, subset, jobs)
             query_s += time.perf_counter() - started
         finally:
             session.close()
+        if restore_if_dirty(corpora[repo]):
+            dirtied.append(repo)
         for i, answer in zip(picked, answers, strict=True):
             results[i] = answer
     done = tuple(r for r in results if r is not None)
-    return RunResult(binary.label, " ".join(binary.bin_argv()), index_s, query_s, done)
+    return RunResult(
+        binary.label, " ".join(binary.bin_argv()), index_s, query_s, done, dirtied=tuple(dirtied)
+    )
+
+
+def _query_pool(session: Session, rows: list[QueryRow], jobs: int) -> list[QueryResult]:
+    """Per-query processes in parallel; an interrupt cancels what has not started and kills
+    what has, instead of waiting for every queued query to finish."""
+    pool = ThreadPoolExecutor(max_workers=jobs)
+    try:
+        return list(pool.map(session.query_one, rows))
+    except BaseException:
+        session.stop()
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    finally:
+        pool.shutdown(wait=True)
+
+
+def restore_if_dirty(corpus: Corpus) -> bool:
+    """After a binary's queries: did it write into the checkout? If so, rebuild it (the deep
+    check, since a finder may write into ignored paths) so the next binary sees the pin."""
+    if is_clean(corpus.checkout):
+        return False
+    if corpus.cache is not None:
+        fetch(corpus.checkout.pin, corpus.cache, corpus.mirror, deep=True)
+    return True
 
 
 def _progress(message: str) -> None:

@@ -223,7 +223,8 @@ def _fetch_corpora(rows, pins, cache, mirror, corpora: dict[str, Corpus]) -> Non
     for repo in dict.fromkeys(row.repo for row in rows):
         if repo not in corpora:
             checkout = fetch(pins[repo], cache, mirror)
-            corpora[repo] = Corpus(checkout, distinct_names(checkout_symbols(checkout, cache)))
+            names = distinct_names(checkout_symbols(checkout, cache))
+            corpora[repo] = Corpus(checkout, names, cache, mirror)
 
 
 def _split(run: RunResult, key: dict, n_rows: int) -> Measured:
