@@ -214,6 +214,8 @@ def fetch(pin: Pin, cache: Path, mirror: Path | None = None, *, deep: bool = Fal
             _build_checkout(pin, root, final, mirror)
     except OSError as exc:
         raise RecallError(f"cache {root}: {exc.strerror or exc}") from None
+    except git.GitCommandError as exc:  # a full or read-only disk, seen through git
+        raise RecallError(f"cache {root}: {pin.name}: {_last_line(exc.stderr)}") from None
     return Checkout(pin, final)
 
 
