@@ -22,8 +22,9 @@ CORPUS_FILES = {
 }
 BUILD = """
 import os, pathlib, time
-if os.environ.get("FAULT") == "build":
-    (pathlib.Path(os.environ["MARKDIR"]) / "build").write_text(str(os.getpid()))
+fault = os.environ.get("FAULT")
+if fault == "build" or (fault == "basebuild" and "builds" in os.getcwd()):
+    (pathlib.Path(os.environ["MARKDIR"]) / fault).write_text(str(os.getpid()))
     time.sleep(300)
 """
 FINDER = r"""
@@ -116,9 +117,9 @@ def _run_ok(world: dict, *extra: str) -> dict:
     return json.loads(proc.stdout)
 
 
-@pytest.mark.parametrize("stage", ["build", "index", "query"])
+@pytest.mark.parametrize("stage", ["build", "basebuild", "index", "query"])
 def test_ctrl_c_at_each_stage_leaves_no_temporary_folder_and_the_next_run_works(world, stage):
-    extra = ("--base", "HEAD") if stage == "build" else ()
+    extra = ("--base", "HEAD") if "build" in stage else ()
     proc = _start(world, stage, *extra)
     _wait_for(world["marks"] / stage, proc)
     started = time.monotonic()
@@ -132,9 +133,9 @@ def test_ctrl_c_at_each_stage_leaves_no_temporary_folder_and_the_next_run_works(
     assert report["runs"][-1]["first"] == len(ROWS)
 
 
-@pytest.mark.parametrize("stage", ["build", "index", "query"])
+@pytest.mark.parametrize("stage", ["build", "basebuild", "index", "query"])
 def test_sigkill_at_each_stage_is_recovered_by_the_next_run(world, stage):
-    extra = ("--base", "HEAD") if stage == "build" else ()
+    extra = ("--base", "HEAD") if "build" in stage else ()
     proc = _start(world, stage, *extra)
     _wait_for(world["marks"] / stage, proc)
     proc.kill()
