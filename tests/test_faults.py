@@ -237,3 +237,38 @@ def test_two_runs_at_once_on_one_fresh_cache_agree(world):
     first, second = (json.loads(out)["runs"] for out, _err in outs)
     assert [r["first"] for r in first] == [r["first"] for r in second] == [6, 6]
     assert _leftovers(world) == []
+
+
+@pytest.mark.parametrize(
+    ("build", "bin_", "message"),
+    [
+        ('["{python}", "-c", "import sys; sys.exit(4)"]', '["{tree}/finder.py"]',
+         "build failed (exit 4)"),
+        ('["{python}", "-c", "pass"]', '["{tree}/never-built"]', "did not produce"),
+    ],
+)  # fmt: skip
+def test_a_build_that_fails_or_produces_no_binary_is_one_line_exit_2(world, build, bin_, message):
+    engine = world["finder"] / "recall.toml"
+    text = ENGINE.replace('["{python}", "{tree}/build.py"]', build)
+    engine.write_text(text.replace('["{python}", "{tree}/finder.py"]', bin_))
+    proc = run_recall(*_args(world), cwd=world["finder"], env=_env(world))
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+    assert proc.stderr.startswith("recall: ") and proc.stderr.count("\n") == 1
+    assert proc.stdout == ""
+
+
+def test_names_holding_a_tab_or_newline_never_break_the_report(world):
+    finder = 'import json\nprint(json.dumps([{"name": "bad\\tna\\nme"}]))\n'
+    (world["finder"] / "finder.py").write_text(finder)
+    (world["finder"] / "recall.toml").write_text(
+        ENGINE.replace('output = "lines"', 'output = "json"').replace(
+            'index = ["{bin}", "index"]\n', ""
+        )
+    )
+    args = [a for a in _args(world) if a != "--json"]
+    proc = run_recall(*args, "--misses", cwd=world["finder"], env=_env(world))
+    assert proc.returncode == 0, proc.stderr
+    rows = [line for line in proc.stdout.splitlines() if "bad" in line]
+    assert len(rows) == len(ROWS) and all("bad\\tna\\nme" in row for row in rows)
+    proc = run_recall(*_args(world), "--misses", cwd=world["finder"], env=_env(world))
+    assert json.loads(proc.stdout)["misses"][0]["first"] == "bad\tna\nme"
