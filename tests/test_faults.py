@@ -12,7 +12,7 @@ from pathlib import Path
 
 import git
 import pytest
-from conftest import ROOT, make_repo, run_recall
+from conftest import ROOT, commit_files, make_repo, run_recall
 
 from recall.corpus import Pin, fetch, is_clean
 
@@ -272,3 +272,21 @@ def test_names_holding_a_tab_or_newline_never_break_the_report(world):
     assert len(rows) == len(ROWS) and all("bad\\tna\\nme" in row for row in rows)
     proc = run_recall(*_args(world), "--misses", cwd=world["finder"], env=_env(world))
     assert json.loads(proc.stdout)["misses"][0]["first"] == "bad\tna\nme"
+
+
+def test_a_query_that_errors_in_the_candidate_counts_as_a_loss(world):
+    repo = git.Repo(world["finder"])
+    crash = FINDER.replace(
+        'if mode == "dirty":', 'if query == "beta":\n    sys.exit(5)\nif mode == "dirty":'
+    )
+    commit_files(repo, {"finder.py": crash}, "crash on beta")
+    proc = run_recall(
+        *_args(world, "--base", "HEAD~1", "--fail-on-loss"), cwd=world["finder"], env=_env(world)
+    )
+    assert proc.returncode == 1, proc.stderr
+    report = json.loads(proc.stdout)
+    base, candidate = report["runs"]
+    assert (base["errors"], candidate["errors"]) == (0, 1)
+    assert [e["query"] for e in candidate["error_rows"]] == ["beta"]
+    assert candidate["error_rows"][0]["error"].startswith("exit 5")
+    assert [e["query"] for e in report["diffs"][0]["new_errors"]] == ["beta"]
