@@ -31,7 +31,8 @@ FINDER = r"""
 import os, pathlib, sys, time
 mode, stage = os.environ.get("FAULT", ""), sys.argv[1]
 if mode == stage:
-    (pathlib.Path(os.environ["MARKDIR"]) / stage).write_text(str(os.getpid()))
+    with open(pathlib.Path(os.environ["MARKDIR"]) / stage, "a") as mark:
+        mark.write(f"{os.getpid()}\n")
     time.sleep(300)
 if stage == "index":
     sys.exit(0)
@@ -141,8 +142,9 @@ def test_sigkill_at_each_stage_is_recovered_by_the_next_run(world, stage):
     proc.kill()
     proc.communicate(timeout=30)
     # SIGKILL leaves the finder or build it was waiting on orphaned: end it, as a reboot would
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(int((world["marks"] / stage).read_text()), signal.SIGKILL)
+    for pid in (world["marks"] / stage).read_text().split():
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(pid), signal.SIGKILL)
     report = _run_ok(world, *extra)
     assert report["runs"][-1]["first"] == len(ROWS)
     assert _leftovers(world) == []  # the killed run's folders were swept
