@@ -150,8 +150,8 @@ def test_sigkill_at_each_stage_is_recovered_by_the_next_run(world, stage):
     assert _leftovers(world) == []  # the killed run's folders were swept
 
 
-def test_sigint_during_a_real_fetch_leaves_nothing_trusted(world, tmp_path):
-    """The fetch stage: interrupted while git runs, then a clean fetch."""
+def test_sigint_after_the_fetch_leaves_a_clean_checkout(world, tmp_path):
+    """Interrupted just after the fetch (in the index stage): the checkout stays clean."""
     pin = json.loads(world["corpus"].read_text())["tiny"]
     proc = _start(world, "index")
     _wait_for(world["marks"] / "index", proc)  # the fetch is done by the index stage
