@@ -67,6 +67,8 @@ def build_base(root: Path, commit: str, engine: Engine, cache: Path) -> Path:
             if (final / ".recall-built").is_file():
                 return final / "tree"
             shutil.rmtree(final, ignore_errors=True)
+            for stale in builds.glob(f".tmp-{key}-*"):  # a killed build's; we hold the lock
+                shutil.rmtree(stale, ignore_errors=True)
             tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{key}-", dir=builds))
             try:
                 tree = tmp / "tree"

@@ -454,3 +454,6 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("recall: interrupted", file=sys.stderr)
         return 130
+    except OSError as exc:  # a full or read-only disk where no stage expected one
+        print(f"recall: {exc.filename or 'I/O'}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_FAILURE

@@ -236,8 +236,9 @@ def corpora_dir(cache: Path) -> Path:
     return cache / "corpora"
 
 
-def fetch(pin: Pin, cache: Path, mirror: Path | None = None) -> Checkout:
-    """Return the frozen checkout of pin, fetching and building it only if it is not there."""
+def fetch(pin: Pin, cache: Path, mirror: Path | None = None, *, deep: bool = False) -> Checkout:
+    """Return the frozen checkout of pin, fetching and building it only if it is not there;
+    deep also rebuilds one that a finder wrote into (is_clean, not just checkout_problem)."""
     root = corpora_dir(cache)
     final = root / pin.name
     try:
@@ -246,6 +247,8 @@ def fetch(pin: Pin, cache: Path, mirror: Path | None = None) -> Checkout:
             for stale in root.glob(f".tmp-{pin.name}-*"):
                 shutil.rmtree(stale, ignore_errors=True)
             problem = checkout_problem(pin, final)
+            if problem is None and deep and not is_clean(Checkout(pin, final)):
+                problem = "a finder wrote into the checkout"
             if problem is None:
                 return Checkout(pin, final)
             if final.exists():
@@ -253,6 +256,8 @@ def fetch(pin: Pin, cache: Path, mirror: Path | None = None) -> Checkout:
             _build_checkout(pin, root, final, mirror)
     except OSError as exc:
         raise RecallError(f"cache {root}: {exc.strerror or exc}") from None
+    except git.GitCommandError as exc:  # a full or read-only disk, seen through git
+        raise RecallError(f"cache {root}: {pin.name}: {_last_line(exc.stderr)}") from None
     return Checkout(pin, final)
 
 
@@ -351,7 +356,19 @@ def freeze_mtimes(root: Path) -> None:
 
 
 def is_clean(checkout: Checkout) -> bool:
-    """The deep check: no file changed, added or written into ignored paths."""
-    repo = git.Repo(checkout.path)
-    with repo:
-        return repo.git.status("--porcelain", "--ignored") == ""
+    """The deep check: no file changed, added or written into ignored paths, and every
+    mtime still frozen (a touched file is a recency signal the next finder would see)."""
+    try:
+        repo = git.Repo(checkout.path)
+        with repo:
+            if repo.git.status("--porcelain", "--ignored") != "":
+                return False
+    except (git.GitError, OSError, ValueError):
+        return False
+    for folder, dirs, files in os.walk(checkout.path):
+        if folder == str(checkout.path):
+            dirs[:] = [d for d in dirs if d != ".git"]
+        for entry in files:
+            if os.lstat(os.path.join(folder, entry)).st_mtime != FROZEN_EPOCH:
+                return False
+    return True

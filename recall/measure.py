@@ -8,6 +8,7 @@ garbage is an error for that query, never a plain miss.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import selectors
 import shutil
@@ -15,6 +16,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -23,7 +25,7 @@ from pathlib import Path
 
 import orjson
 
-from recall.corpus import Checkout
+from recall.corpus import Checkout, fetch, is_clean
 from recall.engine import Engine, expand, fill
 from recall.errors import RecallError
 from recall.queryset import QueryRow
@@ -32,6 +34,8 @@ TOP = 10
 TAIL = 300
 EMPTY_SUSPECT = 0.95
 INDEX_TIMEOUT_S = 1800.0  # indexing a corpus is one long step, not a query
+RUN_PREFIX = "recall-run-"
+LOCK_NAME = ".recall-lock"
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,7 @@ class RunResult:
     query_s: float
     results: tuple[QueryResult, ...]
     cached: bool = False  # read from the results cache or a saved run, not run now
+    dirtied: tuple[str, ...] = ()  # corpora whose checkout this binary wrote into
 
     @property
     def errors(self) -> int:
@@ -83,6 +88,8 @@ class Corpus:
 
     checkout: Checkout
     names: list[str]
+    cache: Path | None = None  # where to rebuild the checkout from if a finder dirties it
+    mirror: Path | None = None
 
 
 def rank_by_name(rows: Iterable[Hit], source: str) -> QueryResult:
@@ -142,11 +149,25 @@ class Session:
     def __init__(self, binary: Binary, corpus: Corpus, timeout: float) -> None:
         self.binary, self.corpus, self.timeout = binary, corpus, timeout
         self.engine = binary.engine
-        self.tmp = Path(tempfile.mkdtemp(prefix="recall-run-"))
-        db = self.tmp / "db"
-        db.mkdir()
-        names = self.tmp / "names.txt"
-        names.write_text("".join(f"{n}\n" for n in corpus.names), encoding="utf-8")
+        self.live: set[subprocess.Popen[bytes]] = set()
+        self.stopping = False
+        self.guard = threading.Lock()
+        sweep_stale_sessions()
+        try:
+            self.tmp = Path(tempfile.mkdtemp(prefix=RUN_PREFIX))
+        except OSError as exc:
+            raise RecallError(
+                f"temporary folder {tempfile.gettempdir()}: {exc.strerror or exc}"
+            ) from None
+        try:
+            self.lock = _hold_lock(self.tmp / LOCK_NAME)
+            db = self.tmp / "db"
+            db.mkdir()
+            names = self.tmp / "names.txt"
+            names.write_text("".join(f"{n}\n" for n in corpus.names), encoding="utf-8")
+        except OSError as exc:
+            self.close()
+            raise RecallError(f"temporary folder {self.tmp}: {exc.strerror or exc}") from None
         self.values = {
             **binary.values(),
             "db": str(db),
@@ -180,7 +201,30 @@ class Session:
         return expand(template, {**self.values, **(extra or {})}, self.bin_argv)
 
     def close(self) -> None:
+        self.stop()
         shutil.rmtree(self.tmp, ignore_errors=True)
+        if getattr(self, "lock", None) is not None:
+            self.lock.close()
+
+    def stop(self) -> None:
+        """Kill every finder process group still running, and any started after this."""
+        with self.guard:
+            self.stopping = True
+            live = list(self.live)
+        for proc in live:
+            _kill_group(proc)
+
+    def _started(self, proc: subprocess.Popen[bytes]) -> None:
+        with self.guard:
+            self.live.add(proc)
+            stopping = self.stopping
+        if stopping:
+            _kill_group(proc)
+
+    def _finished(self, proc: subprocess.Popen[bytes]) -> None:
+        _kill_group(proc)  # background children must not outlive the query they served
+        with self.guard:
+            self.live.discard(proc)
 
     def index(self) -> float:
         if not self.engine.index:
@@ -211,12 +255,11 @@ class Session:
                 )  # fmt: skip
             except OSError as exc:
                 return 127, b"", f"cannot start {argv[0]}: {exc.strerror}".encode()
-        out, err, done = _collect(proc, timeout)
-        if done:
-            return proc.returncode, out, err
-        _kill_group(proc)
-        rest_out, rest_err = proc.communicate()
-        return None, out + rest_out, err + rest_err
+        self._started(proc)
+        try:
+            return _communicate(proc, timeout)
+        finally:
+            self._finished(proc)
 
     def query_one(self, row: QueryRow) -> QueryResult:
         argv = self.argv(self.engine.query, {"query": row.query, "limit": "0"})
@@ -250,6 +293,7 @@ class Session:
         except OSError as exc:
             raise RecallError(f"cannot start {self.binary.label}: {exc.strerror}") from None
         assert proc.stdin and proc.stdout and proc.stderr
+        self._started(proc)
         reader = _LineReader(proc.stdout.fileno())
         results: list[QueryResult] = []
         try:
@@ -269,14 +313,19 @@ class Session:
                     results.append(QueryResult(None, (), f"{what}: {_tail(err)}"))
                     return results
                 results.append(self._batch_answer(line, row))
+        except BaseException:
+            _kill_group(proc)  # interrupted: no grace period for the finder
+            raise
         finally:
             if proc.poll() is None:
-                proc.stdin.close()
+                with contextlib.suppress(OSError):
+                    proc.stdin.close()
                 try:
                     proc.wait(timeout=5)
                 except subprocess.TimeoutExpired:
                     _kill_group(proc)
-            _kill_group(proc)
+            self._finished(proc)
+            proc.wait()
             for stream in (proc.stdout, proc.stderr):
                 stream.close()
         return results
@@ -292,7 +341,8 @@ class Session:
 
 
 def _collect(proc: subprocess.Popen[bytes], timeout: float) -> tuple[bytes, bytes, bool]:
-    """stdout, stderr, and whether the process ended within timeout.
+    """stdout, stderr, and whether the process ended within timeout. The answer is complete
+    when the process exits, even if a background child it left still holds the pipes open.
 
     Not Popen.communicate(timeout=...): after the pipes close it polls waitpid with
     sleeps in between, and for a finder that answers in a millisecond those sleeps were a
@@ -302,43 +352,44 @@ def _collect(proc: subprocess.Popen[bytes], timeout: float) -> tuple[bytes, byte
     deadline = time.monotonic() + timeout
     streams = (proc.stdout.fileno(), proc.stderr.fileno())
     chunks: dict[int, list[bytes]] = {fd: [] for fd in streams}
-    done = True
-    with selectors.PollSelector() as selector:
-        for fd in streams:
-            selector.register(fd, selectors.EVENT_READ)
-        while done and selector.get_map():
-            left = deadline - time.monotonic()
-            ready = selector.select(left) if left > 0 else []
-            done = bool(ready)
-            for key, _ in ready:
-                data = os.read(key.fd, 1 << 16)
-                if data:
-                    chunks[key.fd].append(data)
-                else:
-                    selector.unregister(key.fd)
-    out, err = (b"".join(chunks[fd]) for fd in streams)
-    return out, err, done and _await_exit(proc, deadline)
-
-
-def _await_exit(proc: subprocess.Popen[bytes], deadline: float) -> bool:
     try:
-        pidfd = os.pidfd_open(proc.pid)
-    except (AttributeError, OSError):  # no pidfd (old kernel) or already reaped
-        try:
-            proc.wait(max(deadline - time.monotonic(), 0))
-        except subprocess.TimeoutExpired:
-            return False
-        return True
+        pidfd: int | None = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):  # no pidfd (old kernel): wait for the pipes to close
+        pidfd = None
+    exited = False
     try:
         with selectors.PollSelector() as selector:
-            selector.register(pidfd, selectors.EVENT_READ)
-            left = deadline - time.monotonic()
-            if left <= 0 or not selector.select(left):
-                return False
+            for fd in streams:
+                selector.register(fd, selectors.EVENT_READ)
+            if pidfd is not None:
+                selector.register(pidfd, selectors.EVENT_READ)
+            while len(selector.get_map()) > (0 if exited or pidfd is None else 1):
+                left = max(deadline - time.monotonic(), 0) if not exited else 0
+                ready = selector.select(left)
+                if not ready:
+                    break  # the deadline passed, or the exited process's output is drained
+                for key, _ in ready:
+                    if key.fd == pidfd:
+                        exited = True
+                        selector.unregister(pidfd)
+                        continue
+                    data = os.read(key.fd, 1 << 16)
+                    if data:
+                        chunks[key.fd].append(data)
+                    else:
+                        selector.unregister(key.fd)
     finally:
-        os.close(pidfd)
-    proc.wait()
-    return True
+        if pidfd is not None:
+            os.close(pidfd)
+    out, err = (b"".join(chunks[fd]) for fd in streams)
+    if exited:
+        proc.wait()
+        return out, err, True
+    try:
+        proc.wait(max(deadline - time.monotonic(), 0))
+    except subprocess.TimeoutExpired:
+        return out, err, False
+    return out, err, True
 
 
 class _LineReader:
@@ -363,9 +414,46 @@ class _LineReader:
         return line
 
 
+def _communicate(proc: subprocess.Popen[bytes], timeout: float) -> tuple[int | None, bytes, bytes]:
+    """Output and exit status; None on timeout, after the whole group is killed."""
+    try:
+        out, err, done = _collect(proc, timeout)
+    except BaseException:
+        _kill_group(proc)
+        proc.communicate()
+        raise
+    if done:
+        return proc.returncode, out, err
+    _kill_group(proc)
+    rest_out, rest_err = proc.communicate()
+    return None, out + rest_out, err + rest_err
+
+
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _hold_lock(path: Path):  # type: ignore[no-untyped-def]
+    """An open file holding an exclusive lock: the kernel drops it when the run dies."""
+    partial = path.with_name(path.name + ".partial")
+    handle = open(partial, "a+b")  # noqa: SIM115 - held open for the session's life
+    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    partial.rename(path)  # a sweeper only ever sees the lock file already locked
+    return handle
+
+
+def sweep_stale_sessions() -> None:
+    """Remove the temporary folders of runs that were killed (SIGKILL leaves them): any
+    recall-run- folder whose lock no live process holds."""
+    root = Path(tempfile.gettempdir())
+    for folder in root.glob(f"{RUN_PREFIX}*"):
+        try:
+            with open(folder / LOCK_NAME, "rb") as handle:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                shutil.rmtree(folder, ignore_errors=True)
+        except OSError:
+            continue
 
 
 def run_binary(
@@ -379,6 +467,7 @@ def run_binary(
     """Every row through binary, results in row order whatever the completion order."""
     results: list[QueryResult | None] = [None] * len(rows)
     index_s = query_s = 0.0
+    dirtied: list[str] = []
     for repo in dict.fromkeys(r.repo for r in rows):
         picked = [i for i, r in enumerate(rows) if r.repo == repo]
         session = Session(binary, corpora[repo], timeout)
@@ -390,15 +479,42 @@ def run_binary(
             if binary.engine.batch:
                 answers = session.query_batch(subset)
             else:
-                with ThreadPoolExecutor(max_workers=jobs) as pool:
-                    answers = list(pool.map(session.query_one, subset))
+                answers = _query_pool(session, subset, jobs)
             query_s += time.perf_counter() - started
         finally:
             session.close()
+        if restore_if_dirty(corpora[repo]):
+            dirtied.append(repo)
         for i, answer in zip(picked, answers, strict=True):
             results[i] = answer
     done = tuple(r for r in results if r is not None)
-    return RunResult(binary.label, " ".join(binary.bin_argv()), index_s, query_s, done)
+    return RunResult(
+        binary.label, " ".join(binary.bin_argv()), index_s, query_s, done, dirtied=tuple(dirtied)
+    )
+
+
+def _query_pool(session: Session, rows: list[QueryRow], jobs: int) -> list[QueryResult]:
+    """Per-query processes in parallel; an interrupt cancels what has not started and kills
+    what has, instead of waiting for every queued query to finish."""
+    pool = ThreadPoolExecutor(max_workers=jobs)
+    try:
+        return list(pool.map(session.query_one, rows))
+    except BaseException:
+        session.stop()
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    finally:
+        pool.shutdown(wait=True)
+
+
+def restore_if_dirty(corpus: Corpus) -> bool:
+    """After a binary's queries: did it write into the checkout? If so, rebuild it (the deep
+    check, since a finder may write into ignored paths) so the next binary sees the pin."""
+    if is_clean(corpus.checkout):
+        return False
+    if corpus.cache is not None:
+        fetch(corpus.checkout.pin, corpus.cache, corpus.mirror, deep=True)
+    return True
 
 
 def _progress(message: str) -> None:

@@ -61,6 +61,7 @@ def summarize(run: RunResult, rows: list[QueryRow], pins: dict[str, Pin]) -> dic
             for row, res in zip(rows, results, strict=True)
             if res.error
         ],
+        "dirtied": list(run.dirtied),
     }
 
 
@@ -267,6 +268,11 @@ def render(report: dict, *, markdown: bool = False, show_misses: list[dict] | No
         ]
         out += _table([title, "n", *(run["label"] for run in runs)], body, markdown)
     for run in runs:
+        if run.get("dirtied"):
+            out.append(
+                f"{run['label']} wrote into the checkout of {', '.join(run['dirtied'])}; "
+                "it was rebuilt from the pin"
+            )
         if run["error_rows"]:
             out += _heading(f"Errors in {run['label']}: {len(run['error_rows'])} queries", markdown)
             out += [f"  {e['repo']}\t{e['query']!r}: {e['error']}" for e in run["error_rows"]]

@@ -252,7 +252,8 @@ def _fetch_corpora(rows, pins, cache, mirror, corpora: dict[str, Corpus]) -> Non
         if repo not in corpora:
             hold_in_use(use_lock(cache, "corpora", repo))
             checkout = fetch(pins[repo], cache, mirror)
-            corpora[repo] = Corpus(checkout, distinct_names(checkout_symbols(checkout, cache)))
+            names = distinct_names(checkout_symbols(checkout, cache))
+            corpora[repo] = Corpus(checkout, names, cache, mirror)
 
 
 def _split(run: RunResult, key: dict, n_rows: int, explain: Flags | None) -> Measured:

@@ -121,8 +121,9 @@ def cached_run(cache: Path, key: dict, label: str) -> RunResult | None:
 
 
 def store_run(cache: Path, key: dict, run: RunResult) -> None:
-    """Keep a run for next time, unless a query errored (an error may not recur)."""
-    if run.errors:
+    """Keep a run for next time, unless a query errored (an error may not recur) or the
+    finder wrote into a checkout (its later queries saw a changed corpus)."""
+    if run.errors or run.dirtied:
         return
     path = _entry(cache, key)
     try:

@@ -16,7 +16,8 @@ if query == "crash":
 if query == "exit3":
     sys.exit(3)
 if query == "hang":
-    subprocess.Popen(["sleep", "300"])
+    child = subprocess.Popen(["sleep", "300"])
+    open(os.path.join(os.environ["PIDDIR"], "hang"), "w").write(str(child.pid))
     time.sleep(300)
 if query == "closehang":
     os.close(1)
@@ -29,7 +30,8 @@ if query == "badutf8":
     sys.stdout.buffer.write(b'[{"name": "\xff"}]')
     sys.exit(0)
 if query == "bgchild":
-    subprocess.Popen(["sleep", "300"])
+    child = subprocess.Popen(["sleep", "300"])
+    open(os.path.join(os.environ["PIDDIR"], "bgchild"), "w").write(str(child.pid))
 if query == "huge":
     print(json.dumps([{"name": f"n{i}", "file": "x", "line": i} for i in range(200000)]))
     sys.exit(0)
@@ -70,7 +72,7 @@ def test_misbehaving_finder_is_reported_per_query(misbehaving, tmp_path, real_ca
     proc = run_recall(
         "--finder", str(misbehaving), "--queries", str(queries), "--corpus",
         str(ROOT / "corpus.json"), "--cache", str(real_cache), "--timeout", "3",
-        "--json", "--allow-empty", cwd=misbehaving,
+        "--json", "--allow-empty", cwd=misbehaving, env={"PIDDIR": str(tmp_path)},
     )  # fmt: skip
     assert time.monotonic() - started < 60
     assert proc.returncode == 0, proc.stderr
@@ -78,13 +80,21 @@ def test_misbehaving_finder_is_reported_per_query(misbehaving, tmp_path, real_ca
     run = report["runs"][0]
     assert run["first"] == 1  # the good query still ranks
     errors = {e["query"]: e["error"] for e in run["error_rows"]}
-    assert set(errors) == {"crash", "exit3", "hang", "closehang", "garbage", "badutf8", "bgchild"}
+    # bgchild answered and exited: its answer counts, its leftover child is killed
+    assert set(errors) == {"crash", "exit3", "hang", "closehang", "garbage", "badutf8"}
     assert "boom: crashed on purpose" in errors["crash"]
     assert errors["exit3"].startswith("exit 3")
     assert errors["hang"].startswith("timed out")
     assert errors["closehang"].startswith("timed out")  # pipes closed, process still alive
     assert "unparseable" in errors["garbage"]
-    assert run["errors"] == 7
+    assert run["errors"] == 6
+    for name in ("hang", "bgchild"):  # the whole process group died, children included
+        pid = int((tmp_path / name).read_text())
+        assert not Path(f"/proc/{pid}").exists() or "Z" in _state(pid), name
+
+
+def _state(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
 
 
 def test_engine_that_returns_nothing_is_suspect(misbehaving, tmp_path, real_cache, gin):

@@ -1,0 +1,294 @@
+"""Faults produced for real: signals at each stage, a finder that dirties the corpus,
+awkward queries, an unwritable cache, and nothing written outside the cache and tmp."""
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import git
+import pytest
+from conftest import ROOT, commit_files, make_repo, run_recall
+
+from recall.corpus import Pin, fetch, is_clean
+
+CORPUS_FILES = {
+    "lib/alpha.py": "def alpha_function():\n    pass\n\n\nclass BetaClass:\n    pass\n",
+    "lib/gamma.py": "def gamma_delta():\n    pass\n\n\ndef epsilon_value():\n    pass\n",
+}
+BUILD = """
+import os, pathlib, time
+fault = os.environ.get("FAULT")
+if fault == "build" or (fault == "basebuild" and "builds" in os.getcwd()):
+    (pathlib.Path(os.environ["MARKDIR"]) / fault).write_text(str(os.getpid()))
+    time.sleep(300)
+"""
+FINDER = r"""
+import os, pathlib, sys, time
+mode, stage = os.environ.get("FAULT", ""), sys.argv[1]
+if mode == stage:
+    with open(pathlib.Path(os.environ["MARKDIR"]) / stage, "a") as mark:
+        mark.write(f"{os.getpid()}\n")
+    time.sleep(300)
+if stage == "index":
+    sys.exit(0)
+query, names = sys.argv[2], open(sys.argv[3]).read().splitlines()
+if mode == "dirty":
+    pathlib.Path("lib", "written-by-finder.txt").write_text("x")
+if mode == "echo":
+    print(query)
+    sys.exit(0)
+print("\n".join(sorted(n for n in names if query.lower() in n.lower())))
+"""
+ENGINE = """[engine]
+build = ["{python}", "{tree}/build.py"]
+bin = ["{python}", "{tree}/finder.py"]
+index = ["{bin}", "index"]
+query = ["{bin}", "query", "{query}", "{names}"]
+output = "lines"
+"""
+ROWS = [
+    ("alpha", "alpha_function"), ("beta", "BetaClass"), ("gamma", "gamma_delta"),
+    ("epsilon", "epsilon_value"), ("delta", "gamma_delta"), ("func", "alpha_function"),
+]  # fmt: skip
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> dict:
+    """A tiny pinned corpus, a finder repo with a build, and fresh TMPDIR, HOME and cache."""
+    upstream = make_repo(tmp_path / "upstream", CORPUS_FILES)
+    corpus = tmp_path / "corpus.json"
+    pin = {"url": (tmp_path / "upstream").as_uri(), "sha": upstream.head.commit.hexsha}
+    corpus.write_text(json.dumps({"tiny": {**pin, "language": "python"}}))
+    queries = tmp_path / "queries.tsv"
+    lines = ["repo\tquery\ttype\tsource", *(f"tiny\t{q}\texact\t{s}" for q, s in ROWS)]
+    queries.write_text("\n".join(lines) + "\n")
+    finder = tmp_path / "finder"
+    make_repo(finder, {"finder.py": FINDER, "build.py": BUILD, "recall.toml": ENGINE})
+    dirs = {name: tmp_path / name for name in ("tmp", "home", "cache", "marks")}
+    for path in dirs.values():
+        path.mkdir()
+    return {"corpus": corpus, "queries": queries, "finder": finder, **dirs}
+
+
+def _args(world: dict, *extra: str) -> list[str]:
+    return [
+        "--finder", str(world["finder"]), "--corpus", str(world["corpus"]),
+        "--queries", str(world["queries"]), "--cache", str(world["cache"]),
+        "--allow-empty", "--json", "--jobs", "2", *extra,
+    ]  # fmt: skip
+
+
+def _env(world: dict, fault: str = "") -> dict[str, str]:
+    return {
+        "TMPDIR": str(world["tmp"]), "HOME": str(world["home"]),
+        "MARKDIR": str(world["marks"]), "FAULT": fault, "PYTHONPATH": str(ROOT),
+    }  # fmt: skip
+
+
+def _start(world: dict, fault: str, *extra: str) -> subprocess.Popen:
+    """The CLI in a session of its own, as a terminal's foreground process group."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "recall", *_args(world, *extra)], cwd=world["finder"],
+        env={**os.environ, **_env(world, fault)}, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+
+
+def _wait_for(path: Path, proc: subprocess.Popen) -> None:
+    deadline = time.monotonic() + 60
+    while not path.exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, f"never reached {path.name}"
+        time.sleep(0.05)
+
+
+def _leftovers(world: dict) -> list[str]:
+    cache = [str(p) for p in world["cache"].rglob(".tmp-*")]
+    return sorted(os.listdir(world["tmp"])) + cache
+
+
+def _run_ok(world: dict, *extra: str) -> dict:
+    proc = run_recall(*_args(world, *extra), cwd=world["finder"], env=_env(world))
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+@pytest.mark.parametrize("stage", ["build", "basebuild", "index", "query"])
+def test_ctrl_c_at_each_stage_leaves_no_temporary_folder_and_the_next_run_works(world, stage):
+    extra = ("--base", "HEAD") if "build" in stage else ()
+    proc = _start(world, stage, *extra)
+    _wait_for(world["marks"] / stage, proc)
+    started = time.monotonic()
+    os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
+    _out, err = proc.communicate(timeout=30)
+    assert time.monotonic() - started < 10
+    assert proc.returncode == 130 and err.strip().splitlines()[-1] == "recall: interrupted"
+    assert _leftovers(world) == []
+    assert not list(world["cache"].glob("builds/*/.recall-built"))
+    report = _run_ok(world, *extra)
+    assert report["runs"][-1]["first"] == len(ROWS)
+
+
+@pytest.mark.parametrize("stage", ["build", "basebuild", "index", "query"])
+def test_sigkill_at_each_stage_is_recovered_by_the_next_run(world, stage):
+    extra = ("--base", "HEAD") if "build" in stage else ()
+    proc = _start(world, stage, *extra)
+    _wait_for(world["marks"] / stage, proc)
+    proc.kill()
+    proc.communicate(timeout=30)
+    # SIGKILL leaves the finder or build it was waiting on orphaned: end it, as a reboot would
+    for pid in (world["marks"] / stage).read_text().split():
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(pid), signal.SIGKILL)
+    report = _run_ok(world, *extra)
+    assert report["runs"][-1]["first"] == len(ROWS)
+    assert _leftovers(world) == []  # the killed run's folders were swept
+
+
+def test_sigint_after_the_fetch_leaves_a_clean_checkout(world, tmp_path):
+    """Interrupted just after the fetch (in the index stage): the checkout stays clean."""
+    pin = json.loads(world["corpus"].read_text())["tiny"]
+    proc = _start(world, "index")
+    _wait_for(world["marks"] / "index", proc)  # the fetch is done by the index stage
+    os.killpg(proc.pid, signal.SIGINT)
+    proc.communicate(timeout=30)
+    checkout = fetch(Pin("tiny", pin["url"], pin["sha"], "python"), world["cache"])
+    assert is_clean(checkout)
+
+
+def test_finder_that_writes_into_the_checkout_is_named_and_the_checkout_rebuilt(world):
+    proc = run_recall(*_args(world), cwd=world["finder"], env=_env(world, "dirty"))
+    assert proc.returncode == 0, proc.stderr
+    run = json.loads(proc.stdout)["runs"][0]
+    assert run["dirtied"] == ["tiny"]
+    checkout = world["cache"] / "corpora" / "tiny"
+    assert not (checkout / "lib" / "written-by-finder.txt").exists()
+    assert git.Repo(checkout).git.status("--porcelain", "--ignored") == ""
+    text = run_recall(
+        *[a for a in _args(world) if a != "--json"], cwd=world["finder"],
+        env=_env(world, "dirty"),
+    )  # fmt: skip
+    assert "candidate wrote into the checkout of tiny; it was rebuilt" in text.stdout
+    assert _run_ok(world)["runs"][0]["dirtied"] == []
+
+
+AWKWARD = ["a b", 'it\'s "q"', "$HOME", "`id`", "x;y", "-rf", "--output=x", "naïve", "\\n*"]
+
+
+def test_awkward_queries_reach_the_finder_unchanged_never_through_a_shell(world):
+    lines = ["repo\tquery\ttype\tsource", *(f"tiny\t{q}\texact\t{q}" for q in AWKWARD)]
+    world["queries"].write_text("\n".join(lines) + "\n", encoding="utf-8")
+    proc = run_recall(*_args(world), cwd=world["finder"], env=_env(world, "echo"))
+    assert proc.returncode == 0, proc.stderr
+    run = json.loads(proc.stdout)["runs"][0]
+    assert (run["first"], run["errors"]) == (len(AWKWARD), 0)
+    assert not (world["finder"] / "x").exists()
+
+
+def _snapshot(folder: Path) -> list[tuple[str, int]]:
+    return sorted((str(p), p.stat().st_size) for p in folder.rglob("*"))
+
+
+def test_nothing_is_written_outside_the_cache_the_temporary_folder_and_the_report(world):
+    repo = git.Repo(world["finder"])
+    before = repo.git.status("--porcelain", "--ignored")
+    home = _snapshot(world["home"])
+    html = world["tmp"].parent / "report.html"
+    _run_ok(world, "--base", "HEAD", "--html", str(html))
+    assert repo.git.status("--porcelain", "--ignored") == before
+    assert _snapshot(world["home"]) == home
+    assert os.listdir(world["tmp"]) == []
+    assert html.is_file()
+
+
+def test_a_file_where_the_cache_folder_should_be_is_one_line_exit_2(world):
+    world["cache"].rmdir()
+    world["cache"].write_text("not a folder")
+    proc = run_recall(*_args(world), cwd=world["finder"], env=_env(world))
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("recall: ") and proc.stderr.count("\n") == 1
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tiny tmpfs needs root")
+def test_a_full_cache_disk_is_one_line_exit_2(world, tmp_path):
+    mount = tmp_path / "full"
+    mount.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)]).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        (mount / "filler").write_bytes(b"\0" * 60_000)
+        args = [a if a != str(world["cache"]) else str(mount / "cache") for a in _args(world)]
+        proc = run_recall(*args, cwd=world["finder"], env=_env(world))
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.startswith("recall: ") and proc.stderr.count("\n") == 1
+        assert "Traceback" not in proc.stderr
+    finally:
+        subprocess.run(["umount", str(mount)])
+
+
+def test_two_runs_at_once_on_one_fresh_cache_agree(world):
+    procs = [_start(world, "", "--base", "HEAD") for _ in range(2)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    first, second = (json.loads(out)["runs"] for out, _err in outs)
+    assert [r["first"] for r in first] == [r["first"] for r in second] == [6, 6]
+    assert _leftovers(world) == []
+
+
+@pytest.mark.parametrize(
+    ("build", "bin_", "message"),
+    [
+        ('["{python}", "-c", "import sys; sys.exit(4)"]', '["{tree}/finder.py"]',
+         "build failed (exit 4)"),
+        ('["{python}", "-c", "pass"]', '["{tree}/never-built"]', "did not produce"),
+    ],
+)  # fmt: skip
+def test_a_build_that_fails_or_produces_no_binary_is_one_line_exit_2(world, build, bin_, message):
+    engine = world["finder"] / "recall.toml"
+    text = ENGINE.replace('["{python}", "{tree}/build.py"]', build)
+    engine.write_text(text.replace('["{python}", "{tree}/finder.py"]', bin_))
+    proc = run_recall(*_args(world), cwd=world["finder"], env=_env(world))
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+    assert proc.stderr.startswith("recall: ") and proc.stderr.count("\n") == 1
+    assert proc.stdout == ""
+
+
+def test_names_holding_a_tab_or_newline_never_break_the_report(world):
+    finder = 'import json\nprint(json.dumps([{"name": "bad\\tna\\nme"}]))\n'
+    (world["finder"] / "finder.py").write_text(finder)
+    (world["finder"] / "recall.toml").write_text(
+        ENGINE.replace('output = "lines"', 'output = "json"').replace(
+            'index = ["{bin}", "index"]\n', ""
+        )
+    )
+    args = [a for a in _args(world) if a != "--json"]
+    proc = run_recall(*args, "--misses", cwd=world["finder"], env=_env(world))
+    assert proc.returncode == 0, proc.stderr
+    rows = [line for line in proc.stdout.splitlines() if "bad" in line]
+    assert len(rows) == len(ROWS) and all("bad\\tna\\nme" in row for row in rows)
+    proc = run_recall(*_args(world), "--misses", cwd=world["finder"], env=_env(world))
+    assert json.loads(proc.stdout)["misses"][0]["first"] == "bad\tna\nme"
+
+
+def test_a_query_that_errors_in_the_candidate_counts_as_a_loss(world):
+    repo = git.Repo(world["finder"])
+    crash = FINDER.replace(
+        'if mode == "dirty":', 'if query == "beta":\n    sys.exit(5)\nif mode == "dirty":'
+    )
+    commit_files(repo, {"finder.py": crash}, "crash on beta")
+    proc = run_recall(
+        *_args(world, "--base", "HEAD~1", "--fail-on-loss"), cwd=world["finder"], env=_env(world)
+    )
+    assert proc.returncode == 1, proc.stderr
+    report = json.loads(proc.stdout)
+    base, candidate = report["runs"]
+    assert (base["errors"], candidate["errors"]) == (0, 1)
+    assert [e["query"] for e in candidate["error_rows"]] == ["beta"]
+    assert candidate["error_rows"][0]["error"].startswith("exit 5")
+    assert [e["query"] for e in report["diffs"][0]["new_errors"]] == ["beta"]
