@@ -36,7 +36,8 @@ BONUS_CONSEC = 1.5  # a character right after the previous match
 BONUS_END = 1.0  # the last query character is the name's last: a whole last word typed
 GAP_OPEN = 1.0  # each jump over skipped characters
 VOWEL_HOP = 0.5  # a hop over a vowel inside a run, per vowel
-LONG_JUMP = 3.0  # the most a jump landing on a word start costs, however much it skips
+TAIL_JUMP = 1.5  # a jump to a word start over the rest of the current word only
+SKIP_WORD = 0.5  # ... plus this much per whole word it skips
 SKIP_VOWEL = 0.15  # skipping a vowel is cheap: abbreviations drop them
 SKIP_OTHER = 0.5
 SKIP_LEAD = 1.0  # factor on the cost of characters before the first match
@@ -358,7 +359,11 @@ class Ranker:
 
         d = BASE + bonus - SKIP_LEAD * before + miss(q[0])
         consec_bonus = BASE + np.maximum(bonus, BONUS_CONSEC)
-        land = np.where(bonus > 0, bonus + (BASE - LONG_JUMP), NEG)  # see LONG_JUMP
+        # Landing on a word start costs TAIL_JUMP plus SKIP_WORD per word skipped whole
+        # (word starts strictly between the two matches), whatever their length.
+        land = np.where(bonus > 0, bonus + (BASE - TAIL_JUMP), NEG)
+        land[1:] -= SKIP_WORD * words[:-1]
+        counted = SKIP_WORD * words
         step = through - before
         vowel = np.where(step < (SKIP_VOWEL + SKIP_OTHER) / 2, 0.0, NEG).astype(np.float32)
         hop1 = np.full_like(d, NEG)
@@ -375,13 +380,15 @@ class Ranker:
             else:
                 np.add(d[:-1], consec_bonus[1:], out=best[1:])
                 if not query.is_glob:  # inside a glob segment: contiguous only
-                    # A jump costs what it skips, but landing on a word start never costs
-                    # more than LONG_JUMP: skipping whole words is how abbreviations work.
+                    # A jump costs what it skips, but landing on a word start costs at
+                    # most TAIL_JUMP plus SKIP_WORD per skipped word: an abbreviation takes
+                    # a prefix of each word, so the rest of a word is skipped for free, and
+                    # consecutive words beat words picked out of a longer name.
                     reach = _running_max(d + through)
                     jump = reach[:-2] - before[2:]
                     jump += bonus[2:] + (BASE - GAP_OPEN)
                     np.maximum(best[2:], jump, out=best[2:])
-                    far = _running_max(d.copy())[:-2] + land[2:]
+                    far = _running_max(d + counted)[:-2] + land[2:]
                     np.maximum(best[2:], far, out=best[2:])
                     # Hopping over one or two vowels keeps a run nearly contiguous:
                     # that is how people drop vowels (`tstflt` for test_float).
