@@ -68,3 +68,40 @@ def test_batch_answers_each_line_in_order_and_survives_a_bad_line(db):
     assert len(answers[2]) <= 2
     single = finder("query", "tesflolim", "--db", str(db), "--json", "--limit", "0")
     assert json.loads(single.stdout) == answers[0]
+
+
+WORD_STARTS = """
+class AutoFilteredParameters: pass
+def attachable_filename(): pass
+def test_pluck_and_distinct(): pass
+def test_pluck_with_multiple_columns_and_includes(): pass
+"""
+
+
+@pytest.fixture(scope="module")
+def word_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tree = tmp_path_factory.mktemp("words")
+    (tree / "words.py").write_text(WORD_STARTS)
+    path = tree.parent / "words.db"
+    proc = finder("index", str(tree), "--language", "python", "--db", str(path))
+    assert proc.returncode == 0, proc.stderr
+    return path
+
+
+@pytest.mark.parametrize(
+    ("query", "expected", "other"),
+    [
+        # The rest of `attachable` is skipped to reach `filename`: an abbreviation takes a
+        # prefix of each word, so that skip costs no more than the short one in `AutoF`.
+        ("atfi", "attachable_filename", "AutoFilteredParameters"),
+        # Consecutive words beat words picked out of a longer name.
+        ("teplandi", "test_pluck_and_distinct", "test_pluck_with_multiple_columns_and_includes"),
+    ],
+)
+def test_jumping_to_the_next_word_start_is_cheap_and_skipping_whole_words_costs(
+    word_db, query, expected, other
+):
+    proc = finder("query", query, "--db", str(word_db), "--json", "--limit", "0")
+    assert proc.returncode == 0, proc.stderr
+    names = [row["name"] for row in json.loads(proc.stdout)]
+    assert names.index(expected) == 0 and other in names

@@ -36,7 +36,8 @@ BONUS_CONSEC = 1.5  # a character right after the previous match
 BONUS_END = 1.0  # the last query character is the name's last: a whole last word typed
 GAP_OPEN = 1.0  # each jump over skipped characters
 VOWEL_HOP = 0.5  # a hop over a vowel inside a run, per vowel
-LONG_JUMP = 3.0  # the most a jump landing on a word start costs, however much it skips
+TAIL_JUMP = 1.5  # a jump to a word start over the rest of the current word only
+SKIP_WORD = 0.5  # ... plus this much per whole word it skips
 SKIP_VOWEL = 0.15  # skipping a vowel is cheap: abbreviations drop them
 SKIP_OTHER = 0.5
 SKIP_LEAD = 1.0  # factor on the cost of characters before the first match
@@ -183,6 +184,9 @@ class Ranker:
         self.squashed = [
             text[o : o + n] for o, n in zip(offsets.tolist(), lens.tolist(), strict=True)
         ]
+        # An object array, so that gathering a candidate pool's strings is one C-level
+        # fancy index rather than a Python loop per query.
+        self.squashed_array = np.array(self.squashed, dtype=object)
         self.by_squashed: dict[str, list[int]] = {}
         for i, sq in enumerate(self.squashed):
             self.by_squashed.setdefault(sq, []).append(i)
@@ -207,10 +211,8 @@ class Ranker:
         filled = lens > 0
         if keep.size:
             self.masks[filled] = np.bitwise_or.reduceat(bits, offsets[filled])
-        lower_lens = np.array([len(x) for x in self.lower], dtype=np.int64)
-        self.by_length = np.argsort(lower_lens, kind="stable")
-        self.sorted_lengths = lower_lens[self.by_length]
-        self.lower_by_length = [self.lower[i] for i in self.by_length.tolist()]
+        self.lower_lengths = np.array([len(x) for x in self.lower], dtype=np.int64)
+        self.lower_array = np.array(self.lower, dtype=object)
 
     @staticmethod
     def _classes(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -263,7 +265,9 @@ class Ranker:
         missing = np.bitwise_count(qmask & ~self.masks)
         pool = np.flatnonzero(missing == 0)
         glob = query.is_glob
-        full = self._glob_matches(query, pool) if glob else self._subsequences(q, pool, m)
+        full = self._subsequences(q, pool, m)
+        if glob:
+            full = self._glob_matches(query, full)
         if full.size:
             ideal = BASE * m + BONUS_FIRST + (BASE + BONUS_CONSEC) * (m - 1) + BONUS_END
             ratio = self._align(query, full) / ideal
@@ -285,7 +289,7 @@ class Ranker:
             return pool
         lcs = process.cdist(
             [q],
-            [self.squashed[i] for i in pool.tolist()],
+            self.squashed_array[pool].tolist(),
             scorer=LCSseq.similarity,
             score_cutoff=least,
             dtype=np.int32,
@@ -295,7 +299,8 @@ class Ranker:
 
     def _glob_matches(self, query: Query, pool: np.ndarray) -> np.ndarray:
         """The names in pool holding the glob's segments in order (a `*` matches any run,
-        separators and case are ignored), by one compiled regex."""
+        separators and case are ignored), by one compiled regex; the pool is already
+        cut to names holding the query as a subsequence, which every match does."""
         segments: list[str] = []
         for c, star in zip(query.chars, query.star_before, strict=True):
             if star or not segments:
@@ -354,7 +359,11 @@ class Ranker:
 
         d = BASE + bonus - SKIP_LEAD * before + miss(q[0])
         consec_bonus = BASE + np.maximum(bonus, BONUS_CONSEC)
-        land = np.where(bonus > 0, bonus + (BASE - LONG_JUMP), NEG)  # see LONG_JUMP
+        # Landing on a word start costs TAIL_JUMP plus SKIP_WORD per word skipped whole
+        # (word starts strictly between the two matches), whatever their length.
+        land = np.where(bonus > 0, bonus + (BASE - TAIL_JUMP), NEG)
+        land[1:] -= SKIP_WORD * words[:-1]
+        counted = SKIP_WORD * words
         step = through - before
         vowel = np.where(step < (SKIP_VOWEL + SKIP_OTHER) / 2, 0.0, NEG).astype(np.float32)
         hop1 = np.full_like(d, NEG)
@@ -371,13 +380,15 @@ class Ranker:
             else:
                 np.add(d[:-1], consec_bonus[1:], out=best[1:])
                 if not query.is_glob:  # inside a glob segment: contiguous only
-                    # A jump costs what it skips, but landing on a word start never costs
-                    # more than LONG_JUMP: skipping whole words is how abbreviations work.
+                    # A jump costs what it skips, but landing on a word start costs at
+                    # most TAIL_JUMP plus SKIP_WORD per skipped word: an abbreviation takes
+                    # a prefix of each word, so the rest of a word is skipped for free, and
+                    # consecutive words beat words picked out of a longer name.
                     reach = _running_max(d + through)
                     jump = reach[:-2] - before[2:]
                     jump += bonus[2:] + (BASE - GAP_OPEN)
                     np.maximum(best[2:], jump, out=best[2:])
-                    far = _running_max(d.copy())[:-2] + land[2:]
+                    far = _running_max(d + counted)[:-2] + land[2:]
                     np.maximum(best[2:], far, out=best[2:])
                     # Hopping over one or two vowels keeps a run nearly contiguous:
                     # that is how people drop vowels (`tstflt` for test_float).
@@ -392,24 +403,37 @@ class Ranker:
 
     def _add_typos(self, query: Query, scores: dict[int, float]) -> None:
         """Names one or two edits (a swap of neighbours is one) from the query; a typo is
-        made on the lowercased name, so compare with that, separators included."""
+        made on the lowercased name, so compare with that, separators included.
+
+        Each edit brings in or takes out at most one character, so a name whose length or
+        character set differs from the query's by more than the edits allowed is skipped
+        before the edit distance is computed."""
         text = query.raw.lower()
         if len(query.chars) < 4 or query.is_glob:
             return
         cutoff = 1 if len(text) < 8 else 2
-        lo, hi = np.searchsorted(self.sorted_lengths, [len(text) - cutoff, len(text) + cutoff + 1])
-        hits = process.extract(
-            text,
-            self.lower_by_length[lo:hi],
+        tmask = np.uint64(0)
+        for c in squash(text):
+            tmask |= np.uint64(_char_bit(ord(c)))
+        ok = np.abs(self.lower_lengths - len(text)) <= cutoff
+        ok &= np.bitwise_count(tmask & ~self.masks) <= cutoff
+        ok &= np.bitwise_count(self.masks & ~tmask) <= cutoff
+        idx = np.flatnonzero(ok)
+        if not idx.size:
+            return
+        dist = process.cdist(
+            [text],
+            self.lower_array[idx].tolist(),
             scorer=OSA.distance,
             score_cutoff=cutoff,
-            limit=None,
-        )
+            dtype=np.int32,
+            workers=1,
+        )[0]
         # A short query is one edit from many names by chance: trust the edit less.
         one = TYPO_ONE - TYPO_SHORT * max(0, TYPO_LONG - len(query.chars))
-        for _, dist, at in hits:
-            i = int(self.by_length[lo + at])
-            value = one if dist <= 1 else TYPO_TWO
+        close = dist <= cutoff
+        for i, d in zip(idx[close].tolist(), dist[close].tolist(), strict=True):
+            value = one if d <= 1 else TYPO_TWO
             if value > scores.get(i, -10.0):
                 scores[i] = value
 
@@ -460,11 +484,21 @@ class Finder:
         order = sorted(range(len(names)), key=lambda i: (len(names[i]), names[i]))
         self.tie_rank = np.empty(len(names), dtype=np.int64)
         self.tie_rank[order] = np.arange(len(names))
-        self._rows: dict[int, bytes] = {}
+        # Each name's JSON row at its first definition, serialised on first use and kept:
+        # an unlimited list is then one gather and one join.
+        self._rows = np.empty(len(names), dtype=object)
+        self._have_row = np.zeros(len(names), dtype=bool)
 
     def ranked(self, text: str, limit: int = 0) -> list[tuple[int, Definition | None, float]]:
         """(name index, definition if not the first one, score) best first; limit 0 keeps
         every plausible name."""
+        ids, chosen, scores = self._order(text, limit)
+        return [(i, chosen.get(i), scores[i]) for i in ids.tolist()]
+
+    def _order(
+        self, text: str, limit: int
+    ) -> tuple[np.ndarray, dict[int, Definition], dict[int, float]]:
+        """Name indexes best first, the definitions chosen for an owner, and the scores."""
         query = parse_query(text)
         scores = self.ranker.score(query)
         chosen: dict[int, Definition] = {}
@@ -475,14 +509,14 @@ class Finder:
                     scores[i] = value
             self._owner_bonus(query.owner, scores, chosen)
         if not scores:
-            return []
+            return np.zeros(0, dtype=np.int64), chosen, scores
         ids = np.fromiter(scores.keys(), dtype=np.int64, count=len(scores))
         values = np.fromiter(scores.values(), dtype=np.float64, count=len(scores))
         # Rounded, so that float noise between equal alignments cannot decide a tie.
         order = np.lexsort((self.tie_rank[ids], -np.round(values, 6)))
         if limit > 0:
             order = order[:limit]
-        return [(i, chosen.get(i), scores[i]) for i in ids[order].tolist()]
+        return ids[order], chosen, scores
 
     def search(self, text: str, limit: int = 0) -> list[Hit]:
         """The best `limit` names for the query (all plausible ones for 0), best first."""
@@ -498,18 +532,19 @@ class Finder:
         serialised once per process, which matters for long unlimited lists."""
         import orjson
 
-        parts = []
-        for i, where, _ in self.ranked(text, limit):
-            if where is not None:
-                row = {"name": self.catalog.names[i], "file": where.path, "line": where.line}
-                parts.append(orjson.dumps(row))
-                continue
-            cached = self._rows.get(i)
-            if cached is None:
-                at = self.catalog.definitions[i][0]
-                row = {"name": self.catalog.names[i], "file": at.path, "line": at.line}
-                cached = self._rows[i] = orjson.dumps(row)
-            parts.append(cached)
+        ids, chosen, _ = self._order(text, limit)
+        names, defs = self.catalog.names, self.catalog.definitions
+        for i in ids[~self._have_row[ids]].tolist():
+            at = defs[i][0]
+            self._rows[i] = orjson.dumps({"name": names[i], "file": at.path, "line": at.line})
+        self._have_row[ids] = True
+        parts = self._rows[ids].tolist()
+        if chosen:
+            for k, i in enumerate(ids.tolist()):
+                where = chosen.get(i)
+                if where is not None:
+                    row = {"name": names[i], "file": where.path, "line": where.line}
+                    parts[k] = orjson.dumps(row)
         return b"[" + b",".join(parts) + b"]"
 
     def _owner_bonus(
