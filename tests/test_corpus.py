@@ -124,9 +124,11 @@ print(fetch(pin, Path(sys.argv[4]), None).path)
 
 
 def _spawn_fetch(pin: Pin, cache: Path) -> subprocess.Popen:
+    """A fetch in a process group of its own, as a job started from a shell is."""
     return subprocess.Popen(
         [sys.executable, "-c", FETCH_SCRIPT, pin.name, pin.url, pin.sha, str(cache)],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
     )  # fmt: skip
 
 
@@ -151,8 +153,8 @@ def test_sigkill_during_a_real_fetch_leaves_nothing_trusted(tmp_path, pins):
     cache = tmp_path / "cache"
     proc = _spawn_fetch(pin, cache)
     time.sleep(0.4)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    os.killpg(proc.pid, signal.SIGKILL)  # the job, git included: an orphan git would
+    proc.wait()  # keep writing into the folder the next fetch sweeps
     assert not (cache / "corpora" / "rails" / ".git" / "recall-pin.json").exists()
     checkout = fetch(pin, cache)
     assert is_clean(checkout)
