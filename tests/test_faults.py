@@ -87,6 +87,7 @@ def _env(world: dict, fault: str = "") -> dict[str, str]:
     return {
         "TMPDIR": str(world["tmp"]), "HOME": str(world["home"]),
         "MARKDIR": str(world["marks"]), "FAULT": fault, "PYTHONPATH": str(ROOT),
+        "RECALL_MIRROR": "",  # the fixture pins are in no mirror: no fallback line on stderr
     }  # fmt: skip
 
 
