@@ -75,6 +75,8 @@ class AutoFilteredParameters: pass
 def attachable_filename(): pass
 def test_pluck_and_distinct(): pass
 def test_pluck_with_multiple_columns_and_includes(): pass
+class TestUriInnerBinding: pass
+class TestRenderHTMLTemplateEmptyName: pass
 """
 
 
@@ -96,6 +98,8 @@ def word_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ("atfi", "attachable_filename", "AutoFilteredParameters"),
         # Consecutive words beat words picked out of a longer name.
         ("teplandi", "test_pluck_and_distinct", "test_pluck_with_multiple_columns_and_includes"),
+        # A run of consecutive letters (`nn` in Inner) outweighs letters spread over words.
+        ("tstrnn", "TestUriInnerBinding", "TestRenderHTMLTemplateEmptyName"),
     ],
 )
 def test_jumping_to_the_next_word_start_is_cheap_and_skipping_whole_words_costs(

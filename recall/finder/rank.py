@@ -32,7 +32,7 @@ from recall.finder.store import Catalog, Definition
 BASE = 1.0  # every matched character
 BONUS_FIRST = 3.0  # the name's first character
 BONUS_WORD = 2.5  # a word start: after a separator, at a camel hump, after digits
-BONUS_CONSEC = 1.5  # a character right after the previous match
+BONUS_CONSEC = 2.5  # a character right after the previous match: runs are how words are typed
 BONUS_END = 1.0  # the last query character is the name's last: a whole last word typed
 GAP_OPEN = 1.0  # each jump over skipped characters
 VOWEL_HOP = 0.5  # a hop over a vowel inside a run, per vowel
