@@ -31,6 +31,7 @@ import orjson
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from recall import results  # noqa: E402
 from recall.corpus import cache_root, fetch, load_pins, mirror_root  # noqa: E402
 from recall.engine import load_engine  # noqa: E402
 from recall.measure import Binary, Corpus, Session, run_binary  # noqa: E402
@@ -280,14 +281,7 @@ def item_scaling(bench: Bench) -> None:
 
 
 def machine() -> str:
-    model = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    model = results.machine()["cpu_model"]
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     return (f"machine: nproc {os.cpu_count()}, {model}, Python {platform.python_version()} "
             f"({sys.executable}), load average {load}")  # fmt: skip

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 import git
 
 from recall import __version__
+from recall.cache import human
 from recall.corpus import (
     FROZEN_EPOCH,
     Pin,
@@ -150,15 +151,6 @@ def _size(root: Path) -> int:
     return total
 
 
-def _human(size: int) -> str:
-    value = float(size)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    raise AssertionError("unreachable")
-
-
 def check_cache(cache: Path) -> Check:
     try:
         cache.mkdir(parents=True, exist_ok=True)
@@ -169,7 +161,7 @@ def check_cache(cache: Path) -> Check:
             "cache", FAIL, f"{cache}: not writable ({exc.strerror or exc})",
             "recall --cache DIR (or export RECALL_CACHE=DIR) with a writable DIR",
         )  # fmt: skip
-    return Check("cache", OK, f"{cache}, writable, {_human(_size(cache))}")
+    return Check("cache", OK, f"{cache}, writable, {human(_size(cache))}")
 
 
 def check_sources(pins: dict[str, Pin], mirror: Path | None) -> tuple[list[Check], set[str]]:
