@@ -112,12 +112,19 @@ def run_build(engine: Engine, tree: Path) -> None:
         raise RecallError(f"{engine.source}: program {program!r} not found on PATH")
 
 
-def with_bin(engine: Engine, path: str) -> Engine:
+def with_bin(engine: Engine, path: str, flag: str = "--bin") -> Engine:
     """The engine with a hand-built binary in place of its own build."""
     program = Path(path)
-    if not program.exists():
-        raise RecallError(f"--bin {path}: no such file")
+    if not program.is_file():
+        raise RecallError(f"{flag} {path}: no such file")
     return dataclasses.replace(engine, bin=(str(program.absolute()),), build=())
+
+
+def base_binary(root: Path, ref: str, engine: Engine, cache: Path) -> tuple[Binary, str]:
+    """--base REF built from `git archive`, and the commit it is."""
+    commit = resolve_commit(root, ref)
+    tree = build_base(root, commit, engine, cache)
+    return Binary(f"base {ref} ({commit[:12]})", engine, tree), commit
 
 
 def make_binaries(
@@ -132,12 +139,9 @@ def make_binaries(
     """The baseline (if any) then the candidate, built and ready, as the default run has them."""
     binaries: list[Binary] = []
     if base_bin:
-        binaries.append(Binary("base", with_bin(engine, base_bin), root))
+        binaries.append(Binary("base", with_bin(engine, base_bin, "--base-bin"), root))
     elif base:
-        commit = resolve_commit(root, base)
-        binaries.append(
-            Binary(f"base {base} ({commit[:12]})", engine, build_base(root, commit, engine, cache))
-        )
+        binaries.append(base_binary(root, base, engine, cache)[0])
     candidate = with_bin(engine, bin_path) if bin_path else engine
     run_build(candidate, root)
     binaries.append(Binary("candidate", candidate, root))

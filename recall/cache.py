@@ -43,7 +43,7 @@ class Entry:
         return self.path.parent / f"{self.key}.lock" if self.path.is_dir() else None
 
 
-def _size(path: Path) -> int:
+def size(path: Path) -> int:
     if not path.is_dir() or path.is_symlink():
         return path.lstat().st_size
     total = 0
@@ -78,7 +78,7 @@ def entries(cache: Path) -> list[Entry]:
         for path, key in paths:
             stamp = path / written[kind] if kind in written else path
             used = _last_used(cache, kind, key, stamp if stamp.exists() else path)
-            found.append(Entry(kind, key, path, _size(path), used))
+            found.append(Entry(kind, key, path, size(path), used))
     return found
 
 

@@ -18,16 +18,14 @@ from recall.corpus import (
     Pin,
     cache_root,
     fetch,
-    hold_in_use,
     load_pins,
     mirror_root,
     select_pins,
-    use_lock,
 )
 from recall.derive import DEFAULT_SEED, derive_all, derive_rows, load_settings, recipes
 from recall.engine import resolve_engine
 from recall.errors import EXIT_FAILURE, EXIT_LOSS, EXIT_OK, RecallError
-from recall.measure import Corpus
+from recall.measure import open_corpus
 from recall.queryset import format_queries, read_queries
 from recall.run import DEFAULT_REGRESS, cmd_run
 from recall.symbols import checkout_symbols, ctags_version, distinct_names, write_atomic
@@ -237,9 +235,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     binaries = make_binaries(
         root, engine, cache, bin_path=args.bin, base=args.base, base_bin=args.base_bin
     )
-    hold_in_use(use_lock(cache, "corpora", pin.name))
-    checkout = fetch(pin, cache, mirror_root(args.mirror))
-    target = Corpus(checkout, distinct_names(checkout_symbols(checkout, cache)))
+    target = open_corpus(pin, cache, mirror_root(args.mirror))
     sides = [explain.explain_one(b, target, row, args.timeout) for b in binaries]
     data = explain.as_json(pin, row, sides)
     if args.json:

@@ -8,7 +8,6 @@ is only useful next to `apt-get install universal-ctags`.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import subprocess
@@ -22,7 +21,7 @@ from urllib.parse import urlsplit
 import git
 
 from recall import __version__
-from recall.cache import human
+from recall.cache import human, size
 from recall.corpus import (
     FROZEN_EPOCH,
     Pin,
@@ -142,15 +141,6 @@ def _check_python_finder(
     return Check(label, OK, f"{' '.join(argv)} (recall {__version__})")
 
 
-def _size(root: Path) -> int:
-    total = 0
-    for folder, _dirs, files in os.walk(root):
-        for entry in files:
-            with contextlib.suppress(OSError):
-                total += os.lstat(os.path.join(folder, entry)).st_size
-    return total
-
-
 def check_cache(cache: Path) -> Check:
     try:
         cache.mkdir(parents=True, exist_ok=True)
@@ -161,7 +151,7 @@ def check_cache(cache: Path) -> Check:
             "cache", FAIL, f"{cache}: not writable ({exc.strerror or exc})",
             "recall --cache DIR (or export RECALL_CACHE=DIR) with a writable DIR",
         )  # fmt: skip
-    return Check("cache", OK, f"{cache}, writable, {human(_size(cache))}")
+    return Check("cache", OK, f"{cache}, writable, {human(size(cache))}")
 
 
 def check_sources(pins: dict[str, Pin], mirror: Path | None) -> tuple[list[Check], set[str]]:

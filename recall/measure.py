@@ -25,10 +25,11 @@ from pathlib import Path
 
 import orjson
 
-from recall.corpus import Checkout, fetch, is_clean
+from recall.corpus import Checkout, Pin, fetch, hold_in_use, is_clean, use_lock
 from recall.engine import Engine, expand, fill
 from recall.errors import RecallError
 from recall.queryset import QueryRow
+from recall.symbols import checkout_symbols, distinct_names
 
 TOP = 10
 TAIL = 300
@@ -90,6 +91,14 @@ class Corpus:
     names: list[str]
     cache: Path | None = None  # where to rebuild the checkout from if a finder dirties it
     mirror: Path | None = None
+
+
+def open_corpus(pin: Pin, cache: Path, mirror: Path | None) -> Corpus:
+    """A pin's checkout, marked in use by this process (so prune leaves it), fetched, with
+    its names listed: what every binary run on it needs."""
+    hold_in_use(use_lock(cache, "corpora", pin.name))
+    checkout = fetch(pin, cache, mirror)
+    return Corpus(checkout, distinct_names(checkout_symbols(checkout, cache)), cache, mirror)
 
 
 def rank_by_name(rows: Iterable[Hit], source: str) -> QueryResult:

@@ -11,6 +11,7 @@ import shlex
 import shutil
 import sys
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import git
@@ -19,12 +20,20 @@ import orjson
 from recall import __version__
 from recall.accept import apply_accepted, read_accepted
 from recall.bench import run_bench
-from recall.build import build_base, finder_root, resolve_commit, run_build, with_bin
-from recall.corpus import Pin, cache_root, fetch, hold_in_use, load_pins, mirror_root, use_lock
+from recall.build import base_binary, finder_root, run_build, with_bin
+from recall.corpus import Pin, cache_root, load_pins, mirror_root
 from recall.engine import Engine, resolve_engine
 from recall.errors import EXIT_LOSS, EXIT_OK, RecallError
 from recall.html import render_html
-from recall.measure import Binary, Corpus, QueryResult, RunResult, check_not_empty, run_binary
+from recall.measure import (
+    Binary,
+    Corpus,
+    QueryResult,
+    RunResult,
+    check_not_empty,
+    open_corpus,
+    run_binary,
+)
 from recall.queryset import HAND, QueryRow, read_queries, select
 from recall.regress import Case, broken, read_cases
 from recall.regress import summarize as summarize_regress
@@ -38,7 +47,7 @@ from recall.saved import (
     save_runs,
     store_run,
 )
-from recall.symbols import checkout_symbols, ctags_version, distinct_names, write_atomic
+from recall.symbols import ctags_version, write_atomic
 
 DEFAULT_REGRESS = "regress.tsv"
 Flags = tuple[tuple[str, str], ...]
@@ -58,12 +67,22 @@ class Side:
 
 @dataclass(frozen=True)
 class Measured:
-    """One binary's results, split into the query set's part and the regress cases' part."""
+    """One binary's results as run (the query set's rows, then the regress cases') and
+    the key they are stored under."""
 
-    run: RunResult
+    whole: RunResult
     key: dict
-    cases: tuple[QueryResult, ...]
+    n_rows: int
     explain: Flags | None  # None: a saved run, which explain cannot run again
+
+    @cached_property
+    def run(self) -> RunResult:
+        """The query set's part: what recall counts."""
+        return dataclasses.replace(self.whole, results=self.whole.results[: self.n_rows])
+
+    @property
+    def cases(self) -> tuple[QueryResult, ...]:
+        return self.whole.results[self.n_rows :]
 
 
 def split_label(raw: str) -> tuple[str | None, str]:
@@ -84,8 +103,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     all_rows = read_queries(queries_path, set(pins))
     rows = select(all_rows, args.repo, args.type)
     hand = [r for r in select(all_rows, args.repo, None) if r.type == HAND]
-    if args.bench is not None and args.bench < 1:
-        raise RecallError(f"--bench {args.bench}: give 1 or more reps")
     if args.bench and not hand:
         raise RecallError(f"--bench: {queries_path} has no hand rows in the selected repos")
     if not rows:
@@ -100,17 +117,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     engine = resolve_engine(_default_engine(specs), root)
     engine_flag = _engine_flag(specs)
     sides = _candidates(specs, engine, root, engine_flag)
+    asked_key = data_key(pins, asked)
     base: Measured | None = None
     if args.against:
-        run, key = load_against(Path(args.against), asked, data_key(pins, asked))
-        base = _split(run, key, len(rows), None)
+        run, key = load_against(Path(args.against), asked, asked_key)
+        base = Measured(run, key, len(rows), None)
     elif args.base or args.base_bin:
         sides.insert(0, _baseline(args, engine, root, cache, engine_flag))
 
     corpora: dict[str, Corpus] = {}
     measured = [base] if base else []
     for side in sides:
-        key = run_key(side.identity, side.binary.engine, pins, asked, args.timeout)
+        key = run_key(side.identity, side.binary.engine, asked_key, args.timeout)
         run = None
         if side.cacheable and not args.no_cache:
             run = cached_run(cache, key, side.binary.label)
@@ -119,12 +137,12 @@ def cmd_run(args: argparse.Namespace) -> int:
             run = run_binary(side.binary, asked, corpora, jobs=args.jobs, timeout=args.timeout)
             if side.cacheable:
                 store_run(cache, key, run)
-        result = _split(run, key, len(rows), side.explain)
+        result = Measured(run, key, len(rows), side.explain)
         if not args.allow_empty:
             check_not_empty(result.run)
         measured.append(result)
 
-    has_base = base is not None or bool(args.base or args.base_bin)
+    has_base = bool(args.against or args.base or args.base_bin)
     diffs = [_diff(rows, cases, measured[0], m, accepted) for m in measured[1:]] if has_base else []
     meta = _meta(engine, corpus_path, queries_path)
     report = build_report(meta, pins, rows, [m.run for m in measured], diffs)
@@ -137,8 +155,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         binaries = [side.binary for side in sides]
         report["bench"] = run_bench(binaries, hand, corpora, args.bench, args.timeout)
     if args.save:
-        runs = [(_joined(m), m.key) for m in measured]
-        save_runs(Path(args.save), meta, asked, runs)
+        save_runs(Path(args.save), meta, asked, [(m.whole, m.key) for m in measured])
     if args.html:
         _write_html(Path(args.html), report)
     last = measured[-1].run
@@ -164,6 +181,8 @@ def _check_flags(args: argparse.Namespace) -> None:
         raise RecallError("--accept needs a baseline: accepted losses are losses against one")
     if args.jobs < 1 or args.timeout <= 0:
         raise RecallError("--jobs must be 1 or more and --timeout above 0")
+    if args.bench is not None and args.bench < 1:
+        raise RecallError(f"--bench {args.bench}: give 1 or more reps")
 
 
 def _regress_cases(args: argparse.Namespace, pins: dict[str, Pin], rows: list[QueryRow]):
@@ -227,10 +246,8 @@ def _tree_side(label: str, engine: Engine, root: Path, explain: Flags) -> Side:
 
 
 def _bin_side(label: str, engine: Engine, path: str, flag: str, root: Path, explain: Flags) -> Side:
-    program = Path(path)
-    if not program.is_file():
-        raise RecallError(f"{flag} {path}: no such file")
-    return Side(Binary(label, with_bin(engine, path), root), file_identity(program), True, explain)
+    binary = Binary(label, with_bin(engine, path, flag), root)
+    return Side(binary, file_identity(Path(path)), True, explain)
 
 
 def _baseline(
@@ -239,31 +256,15 @@ def _baseline(
     if args.base_bin:
         explain = (*engine_flag, ("--base-bin", args.base_bin))
         return _bin_side("base", engine, args.base_bin, "--base-bin", root, explain)
-    commit = resolve_commit(root, args.base)
-    tree = build_base(root, commit, engine, cache)
-    label = f"base {args.base} ({commit[:12]})"
-    explain = (*engine_flag, ("--base", args.base))
-    return Side(Binary(label, engine, tree), f"commit:{commit}", True, explain)
+    binary, commit = base_binary(root, args.base, engine, cache)
+    return Side(binary, f"commit:{commit}", True, (*engine_flag, ("--base", args.base)))
 
 
 def _fetch_corpora(rows, pins, cache, mirror, corpora: dict[str, Corpus]) -> None:  # type: ignore[no-untyped-def]
     """Fetch and list names only when a binary runs: a run from the cache needs neither."""
     for repo in dict.fromkeys(row.repo for row in rows):
         if repo not in corpora:
-            hold_in_use(use_lock(cache, "corpora", repo))
-            checkout = fetch(pins[repo], cache, mirror)
-            names = distinct_names(checkout_symbols(checkout, cache))
-            corpora[repo] = Corpus(checkout, names, cache, mirror)
-
-
-def _split(run: RunResult, key: dict, n_rows: int, explain: Flags | None) -> Measured:
-    query_part = dataclasses.replace(run, results=run.results[:n_rows])
-    return Measured(query_part, key, run.results[n_rows:], explain)
-
-
-def _joined(measured: Measured) -> RunResult:
-    run = measured.run
-    return dataclasses.replace(run, results=run.results + measured.cases)
+            corpora[repo] = open_corpus(pins[repo], cache, mirror)
 
 
 def _diff(rows: list[QueryRow], cases: list[Case], base: Measured, new: Measured, accepted) -> dict:  # type: ignore[no-untyped-def]

@@ -27,15 +27,13 @@ FORMAT = 1
 SAVED_KIND = "recall-saved-run"
 
 
-def run_key(
-    identity: str, engine: Engine, pins: dict[str, Pin], rows: list[QueryRow], timeout: float
-) -> dict:
-    """Every input that can change a binary's results on these rows."""
+def run_key(identity: str, engine: Engine, asked: dict, timeout: float) -> dict:
+    """Every input that can change a binary's results: asked is data_key() of the rows."""
     return {
         "format": FORMAT,
         "binary": identity,
         "engine": engine.digest,
-        **data_key(pins, rows),
+        **asked,
         "ctags": ctags_version(),
         "python": platform.python_version(),
         "timeout": timeout,

@@ -14,6 +14,23 @@ from recall.symbols import checkout_symbols, distinct_names
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# A finder script for fixture finder repos: names holding the query as a subsequence,
+# shortest first, one per line; and the recall.toml that runs it.
+SUBSEQUENCE_FINDER = r"""
+import sys
+query, names = sys.argv[1].lower(), open(sys.argv[2]).read().splitlines()
+def subseq(q, n):
+    it = iter(n.lower())
+    return all(c in it for c in q)
+hits = sorted((n for n in names if subseq(query, n)), key=lambda n: (len(n), n))
+print("\n".join(hits))
+"""
+SUBSEQUENCE_ENGINE = """[engine]
+bin = ["{python}", "{tree}/finder.py"]
+query = ["{bin}", "{query}", "{names}"]
+output = "lines"
+"""
+
 
 def mirror_dir() -> Path | None:
     for candidate in (os.environ.get("RECALL_MIRROR"), ROOT.parent / "shared" / "corpora"):

@@ -3,26 +3,20 @@ import shlex
 from pathlib import Path
 
 import pytest
-from conftest import commit_files, make_repo, needs_mirror, run_recall
+from conftest import (
+    SUBSEQUENCE_ENGINE,
+    SUBSEQUENCE_FINDER,
+    commit_files,
+    make_repo,
+    needs_mirror,
+    run_recall,
+)
 
 from recall.explain import Side, pick_row, render
 from recall.measure import Hit, QueryResult
 from recall.queryset import QueryRow
 
-FINDER = r"""
-import sys
-query, names = sys.argv[1].lower(), open(sys.argv[2]).read().splitlines()
-def subseq(q, n):
-    it = iter(n.lower())
-    return all(c in it for c in q)
-hits = sorted((n for n in names if subseq(query, n)), key=lambda n: (len(n), n))
-print("\n".join(hits))
-"""
-ENGINE = """[engine]
-bin = ["{python}", "{tree}/finder.py"]
-query = ["{bin}", "{query}", "{names}"]
-output = "lines"
-"""
+FINDER, ENGINE = SUBSEQUENCE_FINDER, SUBSEQUENCE_ENGINE
 CORPUS = "".join(
     f"def {name}():\n    pass\n\n"
     for name in ("parse_config", "parse_config_file", "print_config", "pack_context")

@@ -3,22 +3,16 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, commit_files, make_repo, run_recall
+from conftest import (
+    ROOT,
+    SUBSEQUENCE_ENGINE,
+    SUBSEQUENCE_FINDER,
+    commit_files,
+    make_repo,
+    run_recall,
+)
 
-GOOD = r"""
-import sys
-query, names = sys.argv[1].lower(), open(sys.argv[2]).read().splitlines()
-def subseq(q, n):
-    it = iter(n.lower())
-    return all(c in it for c in q)
-hits = sorted((n for n in names if subseq(query, n)), key=lambda n: (len(n), n))
-print("\n".join(hits))
-"""
-ENGINE = """[engine]
-bin = ["{python}", "{tree}/finder.py"]
-query = ["{bin}", "{query}", "{names}"]
-output = "lines"
-"""
+GOOD, ENGINE = SUBSEQUENCE_FINDER, SUBSEQUENCE_ENGINE
 
 
 @pytest.fixture

@@ -29,7 +29,8 @@ RUN = RunResult("base", "finder", 0.5, 1.5, RESULTS)
 def _key(**changes) -> dict:
     args = {"identity": "commit:" + "c" * 40, "engine": resolve_engine("fzf", ROOT),
             "pins": PINS, "rows": ROWS, "timeout": 30.0} | changes  # fmt: skip
-    return run_key(**args)
+    asked = data_key(args.pop("pins"), args.pop("rows"))
+    return run_key(asked=asked, **args)
 
 
 def test_a_stored_run_comes_back_whole_under_its_key_with_this_runs_label(tmp_path):
