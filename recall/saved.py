@@ -180,7 +180,7 @@ def load_against(path: Path, rows: list[QueryRow], key: dict) -> tuple[RunResult
     if len(run.results) != len(rows):
         raise RecallError(f"--against {path}: {len(run.results)} results for {len(rows)} rows")
     label = f"saved {path.name} ({run.label})"
-    return RunResult(label, run.bin, run.index_s, run.query_s, run.results, True), saved_key
+    return RunResult(label, run.bin, run.index_s, run.query_s, run.results, cached=True), saved_key
 
 
 def _difference(
