@@ -169,3 +169,32 @@ def expand(template: tuple[str, ...], values: dict[str, str], bin_argv: list[str
 
 def fill(text: str, values: dict[str, str]) -> str:
     return _FIELD.sub(lambda m: values[m.group(1)], text)
+
+
+class QueryArgv:
+    """A per-query argv template with everything but {query} and {limit} filled in once:
+    a query then costs a join, not a regular-expression pass over every element."""
+
+    def __init__(self, template: tuple[str, ...], values: dict[str, str], bin_argv: list[str]):
+        self.elements: list[str | tuple[str | int, ...]] = []
+        for element in template:
+            if element == "{bin}":
+                self.elements += bin_argv
+                continue
+            pieces: list[str | int] = []
+            for i, piece in enumerate(_FIELD.split(element)):
+                if i % 2 == 0:
+                    pieces.append(piece)
+                elif piece in ("query", "limit"):
+                    pieces.append(0 if piece == "query" else 1)
+                else:
+                    pieces.append(values[piece])
+            whole = all(isinstance(piece, str) for piece in pieces)
+            self.elements.append("".join(pieces) if whole else tuple(pieces))  # type: ignore[arg-type]
+
+    def fill(self, query: str, limit: str) -> list[str]:
+        given = (query, limit)
+        return [
+            e if isinstance(e, str) else "".join(p if isinstance(p, str) else given[p] for p in e)
+            for e in self.elements
+        ]

@@ -7,10 +7,11 @@ garbage is an error for that query, never a plain miss.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import fcntl
 import os
-import selectors
+import select
 import shutil
 import signal
 import subprocess
@@ -26,13 +27,17 @@ from pathlib import Path
 import orjson
 
 from recall.corpus import Checkout, Pin, fetch, hold_in_use, is_clean, use_lock
-from recall.engine import Engine, expand, fill
+from recall.engine import Engine, QueryArgv, expand, fill
 from recall.errors import RecallError
 from recall.queryset import QueryRow
+from recall.spawn import Child, Spawner, reap, reaped
 from recall.symbols import checkout_symbols, distinct_names
 
 TOP = 10
 TAIL = 300
+TAIL_KEEP = 1 << 16  # of a batch finder's stderr, for the error message
+AHEAD = 16  # batch requests written before their answers are read
+AHEAD_BYTES = 4096  # and at most this much of them: a pipe holds at least one page
 EMPTY_SUSPECT = 0.95
 INDEX_TIMEOUT_S = 1800.0  # indexing a corpus is one long step, not a query
 RUN_PREFIX = "recall-run-"
@@ -158,9 +163,10 @@ class Session:
     def __init__(self, binary: Binary, corpus: Corpus, timeout: float) -> None:
         self.binary, self.corpus, self.timeout = binary, corpus, timeout
         self.engine = binary.engine
-        self.live: set[subprocess.Popen[bytes]] = set()
+        self.live: set[int] = set()  # process groups of finder processes still running
         self.stopping = False
         self.guard = threading.Lock()
+        self.devnull = -1
         sweep_stale_sessions()
         try:
             self.tmp = Path(tempfile.mkdtemp(prefix=RUN_PREFIX))
@@ -170,6 +176,7 @@ class Session:
             ) from None
         try:
             self.lock = _hold_lock(self.tmp / LOCK_NAME)
+            self.devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
             db = self.tmp / "db"
             db.mkdir()
             names = self.tmp / "names.txt"
@@ -190,6 +197,8 @@ class Session:
         self.stdin_path = fill(self.engine.stdin, self.values) if self.engine.stdin else None
         # encoded once: Popen would encode every variable again for every query
         self.env = {os.fsencode(k): os.fsencode(v) for k, v in self._environment().items()}
+        self.spawner = Spawner(self.cwd, self.env)
+        self.query_argv = QueryArgv(self.engine.query, self.values, self.bin_argv)
 
     def _environment(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if k not in self.engine.env_remove}
@@ -211,6 +220,9 @@ class Session:
 
     def close(self) -> None:
         self.stop()
+        if self.devnull >= 0:
+            os.close(self.devnull)
+            self.devnull = -1
         shutil.rmtree(self.tmp, ignore_errors=True)
         if getattr(self, "lock", None) is not None:
             self.lock.close()
@@ -220,20 +232,20 @@ class Session:
         with self.guard:
             self.stopping = True
             live = list(self.live)
-        for proc in live:
-            _kill_group(proc)
+        for pid in live:
+            _kill_group(pid)
 
-    def _started(self, proc: subprocess.Popen[bytes]) -> None:
+    def _started(self, pid: int) -> None:
         with self.guard:
-            self.live.add(proc)
+            self.live.add(pid)
             stopping = self.stopping
         if stopping:
-            _kill_group(proc)
+            _kill_group(pid)
 
-    def _finished(self, proc: subprocess.Popen[bytes]) -> None:
-        _kill_group(proc)  # background children must not outlive the query they served
+    def _finished(self, pid: int) -> None:
+        _kill_group(pid)  # background children must not outlive the query they served
         with self.guard:
-            self.live.discard(proc)
+            self.live.discard(pid)
 
     def index(self) -> float:
         if not self.engine.index:
@@ -251,28 +263,22 @@ class Session:
 
     def run(self, argv: list[str], timeout: float) -> tuple[int | None, bytes, bytes]:
         """Run argv in its own process group; on timeout the whole group is killed."""
-        with contextlib.ExitStack() as stack:
-            stdin = (
-                stack.enter_context(open(self.stdin_path, "rb"))
-                if self.stdin_path
-                else subprocess.DEVNULL
-            )
-            try:
-                proc = subprocess.Popen(
-                    argv, cwd=self.cwd, env=self.env, stdin=stdin,
-                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-                )  # fmt: skip
-            except OSError as exc:
-                return 127, b"", f"cannot start {argv[0]}: {exc.strerror}".encode()
-        self._started(proc)
         try:
-            return _communicate(proc, timeout)
+            if self.stdin_path:
+                with open(self.stdin_path, "rb") as stdin:
+                    child = self.spawner.start(argv, stdin.fileno())
+            else:
+                child = self.spawner.start(argv, self.devnull)
+        except OSError as exc:
+            return 127, b"", f"cannot start {argv[0]}: {exc.strerror}".encode()
+        self._started(child.pid)
+        try:
+            return _communicate(child, timeout)
         finally:
-            self._finished(proc)
+            self._finished(child.pid)
 
     def query_one(self, row: QueryRow) -> QueryResult:
-        argv = self.argv(self.engine.query, {"query": row.query, "limit": "0"})
-        code, out, err = self.run(argv, self.timeout)
+        code, out, err = self.run(self.query_argv.fill(row.query, "0"), self.timeout)
         if code is None:
             return QueryResult(None, (), f"timed out after {self.timeout:g} s: {_tail(err)}")
         if code in self.engine.no_match_exit:
@@ -292,7 +298,14 @@ class Session:
         return results
 
     def _batch_process(self, rows: list[QueryRow]) -> list[QueryResult]:
-        """Answers from one batch process; stops at the first query it fails on."""
+        """Answers from one batch process; stops at the first query it fails on.
+
+        Up to AHEAD requests are written before their answers are read, so the finder
+        finds its next query waiting when it answers one, and the harness reads answers
+        that have piled up several at a time, instead of both sleeping in turn on every
+        query. The finder still answers one query after another: the query in flight is
+        the first one unanswered, and each has `timeout` seconds from the answer before.
+        """
         try:
             proc = subprocess.Popen(
                 self.argv(self.engine.batch), cwd=self.cwd, env=self.env,
@@ -302,28 +315,36 @@ class Session:
         except OSError as exc:
             raise RecallError(f"cannot start {self.binary.label}: {exc.strerror}") from None
         assert proc.stdin and proc.stdout and proc.stderr
-        self._started(proc)
-        reader = _LineReader(proc.stdout.fileno())
+        self._started(proc.pid)
+        reader = _AnswerReader(proc.stdout.fileno(), proc.stderr.fileno())
+        stdin = proc.stdin.fileno()
+        requests = [orjson.dumps({"query": row.query, "limit": 0}) + b"\n" for row in rows]
+        sent = ahead_bytes = 0  # requests written, and the bytes of those not yet answered
         results: list[QueryResult] = []
         try:
-            for row in rows:
-                request = orjson.dumps({"query": row.query, "limit": 0}) + b"\n"
-                try:
-                    proc.stdin.write(request)
-                    proc.stdin.flush()
-                except BrokenPipeError:
-                    pass
-                line = reader.readline(self.timeout)
+            for i, row in enumerate(rows):
+                first = sent
+                while (
+                    sent < len(rows)
+                    and sent - i < AHEAD
+                    and (sent == i or ahead_bytes + len(requests[sent]) <= AHEAD_BYTES)
+                ):
+                    ahead_bytes += len(requests[sent])
+                    sent += 1
+                if sent > first:
+                    _write_all(stdin, b"".join(requests[first:sent]))
+                line = reader.readline(time.monotonic() + self.timeout)
                 if line is None:
                     died = proc.poll() is not None
-                    _kill_group(proc)
-                    err = proc.stderr.read()
-                    what = f"exit {proc.wait()}" if died else f"timed out after {self.timeout:g} s"
-                    results.append(QueryResult(None, (), f"{what}: {_tail(err)}"))
+                    _kill_group(proc.pid)
+                    code = proc.wait()
+                    what = f"exit {code}" if died else f"timed out after {self.timeout:g} s"
+                    results.append(QueryResult(None, (), f"{what}: {_tail(reader.stderr())}"))
                     return results
+                ahead_bytes -= len(requests[i])
                 results.append(self._batch_answer(line, row))
         except BaseException:
-            _kill_group(proc)  # interrupted: no grace period for the finder
+            _kill_group(proc.pid)  # interrupted: no grace period for the finder
             raise
         finally:
             if proc.poll() is None:
@@ -332,11 +353,12 @@ class Session:
                 try:
                     proc.wait(timeout=5)
                 except subprocess.TimeoutExpired:
-                    _kill_group(proc)
-            self._finished(proc)
+                    _kill_group(proc.pid)
+            self._finished(proc.pid)
             proc.wait()
-            for stream in (proc.stdout, proc.stderr):
-                stream.close()
+            for stream in (proc.stdin, proc.stdout, proc.stderr):
+                with contextlib.suppress(OSError):
+                    stream.close()
         return results
 
     def _batch_answer(self, line: bytes, row: QueryRow) -> QueryResult:
@@ -349,98 +371,158 @@ class Session:
             return QueryResult(None, (), f"unparseable output ({exc}): {_tail(line)}")
 
 
-def _collect(proc: subprocess.Popen[bytes], timeout: float) -> tuple[bytes, bytes, bool]:
-    """stdout, stderr, and whether the process ended within timeout. The answer is complete
-    when the process exits, even if a background child it left still holds the pipes open.
-
-    Not Popen.communicate(timeout=...): after the pipes close it polls waitpid with
-    sleeps in between, and for a finder that answers in a millisecond those sleeps were a
-    third of each query's cost (see `make bench`). Here the exit is awaited on a pidfd.
-    """
-    assert proc.stdout and proc.stderr
+def _collect(child: Child, timeout: float) -> tuple[bytes, bytes, int | None]:
+    """stdout, stderr, and the exit status, or None if the process did not end within
+    timeout. The answer is complete when the process exits, even if a background child it
+    left still holds the pipes open, so the exit is awaited on a pidfd beside the pipes
+    (where there is no pidfd, on the pipes closing)."""
     deadline = time.monotonic() + timeout
-    streams = (proc.stdout.fileno(), proc.stderr.fileno())
-    chunks: dict[int, list[bytes]] = {fd: [] for fd in streams}
+    chunks: dict[int, list[bytes]] = {child.stdout: [], child.stderr: []}
     try:
-        pidfd: int | None = os.pidfd_open(proc.pid)
-    except (AttributeError, OSError):  # no pidfd (old kernel): wait for the pipes to close
+        pidfd: int | None = os.pidfd_open(child.pid)
+    except (AttributeError, OSError):
         pidfd = None
-    exited = False
+    poller = select.poll()
+    for fd in (child.stdout, child.stderr, *([pidfd] if pidfd is not None else [])):
+        poller.register(fd, select.POLLIN)
+    open_pipes, status = 2, None
     try:
-        with selectors.PollSelector() as selector:
-            for fd in streams:
-                selector.register(fd, selectors.EVENT_READ)
-            if pidfd is not None:
-                selector.register(pidfd, selectors.EVENT_READ)
-            while len(selector.get_map()) > (0 if exited or pidfd is None else 1):
-                left = max(deadline - time.monotonic(), 0) if not exited else 0
-                ready = selector.select(left)
+        while open_pipes or (status is None and pidfd is not None):
+            if status is None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                ready = poller.poll(left * 1000)
+            else:
+                ready = poller.poll(0)  # exited: drain what is there, wait for no one
                 if not ready:
-                    break  # the deadline passed, or the exited process's output is drained
-                for key, _ in ready:
-                    if key.fd == pidfd:
-                        exited = True
-                        selector.unregister(pidfd)
-                        continue
-                    data = os.read(key.fd, 1 << 16)
-                    if data:
-                        chunks[key.fd].append(data)
-                    else:
-                        selector.unregister(key.fd)
+                    break
+            for fd, _event in ready:
+                if fd == pidfd:
+                    status = reap(child.pid)
+                    poller.unregister(fd)
+                    continue
+                data = os.read(fd, 1 << 16)
+                if data:
+                    chunks[fd].append(data)
+                else:
+                    poller.unregister(fd)
+                    open_pipes -= 1
+        if status is None:
+            status = _reap_by(child.pid, deadline)
     finally:
         if pidfd is not None:
             os.close(pidfd)
-    out, err = (b"".join(chunks[fd]) for fd in streams)
-    if exited:
-        proc.wait()
-        return out, err, True
-    try:
-        proc.wait(max(deadline - time.monotonic(), 0))
-    except subprocess.TimeoutExpired:
-        return out, err, False
-    return out, err, True
+    return b"".join(chunks[child.stdout]), b"".join(chunks[child.stderr]), status
 
 
-class _LineReader:
-    """Reads lines from a pipe with a timeout, without a thread per read."""
+def _reap_by(pid: int, deadline: float) -> int | None:
+    """The exit status if the process ends by deadline (only without a pidfd: a short
+    sleep between looks), else None."""
+    while (status := reaped(pid)) is None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        time.sleep(min(left, 0.001))
+    return status
 
-    def __init__(self, fd: int) -> None:
-        self.fd, self.buffer = fd, b""
-        self.selector = selectors.DefaultSelector()
-        self.selector.register(fd, selectors.EVENT_READ)
 
-    def readline(self, timeout: float) -> bytes | None:
-        deadline = time.monotonic() + timeout
-        while b"\n" not in self.buffer:
-            left = deadline - time.monotonic()
-            if left <= 0 or not self.selector.select(left):
-                return None
-            chunk = os.read(self.fd, 1 << 16)
+class _AnswerReader:
+    """Answer lines from a batch finder's stdout, with a deadline per line and without a
+    thread: the pipe is read without blocking, and polled only when it is empty. Its
+    stderr is drained meanwhile (the last TAIL_KEEP bytes kept for an error message), so
+    a finder that logs a lot never stalls on a full pipe."""
+
+    def __init__(self, stdout: int, stderr: int) -> None:
+        self.stdout, self.stderr_fd = stdout, stderr
+        for fd in (stdout, stderr):
+            os.set_blocking(fd, False)
+        with contextlib.suppress(OSError, AttributeError):  # room for a long answer
+            fcntl.fcntl(stdout, fcntl.F_SETPIPE_SZ, 1 << 20)
+        self.lines: collections.deque[bytes] = collections.deque()
+        self.partial: list[bytes] = []
+        self.err = b""
+        self.poller = select.poll()
+        for fd in (stdout, stderr):
+            self.poller.register(fd, select.POLLIN)
+
+    def readline(self, deadline: float) -> bytes | None:
+        """The next line, or None if the pipe closed or the deadline passed first."""
+        while not self.lines:
+            try:
+                chunk = os.read(self.stdout, 1 << 20)
+            except BlockingIOError:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                for fd, _event in self.poller.poll(left * 1000):
+                    if fd == self.stderr_fd and not self._drain_stderr():
+                        self.poller.unregister(fd)
+                continue
             if not chunk:
                 return None
-            self.buffer += chunk
-        line, self.buffer = self.buffer.split(b"\n", 1)
-        return line
+            self._split(chunk)
+        return self.lines.popleft()
+
+    def _split(self, chunk: bytes) -> None:
+        start = 0
+        while (end := chunk.find(b"\n", start)) >= 0:
+            if self.partial:
+                self.lines.append(b"".join([*self.partial, chunk[start:end]]))
+                self.partial = []
+            else:
+                self.lines.append(chunk[start:end])
+            start = end + 1
+        if start < len(chunk):
+            self.partial.append(chunk[start:])
+
+    def _drain_stderr(self) -> bool:
+        """Read what stderr holds; False once it is closed."""
+        try:
+            data = os.read(self.stderr_fd, 1 << 16)
+        except BlockingIOError:
+            return True
+        self.err = (self.err + data)[-TAIL_KEEP:]
+        return bool(data)
+
+    def stderr(self) -> bytes:
+        """The last TAIL_KEEP bytes the finder wrote to stderr, once it has ended."""
+        with contextlib.suppress(BlockingIOError, OSError):
+            while data := os.read(self.stderr_fd, 1 << 16):
+                self.err = (self.err + data)[-TAIL_KEEP:]
+        return self.err
 
 
-def _communicate(proc: subprocess.Popen[bytes], timeout: float) -> tuple[int | None, bytes, bytes]:
+def _write_all(fd: int, data: bytes) -> None:
+    """All of data into a finder's stdin; a finder that has died reads nothing (its exit
+    is reported when its answer does not come)."""
+    view = memoryview(data)
+    with contextlib.suppress(BrokenPipeError):
+        while view:
+            view = view[os.write(fd, view) :]
+
+
+def _communicate(child: Child, timeout: float) -> tuple[int | None, bytes, bytes]:
     """Output and exit status; None on timeout, after the whole group is killed."""
     try:
-        out, err, done = _collect(proc, timeout)
+        out, err, status = _collect(child, timeout)
+        if status is None:
+            _kill_group(child.pid)
+            reap(child.pid)
+        return status, out, err
     except BaseException:
-        _kill_group(proc)
-        proc.communicate()
+        _kill_group(child.pid)
+        with contextlib.suppress(ChildProcessError):
+            reap(child.pid)
         raise
-    if done:
-        return proc.returncode, out, err
-    _kill_group(proc)
-    rest_out, rest_err = proc.communicate()
-    return None, out + rest_out, err + rest_err
+    finally:
+        os.close(child.stdout)
+        os.close(child.stderr)
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+def _kill_group(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
+        os.killpg(pid, signal.SIGKILL)
 
 
 def _hold_lock(path: Path):  # type: ignore[no-untyped-def]

@@ -1,6 +1,6 @@
 import pytest
 
-from recall.engine import expand, load_preset, parse_engine, preset_names
+from recall.engine import QueryArgv, expand, load_preset, parse_engine, preset_names
 from recall.errors import RecallError
 
 MINIMAL = b'[engine]\nbin = ["f"]\nquery = ["{bin}", "{query}"]\n'
@@ -16,6 +16,20 @@ def test_bin_splices_and_placeholders_fill():
     engine = parse_engine(MINIMAL, "e.toml")
     argv = expand(engine.query, {"query": "a b; $x"}, ["py", "-m", "f"])
     assert argv == ["py", "-m", "f", "a b; $x"]
+
+
+def test_a_prepared_query_argv_fills_as_expand_does_and_leaves_braces_in_values_alone():
+    template = ("{bin}", "--db={db}/x", "{query}", "-n", "{limit}", "q={query}&db={db}", "{corpus}")
+    values = {"db": "/tmp/{query}", "corpus": "/c/{limit}"}  # a path may hold braces
+    prepared = QueryArgv(template, values, ["py", "-m", "f"])
+    per_query = {"query": "a {db} b", "limit": "0"}
+    assert prepared.fill("a {db} b", "0") == expand(
+        template, {**values, **per_query}, ["py", "-m", "f"]
+    )
+    assert prepared.fill("a {db} b", "0") == [
+        "py", "-m", "f", "--db=/tmp/{query}/x", "a {db} b", "-n", "0",
+        "q=a {db} b&db=/tmp/{query}", "/c/{limit}",
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize(

@@ -106,3 +106,59 @@ def test_engine_that_returns_nothing_is_suspect(misbehaving, tmp_path, real_cach
     assert proc.returncode == 2
     assert "engine description is probably wrong" in proc.stderr
     assert proc.stdout == ""
+
+
+BATCH_FINDER = r"""
+import json, sys, time
+names = open(sys.argv[1]).read().splitlines()
+for line in sys.stdin:
+    query = json.loads(line)["query"]
+    if query == "crash":
+        sys.exit("boom: crashed on purpose")
+    if query == "hang":
+        time.sleep(300)
+    if query == "garbage":
+        print("this is not json", flush=True)
+        continue
+    if query == "refuse":
+        print(json.dumps({"error": "refused on purpose"}), flush=True)
+        continue
+    if query == "noisy":  # more than a pipe holds, before answering
+        sys.stderr.write("log line\n" * 50000)
+        sys.stderr.flush()
+        query = "Context"
+    if query == "huge":  # one answer line of several MiB
+        hits = [f"n{i}" for i in range(150000)] + ["Context"]
+    else:
+        hits = sorted((n for n in names if query.lower() in n.lower()), key=lambda n: (len(n), n))
+    print(json.dumps([{"name": n} for n in hits]), flush=True)
+"""
+
+
+def test_batch_faults_are_the_query_in_flight_and_the_rest_is_answered(tmp_path, real_cache, gin):
+    from recall.engine import load_engine
+    from recall.measure import Binary, Corpus, run_binary
+    from recall.queryset import QueryRow
+    from recall.symbols import checkout_symbols, distinct_names
+
+    (tmp_path / "finder.py").write_text(BATCH_FINDER)
+    (tmp_path / "engine.toml").write_text(
+        '[engine]\nbin = ["{python}", "%s"]\nquery = ["{bin}", "{query}"]\n'
+        'batch = ["{bin}", "{names}"]\n' % (tmp_path / "finder.py")
+    )
+    binary = Binary("batch", load_engine(tmp_path / "engine.toml"), tmp_path)
+    corpora = {"gin": Corpus(gin, distinct_names(checkout_symbols(gin, real_cache)))}
+    queries = ["Context", "crash", "Context", "hang", "Context", "garbage", "refuse",
+               "noisy", "huge"] + ["Context"] * 40  # fmt: skip
+    rows = [QueryRow("gin", q, "exact", "Context") for q in queries]
+    run = run_binary(binary, rows, corpora, jobs=1, timeout=2)
+    errors = {rows[i].query: r.error for i, r in enumerate(run.results) if r.error}
+    assert set(errors) == {"crash", "hang", "garbage", "refuse"}
+    assert errors["crash"].startswith("exit 1: boom: crashed on purpose")
+    assert errors["hang"].startswith("timed out after 2 s")
+    assert errors["garbage"].startswith("unparseable output")
+    assert errors["refuse"] == "finder error: refused on purpose"
+    ranks = [r.rank for r in run.results]
+    assert ranks[queries.index("huge")] == 150001  # the huge line, whole
+    ranks_of_context = {ranks[i] for i, q in enumerate(queries) if q in ("Context", "noisy")}
+    assert ranks_of_context == {1}  # every query after a crash or hang is answered again
