@@ -4,8 +4,8 @@ subprocess.Popen costs the harness about twice the CPU of the spawn itself (its 
 wrapped in file objects, the environment encoded again, an exec-error pipe per process),
 and in per-query mode that CPU competes with the finders for the same cores (see
 `make bench`). Where the C library has them (glibc 2.34 and later), posix_spawn with
-chdir, closefrom, setsid and default SIGPIPE/SIGXFSZ file actions does what Popen does
-for the harness in one call; elsewhere Popen does it.
+chdir and closefrom file actions, and setsid and default SIGPIPE/SIGXFSZ attributes,
+does what Popen does for the harness in one call; elsewhere Popen does it.
 
 A started process is a `Child`: its pid and the read ends of its stdout and stderr. The
 caller reads them and reaps the pid (`reap`); nothing here waits.
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import os
 import platform
 import shutil
@@ -96,6 +97,22 @@ _SETSIGDEF, _SETSIGMASK, _SETSID = 0x04, 0x08, 0x80
 _OPAQUE = 1024  # larger than glibc's posix_spawnattr_t (336 bytes) and file actions (80)
 
 
+@functools.cache
+def _glibc() -> ctypes.CDLL | None:
+    """The C library, if it is a glibc with every call the native path needs."""
+    if platform.libc_ver()[0] != "glibc":
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        for name in ("addchdir_np", "addclosefrom_np", "adddup2", "init", "destroy"):
+            getattr(libc, f"posix_spawn_file_actions_{name}")
+    except (OSError, AttributeError):
+        return None
+    pointer = ctypes.c_void_p
+    libc.posix_spawn.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_char_p, *[pointer] * 4]
+    return libc
+
+
 def _sigset(*signals: int) -> ctypes.Array[ctypes.c_ulong]:
     """A glibc sigset_t holding signals: 1024 bits in unsigned longs, signal n at bit n-1."""
     bits = 8 * ctypes.sizeof(ctypes.c_ulong)
@@ -110,15 +127,8 @@ class _NativeSpawn:
 
     @classmethod
     def create(cls, cwd: str, env: Mapping[bytes, bytes]) -> _NativeSpawn | None:
-        if platform.libc_ver()[0] != "glibc":
-            return None
-        try:
-            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-            for name in ("addchdir_np", "addclosefrom_np", "adddup2", "init", "destroy"):
-                getattr(libc, f"posix_spawn_file_actions_{name}")
-        except (OSError, AttributeError):
-            return None
-        return cls(libc, cwd, env)
+        libc = _glibc()
+        return None if libc is None else cls(libc, cwd, env)
 
     def __init__(self, libc: ctypes.CDLL, cwd: str, env: Mapping[bytes, bytes]) -> None:
         self.libc = libc
@@ -134,10 +144,6 @@ class _NativeSpawn:
         libc.posix_spawnattr_setsigdefault(self.attr, ctypes.byref(defaults))
         libc.posix_spawnattr_setsigmask(self.attr, ctypes.byref(_sigset()))
         libc.posix_spawnattr_setflags(self.attr, ctypes.c_short(_SETSID | _SETSIGDEF | _SETSIGMASK))
-        self.spawn_call = libc.posix_spawn
-        self.spawn_call.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_char_p] + [
-            ctypes.c_void_p
-        ] * 4
 
     def spawn(self, path: str, argv: Sequence[str], stdin: int, out_w: int, err_w: int) -> int:
         libc = self.libc
@@ -151,7 +157,7 @@ class _NativeSpawn:
             args = [os.fsencode(a) for a in argv]
             c_argv = (ctypes.c_char_p * (len(args) + 1))(*args, None)
             pid = ctypes.c_int()
-            error = self.spawn_call(
+            error = libc.posix_spawn(
                 ctypes.byref(pid), os.fsencode(path), actions, self.attr, c_argv, self.envp
             )
         finally:
