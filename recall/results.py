@@ -227,11 +227,12 @@ def render_results(entries: list[dict], host: dict[str, str]) -> str:
     )
     out += [
         "",
-        "ms / query is the batch latency per query: the run's `query_s` (wall time of the "
-        "query phase, summed over corpora) divided by the queries run, hand rows included. "
+        "ms / query is the time per query: the run's `query_s` (wall time of the query "
+        "phase, summed over corpora) divided by the queries run, hand rows included. "
         "Per-query finders pay a process start and a read of the names list on every query; "
-        "batch finders answer every query of a corpus from one process. index s is the "
-        "engine's index step (none for finders that read the names list).",
+        "batch finders answer every query of a corpus from one process, with the harness "
+        "keeping up to 16 requests ahead. index s is the engine's index step (none for "
+        "finders that read the names list).",
     ]
     for group, title in GROUPS:
         keys = _keys(first["runs"][0][group], group)
