@@ -33,6 +33,7 @@ from recall.corpus import (
 from recall.engine import fill, load_preset, preset_names
 from recall.errors import RecallError
 from recall.queryset import read_queries
+from recall.spawn import method
 from recall.symbols import ctags_version
 
 OK, WARN, FAIL = "ok", "warn", "FAIL"
@@ -250,6 +251,7 @@ def diagnose(
     cache: Path, mirror: Path | None, corpus: Path, queries: Path, tree: Path
 ) -> list[Check]:
     checks = [*check_python(), check_git(), check_ctags(), *check_presets(tree)]
+    checks.append(Check("process start", OK, method()))
     checks.append(check_cache(cache))
     file_checks, pins = check_files(corpus, queries)
     checks += file_checks

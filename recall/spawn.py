@@ -80,6 +80,13 @@ class Spawner:
         return proc.pid
 
 
+def method() -> str:
+    """How per-query processes start here, for `recall doctor`."""
+    if _glibc() is None:
+        return "subprocess.Popen (no glibc 2.34 or later: more of the harness's CPU a query)"
+    return f"posix_spawn (glibc {platform.libc_ver()[1]})"
+
+
 def reap(pid: int) -> int:
     """The exit status of an ended child, as Popen.returncode gives it (-N for signal N)."""
     _pid, status = os.waitpid(pid, 0)

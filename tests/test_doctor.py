@@ -26,6 +26,8 @@ def test_doctor_passes_with_a_mirror_and_names_each_corpus(real_cache, gin):
     assert f"{gin.pin.sha[:12]} fetched, frozen" in _line(proc.stdout, "corpus gin")
     assert "has 6 of 6 pins" in _line(proc.stdout, "mirror")
     assert "JSON output" in _line(proc.stdout, "ctags")
+    spawn = _line(proc.stdout, "process start")
+    assert spawn.startswith("ok ") and "posix_spawn (glibc " in spawn  # not Popen
     assert proc.stdout.splitlines()[-1].startswith("recall doctor: the default run has")
 
 
