@@ -161,20 +161,14 @@ def item_spawn(bench: Bench, jobs: int) -> None:
                              file_actions=actions)  # fmt: skip
         os.close(out_w)
         os.close(err_w)
-        for fd in (out_r, err_r):
-            while os.read(fd, 1 << 16):
-                pass
-            os.close(fd)
+        drain(out_r, err_r)
         os.waitpid(pid, 0)
 
     spawner = Spawner(os.getcwd(), os.environb)
 
     def own_spawner(row: QueryRow) -> None:
         child = spawner.start([str(bench.null), row.query], devnull)
-        for fd in (child.stdout, child.stderr):
-            while os.read(fd, 1 << 16):
-                pass
-            os.close(fd)
+        drain(child.stdout, child.stderr)
         reap(child.pid)
 
     def raw(spawn: Callable[[QueryRow], None]) -> float:
@@ -195,6 +189,14 @@ def item_spawn(bench: Bench, jobs: int) -> None:
     print(f"1. per-query mode, null finder, {n} queries, {jobs} jobs: harness {n / harness_s:,.0f} "
           f"queries/s; raw spawn loops {loops}: {100 * share:.0f}% of the fastest "
           f"(target 80% or more: {verdict(share >= 0.8)})")  # fmt: skip
+
+
+def drain(*fds: int) -> None:
+    """Read each pipe to its end, then close it."""
+    for fd in fds:
+        while os.read(fd, 1 << 16):
+            pass
+        os.close(fd)
 
 
 def bare_client(null: Path, rows: list[QueryRow], ahead: int) -> float:
