@@ -19,6 +19,7 @@ import numpy as np
 import orjson
 
 from recall import stats
+from recall.engine import QueryArgv
 from recall.errors import RecallError
 from recall.measure import Binary, Corpus, Session
 from recall.queryset import QueryRow
@@ -91,12 +92,12 @@ class _Timer:
     def __init__(self, session: Session) -> None:
         self.session = session
         engine = session.engine
-        self.template = engine.profile or engine.query
+        self.argv = QueryArgv(engine.profile or engine.query, session.values, session.bin_argv)
         self.profiled = bool(engine.profile)
         self.ok_codes = {0, *engine.no_match_exit}
 
     def time(self, row: QueryRow, timeout: float) -> tuple[float, dict[str, float], str | None]:
-        argv = self.session.argv(self.template, {"query": row.query, "limit": "0"})
+        argv = self.argv.fill(row.query, "0")
         started = time.perf_counter()
         code, _out, err = self.session.run(argv, timeout)
         wall_ms = (time.perf_counter() - started) * 1000.0

@@ -49,6 +49,25 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
+def _add_queries(parser: argparse.ArgumentParser, what: str = "the query set") -> None:
+    parser.add_argument(
+        "--queries", metavar="FILE", default="queries.tsv", help=f"{what} (default: %(default)s)"
+    )
+
+
+def _add_finder(parser: argparse.ArgumentParser, purpose: str = "") -> None:
+    parser.add_argument(
+        "--finder", metavar="DIR", default=".", help=f"the finder's repo{purpose} (default: .)"
+    )
+
+
+def _add_settings(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--settings", metavar="FILE", default="derive.json",
+        help="per-repo n and seed (default: %(default)s)",
+    )  # fmt: skip
+
+
 def _add_fetch(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("fetch", help="fetch the pinned corpora into the cache")
     _add_common(parser)
@@ -88,14 +107,8 @@ def _add_derive(sub: argparse._SubParsersAction) -> None:
 
     all_p = verbs.add_parser("all", help="regenerate the query set from the derive settings")
     _add_common(all_p)
-    all_p.add_argument(
-        "--settings", metavar="FILE", default="derive.json",
-        help="per-repo n and seed (default: %(default)s)",
-    )  # fmt: skip
-    all_p.add_argument(
-        "--queries", metavar="FILE", default="queries.tsv",
-        help="the query set to rewrite; its hand rows are kept (default: %(default)s)",
-    )  # fmt: skip
+    _add_settings(all_p)
+    _add_queries(all_p, "the query set to rewrite; its hand rows are kept")
     all_p.add_argument(
         "--check", action="store_true", help="exit 1 if the result differs from the file"
     )
@@ -149,14 +162,8 @@ def _cmd_derive_all(args: argparse.Namespace) -> int:
 def _add_doctor(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("doctor", help="check what the harness will use and whether it works")
     _add_common(parser)
-    parser.add_argument(
-        "--queries", metavar="FILE", default="queries.tsv",
-        help="the query set (default: %(default)s)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--finder", metavar="DIR", default=".",
-        help="the finder's repo, where presets look for built binaries (default: .)",
-    )  # fmt: skip
+    _add_queries(parser)
+    _add_finder(parser, ", where presets look for built binaries")
     parser.set_defaults(handler=_cmd_doctor)
 
 
@@ -175,10 +182,7 @@ def _add_init(sub: argparse._SubParsersAction) -> None:
         "--preset", metavar="NAME",
         help="start from this preset (default: a blank engine with every key explained)",
     )  # fmt: skip
-    parser.add_argument(
-        "--finder", metavar="DIR", default=".",
-        help="the finder's repo, whose top folder gets recall.toml (default: .)",
-    )  # fmt: skip
+    _add_finder(parser, ", whose top folder gets recall.toml")
     parser.set_defaults(handler=_cmd_init)
 
 
@@ -203,7 +207,7 @@ def _add_explain(sub: argparse._SubParsersAction) -> None:
     p.add_argument("query", metavar="QUERY")
     p.add_argument("--repo", required=True, metavar="R", help="the pin the query runs on")
     p.add_argument("--engine", metavar="E", help="preset name or engine TOML file")
-    p.add_argument("--finder", metavar="DIR", default=".", help="the finder's repo (default: .)")
+    _add_finder(p)
     p.add_argument("--bin", metavar="PATH", help="candidate binary built by hand")
     base = p.add_mutually_exclusive_group()
     base.add_argument("--base", metavar="REF", help="baseline: build REF of the finder repo")
@@ -212,10 +216,7 @@ def _add_explain(sub: argparse._SubParsersAction) -> None:
         "--source", metavar="NAME",
         help="the intended name (default: the query's source in the query set)",
     )  # fmt: skip
-    p.add_argument(
-        "--queries", metavar="FILE", default="queries.tsv",
-        help="the query set the source is looked up in (default: %(default)s)",
-    )  # fmt: skip
+    _add_queries(p, "the query set the source is looked up in")
     p.add_argument("--json", action="store_true", help="print the same as one JSON object")
     p.add_argument(
         "--timeout", type=float, default=explain.EXPLAIN_TIMEOUT_S,
@@ -256,14 +257,8 @@ def _add_pin(sub: argparse._SubParsersAction) -> None:
         "--n", type=int,
         help=f"names to sample for the repo (default: its derive.json n, else {pinning.DEFAULT_N})",
     )  # fmt: skip
-    p.add_argument(
-        "--settings", metavar="FILE", default="derive.json",
-        help="per-repo n and seed (default: %(default)s)",
-    )  # fmt: skip
-    p.add_argument(
-        "--queries", metavar="FILE", default="queries.tsv",
-        help="the query set to update; hand rows are kept (default: %(default)s)",
-    )  # fmt: skip
+    _add_settings(p)
+    _add_queries(p, "the query set to update; hand rows are kept")
     p.set_defaults(handler=_cmd_pin)
 
 
@@ -341,12 +336,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         help="a candidate binary built by hand, run with the unlabeled engine (repeatable; "
         "default candidate: the engine built from the working tree)",
     )
-    p.add_argument(
-        "--finder",
-        metavar="DIR",
-        default=".",
-        help="the finder's repo (default: the current folder)",
-    )
+    _add_finder(p)
     base = p.add_mutually_exclusive_group()
     base.add_argument("--base", metavar="REF", help="baseline: build REF of the finder repo")
     base.add_argument("--base-bin", metavar="PATH", help="baseline: a binary built by hand")
@@ -391,12 +381,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         default=os.cpu_count() or 1,
         help="parallel queries in per-query mode (default: %(default)s, the cores)",
     )
-    p.add_argument(
-        "--queries",
-        metavar="FILE",
-        default="queries.tsv",
-        help="the query set (default: %(default)s)",
-    )
+    _add_queries(p)
     p.add_argument("--repo", action="append", metavar="R", help="only this repo (repeatable)")
     p.add_argument("--type", action="append", metavar="T", help="only this type (repeatable)")
     p.add_argument(

@@ -292,13 +292,17 @@ class Session:
         return rank_by_name(hits, row.source)
 
     def query_batch(self, rows: list[QueryRow]) -> list[QueryResult]:
+        requests = [orjson.dumps({"query": row.query, "limit": 0}) + b"\n" for row in rows]
         results: list[QueryResult] = []
         while len(results) < len(rows):
-            results += self._batch_process(rows[len(results) :])
+            results += self._batch_process(rows, requests, len(results))
         return results
 
-    def _batch_process(self, rows: list[QueryRow]) -> list[QueryResult]:
-        """Answers from one batch process; stops at the first query it fails on.
+    def _batch_process(
+        self, rows: list[QueryRow], requests: list[bytes], start: int
+    ) -> list[QueryResult]:
+        """Answers from one batch process to rows[start:]; stops at the first query it
+        fails on.
 
         Up to AHEAD requests are written before their answers are read, so the finder
         finds its next query waiting when it answers one, and the harness reads answers
@@ -318,11 +322,10 @@ class Session:
         self._started(proc.pid)
         reader = _AnswerReader(proc.stdout.fileno(), proc.stderr.fileno())
         stdin = proc.stdin.fileno()
-        requests = [orjson.dumps({"query": row.query, "limit": 0}) + b"\n" for row in rows]
-        sent = ahead_bytes = 0  # requests written, and the bytes of those not yet answered
+        sent, ahead_bytes = start, 0  # requests written, the bytes of those not yet answered
         results: list[QueryResult] = []
         try:
-            for i, row in enumerate(rows):
+            for i in range(start, len(rows)):
                 first = sent
                 while (
                     sent < len(rows)
@@ -342,7 +345,7 @@ class Session:
                     results.append(QueryResult(None, (), f"{what}: {_tail(reader.stderr())}"))
                     return results
                 ahead_bytes -= len(requests[i])
-                results.append(self._batch_answer(line, row))
+                results.append(self._batch_answer(line, rows[i]))
         except BaseException:
             _kill_group(proc.pid)  # interrupted: no grace period for the finder
             raise
@@ -456,8 +459,8 @@ class _AnswerReader:
                 if left <= 0:
                     return None
                 for fd, _event in self.poller.poll(left * 1000):
-                    if fd == self.stderr_fd and not self._drain_stderr():
-                        self.poller.unregister(fd)
+                    if fd == self.stderr_fd and self._read_stderr() == b"":
+                        self.poller.unregister(fd)  # closed
                 continue
             if not chunk:
                 return None
@@ -476,20 +479,21 @@ class _AnswerReader:
         if start < len(chunk):
             self.partial.append(chunk[start:])
 
-    def _drain_stderr(self) -> bool:
-        """Read what stderr holds; False once it is closed."""
+    def _read_stderr(self) -> bytes | None:
+        """One read of stderr, its tail kept: what it held (b"" once closed), or None if
+        it holds nothing now."""
         try:
             data = os.read(self.stderr_fd, 1 << 16)
         except BlockingIOError:
-            return True
+            return None
         self.err = (self.err + data)[-TAIL_KEEP:]
-        return bool(data)
+        return data
 
     def stderr(self) -> bytes:
         """The last TAIL_KEEP bytes the finder wrote to stderr, once it has ended."""
-        with contextlib.suppress(BlockingIOError, OSError):
-            while data := os.read(self.stderr_fd, 1 << 16):
-                self.err = (self.err + data)[-TAIL_KEEP:]
+        with contextlib.suppress(OSError):
+            while self._read_stderr():
+                pass
         return self.err
 
 

@@ -27,14 +27,19 @@ def finder(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
     )  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    tree = tmp_path_factory.mktemp("tree")
-    (tree / "mod.py").write_text(SOURCE)
-    path = tree.parent / "finder.db"
+def indexed(tmp_path_factory: pytest.TempPathFactory, name: str, source: str) -> Path:
+    """The finder's index of one Python file holding source."""
+    tree = tmp_path_factory.mktemp(name)
+    (tree / f"{name}.py").write_text(source)
+    path = tree.parent / f"{name}.db"
     proc = finder("index", str(tree), "--language", "python", "--db", str(path))
     assert proc.returncode == 0, proc.stderr
     return path
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return indexed(tmp_path_factory, "mod", SOURCE)
 
 
 @pytest.mark.parametrize(
@@ -82,12 +87,7 @@ class TestRenderHTMLTemplateEmptyName: pass
 
 @pytest.fixture(scope="module")
 def word_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    tree = tmp_path_factory.mktemp("words")
-    (tree / "words.py").write_text(WORD_STARTS)
-    path = tree.parent / "words.db"
-    proc = finder("index", str(tree), "--language", "python", "--db", str(path))
-    assert proc.returncode == 0, proc.stderr
-    return path
+    return indexed(tmp_path_factory, "words", WORD_STARTS)
 
 
 @pytest.mark.parametrize(
