@@ -8,8 +8,11 @@ name (limit 0), as the harness does, so serialising long lists is part of the fi
 
     python3 benchmarks/finder_latency.py [--ref REF] [--repo rails] [--reps 1]
 
---ref measures the finder of another commit (its `git archive`), so a decision can show
-the figure before and after its change on the same machine.
+--ref REF measures the finder of another commit (its `git archive`) beside this
+checkout's, side by side in one run: both batch processes stay up, every query goes to
+both in turn (who goes first alternates), and the figure to compare is the median of the
+per-query ratios checkout/REF, which load on a shared machine moves far less than either
+median.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import sys
 import tarfile
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import git
@@ -35,10 +39,38 @@ from recall.corpus import cache_root, fetch, load_pins, mirror_root  # noqa: E40
 from recall.queryset import read_queries  # noqa: E402
 
 
-def finder_tree(ref: str | None, scratch: Path) -> Path:
-    """The tree whose recall.finder runs: this checkout, or REF's archive."""
-    if ref is None:
-        return ROOT
+@dataclass(frozen=True)
+class Tree:
+    """One finder under test: its label, the tree recall.finder is imported from, and a
+    scratch folder that is its HOME and working directory (-m puts the working directory
+    ahead of PYTHONPATH, so a finder started from this checkout would run the checkout's
+    code whatever the tree)."""
+
+    label: str
+    path: Path
+    scratch: Path
+
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("XDG_")}
+        env.update(PYTHONPATH=str(self.path), HOME=str(self.scratch), LC_ALL="C.UTF-8")
+        env.update(TZ="UTC")
+        return env
+
+    def start(
+        self,
+        *args: str,
+        stdin: int | None = None,
+        stdout: int | None = None,
+        stderr: int | None = None,
+    ) -> subprocess.Popen[bytes]:
+        argv = [sys.executable, "-m", "recall.finder", *args]
+        return subprocess.Popen(
+            argv, cwd=self.scratch, env=self.env(), stdin=stdin, stdout=stdout, stderr=stderr
+        )
+
+
+def archive_tree(ref: str, scratch: Path) -> Path:
+    """REF's `git archive`, unpacked: the tree its finder runs from."""
     data = io.BytesIO()
     with git.Repo(ROOT) as repo:
         repo.archive(data, ref)
@@ -49,42 +81,66 @@ def finder_tree(ref: str | None, scratch: Path) -> Path:
     return tree
 
 
-def finder_env(tree: Path, scratch: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("XDG_")}
-    env.update(PYTHONPATH=str(tree), HOME=str(scratch), LC_ALL="C.UTF-8", TZ="UTC")
-    return env
-
-
-def index(corpus: Path, language: str, db: Path, env: dict[str, str]) -> float:
-    """Seconds for one `index` process, start-up included."""
+def index(tree: Tree, corpus: Path, language: str) -> tuple[Path, float]:
+    """The index file and the seconds one `index` process took, start-up included."""
+    db = tree.scratch / f"{corpus.name}.db"
     start = time.perf_counter()
-    argv = [sys.executable, "-m", "recall.finder", "index", str(corpus), "--language", language]
-    subprocess.run([*argv, "--db", str(db)], env=env, check=True, capture_output=True)
-    return time.perf_counter() - start
+    proc = tree.start(
+        "index",
+        str(corpus),
+        "--language",
+        language,
+        "--db",
+        str(db),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    _, err = proc.communicate()
+    took = time.perf_counter() - start
+    if proc.returncode:
+        raise SystemExit(f"{tree.label}: index {corpus.name} failed: {err.decode()[-500:]}")
+    return db, took
 
 
-def batch_latencies(db: Path, queries: list[str], env: dict[str, str]) -> list[float]:
-    """Milliseconds per query through one batch process, after one untimed warm-up."""
-    argv = [sys.executable, "-m", "recall.finder", "query", "--batch", "--db", str(db)]
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
-    assert proc.stdin is not None and proc.stdout is not None
-    out: list[float] = []
+def batch_latencies(
+    trees: list[Tree], dbs: list[Path], queries: list[str], reps: int
+) -> list[list[float]]:
+    """Milliseconds per query and tree, one batch process per tree, after one untimed
+    warm-up query; query n of pass r goes first to tree (n + r) mod len(trees)."""
+    procs = [
+        tree.start(
+            "query", "--batch", "--db", str(db), stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        )
+        for tree, db in zip(trees, dbs, strict=True)
+    ]
+    times: list[list[float]] = [[] for _ in trees]
     try:
-        for n, query in enumerate([queries[0], *queries]):
-            line = orjson.dumps({"query": query, "limit": 0}) + b"\n"
-            start = time.perf_counter()
-            proc.stdin.write(line)
-            proc.stdin.flush()
-            answer = proc.stdout.readline()
-            took = (time.perf_counter() - start) * 1000.0
-            if not answer.startswith(b"["):
-                raise SystemExit(f"query {query!r}: {answer[:200]!r}")
-            if n:
-                out.append(took)
+        for rep in range(reps):
+            for n, query in enumerate([queries[0], *queries]):
+                line = orjson.dumps({"query": query, "limit": 0}) + b"\n"
+                first = (n + rep) % len(trees)
+                for k in [*range(first, len(trees)), *range(first)]:
+                    took = _ask(procs[k], line, f"{trees[k].label}: query {query!r}")
+                    if n:
+                        times[k].append(took)
     finally:
-        proc.stdin.close()
-        proc.wait()
-    return out
+        for proc in procs:
+            assert proc.stdin is not None
+            proc.stdin.close()
+            proc.wait()
+    return times
+
+
+def _ask(proc: subprocess.Popen[bytes], line: bytes, what: str) -> float:
+    assert proc.stdin is not None and proc.stdout is not None
+    start = time.perf_counter()
+    proc.stdin.write(line)
+    proc.stdin.flush()
+    answer = proc.stdout.readline()
+    took = (time.perf_counter() - start) * 1000.0
+    if not answer.startswith(b"["):
+        raise SystemExit(f"{what}: {answer[:200]!r}")
+    return took
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -94,36 +150,51 @@ def percentile(values: list[float], q: float) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ref", help="measure this commit's finder instead of the checkout")
+    parser.add_argument("--ref", help="also measure this commit's finder, side by side")
     parser.add_argument("--repo", default="rails", help="corpus whose queries are timed")
     parser.add_argument("--reps", type=int, default=1, help="passes over the queries")
     parser.add_argument("--cache", help="corpus cache (default: $RECALL_CACHE)")
     parser.add_argument("--mirror", help="offline mirror of the pins")
     args = parser.parse_args()
     pins = load_pins(ROOT / "corpus.json")
+    if args.repo not in pins:
+        raise SystemExit(f"--repo {args.repo}: not a pinned corpus ({', '.join(pins)})")
     cache = cache_root(args.cache)
     mirror = mirror_root(args.mirror)
     rows = [r.query for r in read_queries(ROOT / "queries.tsv", set(pins)) if r.repo == args.repo]
+    print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
     with tempfile.TemporaryDirectory(prefix="finder-latency-") as tmp:
-        scratch = Path(tmp)
-        env = finder_env(finder_tree(args.ref, scratch), scratch)
-        total = 0.0
-        dbs: dict[str, Path] = {}
-        for name, pin in pins.items():
-            checkout = fetch(pin, cache, mirror)
-            dbs[name] = scratch / f"{name}.db"
-            took = index(checkout.path, pin.language, dbs[name], env)
-            total += took
-            print(f"index {name:<8} {took:6.2f} s")
-        print(f"index all      {total:6.2f} s")
-        times: list[float] = []
-        for _ in range(args.reps):
-            times += batch_latencies(dbs[args.repo], rows, env)
-    print(
-        f"batch {args.repo}: {len(rows)} queries x {args.reps}, per query "
-        f"median {statistics.median(times):.2f} ms, p90 {percentile(times, 0.9):.2f} ms, "
-        f"max {max(times):.2f} ms"
-    )
+        trees: list[Tree] = []
+        if args.ref:
+            scratch = Path(tmp) / "ref"
+            scratch.mkdir()
+            trees.append(Tree(args.ref, archive_tree(args.ref, scratch), scratch))
+        (Path(tmp) / "checkout").mkdir()
+        trees.append(Tree("checkout", ROOT, Path(tmp) / "checkout"))
+        repo_dbs: list[Path] = []
+        for tree in trees:
+            total = 0.0
+            for name, pin in pins.items():
+                db, took = index(tree, fetch(pin, cache, mirror).path, pin.language)
+                total += took
+                if name == args.repo:
+                    repo_dbs.append(db)
+                print(f"{tree.label}: index {name:<8} {took:6.2f} s")
+            print(f"{tree.label}: index all      {total:6.2f} s")
+        times = batch_latencies(trees, repo_dbs, rows, args.reps)
+    for tree, took in zip(trees, times, strict=True):
+        print(
+            f"{tree.label}: batch {args.repo}, {len(rows)} queries x {args.reps}, per query "
+            f"median {statistics.median(took):.2f} ms, p90 {percentile(took, 0.9):.2f} ms, "
+            f"max {max(took):.2f} ms"
+        )
+    if len(trees) == 2:
+        ratios = [new / old for old, new in zip(*times, strict=True)]
+        print(
+            f"checkout / {args.ref} per query: median {statistics.median(ratios):.3f}, "
+            f"p10 {percentile(ratios, 0.1):.3f}, p90 {percentile(ratios, 0.9):.3f}"
+        )
+    print(f"load average {os.getloadavg()[0]:.2f}")
     return 0
 
 
