@@ -109,3 +109,19 @@ def test_jumping_to_the_next_word_start_is_cheap_and_skipping_whole_words_costs(
     assert proc.returncode == 0, proc.stderr
     names = [row["name"] for row in json.loads(proc.stdout)]
     assert names.index(expected) == 0 and other in names
+
+
+@pytest.mark.parametrize("cols", [1, 99, 100, 257, 1999, 2000, 2100])
+@pytest.mark.parametrize("rows", [1, 2, 5, 33])
+def test_the_running_max_equals_accumulate_on_every_path(rows, cols):
+    """The finder picks accumulate, shift doubling or a row loop by the number of names:
+    each must give np.maximum.accumulate exactly, ragged sizes and ties included."""
+    import numpy as np
+
+    from recall.finder.rank import _running_max
+
+    rng = np.random.default_rng(rows * 10_000 + cols)
+    x = rng.integers(-3, 4, size=(rows, cols)).astype(np.float32)
+    x[rng.random(x.shape) < 0.5] = -1e9
+    expected = np.maximum.accumulate(x, axis=0)
+    assert np.array_equal(_running_max(x.copy()), expected)

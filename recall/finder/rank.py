@@ -105,14 +105,25 @@ def _classify(code: int) -> tuple[int, int]:
 
 
 def _running_max(x: np.ndarray) -> np.ndarray:
-    """np.maximum.accumulate(x, axis=0), in place. accumulate() walks one column at a time
-    (about 6 ns a cell); for many columns a loop of whole-row maxima is several times
-    faster, for few the loop's per-call overhead loses."""
-    if x.shape[1] < 256:
+    """np.maximum.accumulate(x, axis=0), overwriting x. accumulate() walks one cell at a
+    time (about 5 ns a cell), which only pays for few columns; for more, whole-row maxima
+    are faster: over shifts that double (log2(rows) calls, as many cells each) up to a
+    few thousand columns, then row by row (one call per row)."""
+    rows, cols = x.shape
+    if cols < 100:
         return np.maximum.accumulate(x, axis=0, out=x)
-    for j in range(1, len(x)):
-        np.maximum(x[j - 1], x[j], out=x[j])
-    return x
+    if cols >= 2000:
+        for j in range(1, rows):
+            np.maximum(x[j - 1], x[j], out=x[j])
+        return x
+    src, dst = x, np.empty_like(x)
+    shift = 1
+    while shift < rows:
+        dst[:shift] = src[:shift]
+        np.maximum(src[shift:], src[:-shift], out=dst[shift:])
+        src, dst = dst, src
+        shift *= 2
+    return src
 
 
 @dataclass(frozen=True)
@@ -370,6 +381,7 @@ class Ranker:
         hop1[2:] = consec_bonus[2:] + vowel[1:-1] - VOWEL_HOP
         hop2 = np.full_like(d, NEG)
         hop2[3:] = consec_bonus[3:] + vowel[1:-2] + vowel[2:-1] - 2 * VOWEL_HOP
+        arrive = bonus + (BASE - GAP_OPEN) - before  # what a jump earns, before its skips
         best = np.empty_like(d)
         for i in range(1, len(q)):
             best[0] = NEG
@@ -385,8 +397,7 @@ class Ranker:
                     # a prefix of each word, so the rest of a word is skipped for free, and
                     # consecutive words beat words picked out of a longer name.
                     reach = _running_max(d + through)
-                    jump = reach[:-2] - before[2:]
-                    jump += bonus[2:] + (BASE - GAP_OPEN)
+                    jump = reach[:-2] + arrive[2:]
                     np.maximum(best[2:], jump, out=best[2:])
                     far = _running_max(d + counted)[:-2] + land[2:]
                     np.maximum(best[2:], far, out=best[2:])
@@ -415,10 +426,11 @@ class Ranker:
         tmask = np.uint64(0)
         for c in squash(text):
             tmask |= np.uint64(_char_bit(ord(c)))
-        ok = np.abs(self.lower_lengths - len(text)) <= cutoff
-        ok &= np.bitwise_count(tmask & ~self.masks) <= cutoff
-        ok &= np.bitwise_count(self.masks & ~tmask) <= cutoff
-        idx = np.flatnonzero(ok)
+        idx = np.flatnonzero(np.abs(self.lower_lengths - len(text)) <= cutoff)
+        masks = self.masks[idx]
+        ok = np.bitwise_count(tmask & ~masks) <= cutoff
+        ok &= np.bitwise_count(masks & ~tmask) <= cutoff
+        idx = idx[ok]
         if not idx.size:
             return
         dist = process.cdist(
