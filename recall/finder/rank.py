@@ -105,10 +105,10 @@ def _classify(code: int) -> tuple[int, int]:
 
 
 def _running_max(x: np.ndarray) -> np.ndarray:
-    """np.maximum.accumulate(x, axis=0), overwriting x. accumulate() walks one cell at a
-    time (about 5 ns a cell), which only pays for few columns; for more, whole-row maxima
-    are faster: over shifts that double (log2(rows) calls, as many cells each) up to a
-    few thousand columns, then row by row (one call per row)."""
+    """np.maximum.accumulate(x, axis=0); x is scratch and may be overwritten. accumulate()
+    walks one cell at a time (about 5 ns a cell), which only pays for few columns; for
+    more, whole-row maxima are faster: over shifts that double (log2(rows) calls, as many
+    cells each) up to a few thousand columns, then row by row (one call per row)."""
     rows, cols = x.shape
     if cols < 100:
         return np.maximum.accumulate(x, axis=0, out=x)
