@@ -18,23 +18,21 @@ median.
 from __future__ import annotations
 
 import argparse
-import io
 import os
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import git
 import orjson
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from recall.build import extract_archive  # noqa: E402
 from recall.corpus import cache_root, fetch, load_pins, mirror_root  # noqa: E402
 from recall.queryset import read_queries  # noqa: E402
 
@@ -52,8 +50,7 @@ class Tree:
 
     def env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("XDG_")}
-        env.update(PYTHONPATH=str(self.path), HOME=str(self.scratch), LC_ALL="C.UTF-8")
-        env.update(TZ="UTC")
+        env.update(PYTHONPATH=str(self.path), HOME=str(self.scratch), LC_ALL="C.UTF-8", TZ="UTC")
         return env
 
     def start(
@@ -67,18 +64,6 @@ class Tree:
         return subprocess.Popen(
             argv, cwd=self.scratch, env=self.env(), stdin=stdin, stdout=stdout, stderr=stderr
         )
-
-
-def archive_tree(ref: str, scratch: Path) -> Path:
-    """REF's `git archive`, unpacked: the tree its finder runs from."""
-    data = io.BytesIO()
-    with git.Repo(ROOT) as repo:
-        repo.archive(data, ref)
-    data.seek(0)
-    tree = scratch / "tree"
-    with tarfile.open(fileobj=data) as tar:
-        tar.extractall(tree, filter="data")
-    return tree
 
 
 def index(tree: Tree, corpus: Path, language: str) -> tuple[Path, float]:
@@ -168,7 +153,8 @@ def main() -> int:
         if args.ref:
             scratch = Path(tmp) / "ref"
             scratch.mkdir()
-            trees.append(Tree(args.ref, archive_tree(args.ref, scratch), scratch))
+            extract_archive(ROOT, args.ref, scratch / "tree")
+            trees.append(Tree(args.ref, scratch / "tree", scratch))
         (Path(tmp) / "checkout").mkdir()
         trees.append(Tree("checkout", ROOT, Path(tmp) / "checkout"))
         repo_dbs: list[Path] = []

@@ -72,7 +72,7 @@ def build_base(root: Path, commit: str, engine: Engine, cache: Path) -> Path:
             tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{key}-", dir=builds))
             try:
                 tree = tmp / "tree"
-                _extract_archive(root, commit, tree)
+                extract_archive(root, commit, tree)
                 run_build(engine, tree)
                 (tmp / ".recall-built").write_text(commit + "\n")
                 tmp.rename(final)
@@ -83,7 +83,8 @@ def build_base(root: Path, commit: str, engine: Engine, cache: Path) -> Path:
     return final / "tree"
 
 
-def _extract_archive(root: Path, commit: str, dest: Path) -> None:
+def extract_archive(root: Path, commit: str, dest: Path) -> None:
+    """COMMIT's `git archive` of the repository at root, unpacked into dest (created)."""
     repo = git.Repo(root)
     with repo:
         data = repo.git.archive("--format=tar", commit, stdout_as_string=False)
