@@ -5,18 +5,19 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import io
+import os
 import shutil
 import subprocess
-import sys
 import tarfile
 import tempfile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import git
 
 from recall.corpus import hold_in_use, locked, use_lock
 from recall.engine import Engine, expand, fill
 from recall.errors import RecallError
+from recall.interpreter import finder_python
 from recall.measure import Binary
 
 TAIL_LINES = 15
@@ -24,6 +25,8 @@ TAIL_LINES = 15
 
 def finder_root(start: Path) -> Path:
     """The finder repo's top folder (the start folder itself outside a git repo)."""
+    if not start.is_dir():
+        raise RecallError(f"--finder {start}: no such folder")
     try:
         repo = git.Repo(start, search_parent_directories=True)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
@@ -54,7 +57,7 @@ def build_key(commit: str, engine: Engine) -> str:
     return hashlib.sha256(f"{commit}\0{engine.digest}".encode()).hexdigest()[:24]
 
 
-def build_base(root: Path, commit: str, engine: Engine, cache: Path) -> Path:
+def build_base(root: Path, commit: str, engine: Engine, cache: Path, python: str) -> Path:
     """The built tree of commit, from the cache or from `git archive` plus the build; marked
     in use by this process, so a concurrent prune leaves it alone."""
     key = build_key(commit, engine)
@@ -73,7 +76,7 @@ def build_base(root: Path, commit: str, engine: Engine, cache: Path) -> Path:
             try:
                 tree = tmp / "tree"
                 extract_archive(root, commit, tree)
-                run_build(engine, tree)
+                run_build(engine, tree, python)
                 (tmp / ".recall-built").write_text(commit + "\n")
                 tmp.rename(final)
             finally:
@@ -84,18 +87,55 @@ def build_base(root: Path, commit: str, engine: Engine, cache: Path) -> Path:
 
 
 def extract_archive(root: Path, commit: str, dest: Path) -> None:
-    """COMMIT's `git archive` of the repository at root, unpacked into dest (created)."""
+    """COMMIT's `git archive` of the repository at root, unpacked into dest (created).
+
+    Every member is checked by us rather than by tarfile's `filter="data"`, which only
+    Python 3.11.4 and later have: the same archive unpacks alike on every supported Python.
+    """
     repo = git.Repo(root)
     with repo:
         data = repo.git.archive("--format=tar", commit, stdout_as_string=False)
     dest.mkdir()
     with tarfile.open(fileobj=io.BytesIO(data)) as archive:
-        archive.extractall(dest, filter="data")
+        members = archive.getmembers()
+        for member in members:
+            problem = unsafe_member(member)
+            if problem:
+                raise RecallError(f"--base {commit[:12]}: archive member {member.name!r} {problem}")
+        # checked above; "fully_trusted" keeps 3.14's stricter default from changing modes
+        trusted = {"filter": "fully_trusted"} if hasattr(tarfile, "fully_trusted_filter") else {}
+        archive.extractall(dest, members=members, **trusted)
 
 
-def run_build(engine: Engine, tree: Path) -> None:
+def unsafe_member(member: tarfile.TarInfo) -> str | None:
+    """Why a member could write outside the folder it is unpacked into, or None: an absolute
+    or `..` path, a link whose target leaves the folder, a device or fifo."""
+    parts = PurePosixPath(member.name).parts
+    if member.name.startswith("/") or ".." in parts:
+        return "leaves the tree"
+    if not (member.isfile() or member.isdir() or member.issym() or member.islnk()):
+        return "is not a file, folder or link"
+    if member.issym() or member.islnk():
+        target = PurePosixPath(member.linkname)
+        base = PurePosixPath(*parts[:-1]) if member.issym() else PurePosixPath()
+        if target.is_absolute() or _escapes(base / target):
+            return f"links outside the tree ({member.linkname!r})"
+    return None
+
+
+def _escapes(path: PurePosixPath) -> bool:
+    """Does a relative path climb above its start once `..` is applied in order?"""
+    depth = 0
+    for part in path.parts:
+        depth += -1 if part == ".." else 0 if part == "." else 1
+        if depth < 0:
+            return True
+    return False
+
+
+def run_build(engine: Engine, tree: Path, python: str) -> None:
     """Run the engine's build in tree; a failure, or no binary after it, is an error."""
-    values = {"tree": str(tree), "python": sys.executable}
+    values = {"tree": str(tree), "python": python}
     if engine.build:
         argv = expand(engine.build, values, [])
         try:
@@ -109,8 +149,36 @@ def run_build(engine: Engine, tree: Path) -> None:
     program = fill(engine.bin[0], values)
     if ("/" in program) and not Path(program).exists():
         raise RecallError(f"build in {tree} did not produce {program}")
+    if ("/" in program) and not _is_program(Path(program)):
+        raise RecallError(f"{engine.source}: {program} is not an executable file")
     if "/" not in program and shutil.which(program) is None:
         raise RecallError(f"{engine.source}: program {program!r} not found on PATH")
+    _check_python_module(engine, values, tree)
+
+
+def _check_python_module(engine: Engine, values: dict[str, str], tree: Path) -> None:
+    """`{python} -m MODULE` run from PYTHONPATH folders: the module must be in one of them.
+    A tree without it would otherwise import an installed copy, or nothing, and either
+    way not the code of the tree named."""
+    argv = [fill(part, values) for part in engine.bin]
+    path = dict(engine.env).get("PYTHONPATH")
+    if engine.bin[0] != "{python}" or "-m" not in argv[:-1] or path is None:
+        return
+    module = argv[argv.index("-m") + 1]
+    folders = [Path(f) for f in fill(path, values).split(os.pathsep) if f]
+    relative = Path(*module.split("."))
+    for folder in folders:
+        package, plain = folder / relative, folder / relative.with_suffix(".py")
+        if (package / "__main__.py").is_file() or plain.is_file():
+            return
+    raise RecallError(
+        f"{tree}: has no module {module} (the engine runs python -m {module} with "
+        f"PYTHONPATH={path}): not a tree of this finder"
+    )
+
+
+def _is_program(path: Path) -> bool:
+    return path.is_file() and os.access(path, os.X_OK)
 
 
 def with_bin(engine: Engine, path: str, flag: str = "--bin") -> Engine:
@@ -118,14 +186,17 @@ def with_bin(engine: Engine, path: str, flag: str = "--bin") -> Engine:
     program = Path(path)
     if not program.is_file():
         raise RecallError(f"{flag} {path}: no such file")
+    if not _is_program(program):
+        raise RecallError(f"{flag} {path}: not executable (chmod +x, or run it with --engine)")
     return dataclasses.replace(engine, bin=(str(program.absolute()),), build=())
 
 
 def base_binary(root: Path, ref: str, engine: Engine, cache: Path) -> tuple[Binary, str]:
     """--base REF built from `git archive`, and the commit it is."""
     commit = resolve_commit(root, ref)
-    tree = build_base(root, commit, engine, cache)
-    return Binary(f"base {ref} ({commit[:12]})", engine, tree), commit
+    python = finder_python(cache)
+    tree = build_base(root, commit, engine, cache, python)
+    return Binary(f"base {ref} ({commit[:12]})", engine, tree, python), commit
 
 
 def make_binaries(
@@ -139,11 +210,12 @@ def make_binaries(
 ) -> list[Binary]:
     """The baseline (if any) then the candidate, built and ready, as the default run has them."""
     binaries: list[Binary] = []
+    python = finder_python(cache)
     if base_bin:
-        binaries.append(Binary("base", with_bin(engine, base_bin, "--base-bin"), root))
+        binaries.append(Binary("base", with_bin(engine, base_bin, "--base-bin"), root, python))
     elif base:
         binaries.append(base_binary(root, base, engine, cache)[0])
     candidate = with_bin(engine, bin_path) if bin_path else engine
-    run_build(candidate, root)
-    binaries.append(Binary("candidate", candidate, root))
+    run_build(candidate, root, python)
+    binaries.append(Binary("candidate", candidate, root, python))
     return binaries

@@ -23,7 +23,7 @@ import orjson
 
 from recall.corpus import MARKER, Pin, try_exclusive, use_lock
 
-KINDS = ("corpora", "builds", "symbols", "results")
+KINDS = ("corpora", "builds", "interpreters", "symbols", "results")
 DAY_S = 86400.0
 LEFTOVER = (".tmp-", ".trash-")  # folders a killed fetch, build or prune left behind
 
@@ -64,7 +64,11 @@ def _last_used(cache: Path, kind: str, key: str, written: Path) -> float:
 
 def entries(cache: Path) -> list[Entry]:
     """Every entry under cache, sorted by kind then key (leftover temporary folders too)."""
-    written = {"corpora": Path(".git") / MARKER, "builds": Path(".recall-built")}
+    written = {
+        "corpora": Path(".git") / MARKER,
+        "builds": Path(".recall-built"),
+        "interpreters": Path(".recall-made"),
+    }
     found: list[Entry] = []
     for kind in KINDS:
         folder = cache / kind
@@ -128,8 +132,8 @@ def stale(
             if entry.kind == "symbols" and entry.key not in live_symbols:
                 pick(entry, "symbols of no current checkout")
     builds = [e for e in found if e.kind == "builds"]
-    for entry in builds:
-        if entry.key.startswith(LEFTOVER):
+    for entry in found:
+        if entry.kind in ("builds", "interpreters") and entry.key.startswith(LEFTOVER):
             pick(entry, "left over from an interrupted build")
     if keep_builds is not None:
         complete = [e for e in builds if not e.key.startswith(LEFTOVER)]
@@ -146,7 +150,7 @@ def stale(
 @contextlib.contextmanager
 def _claimed(cache: Path, entry: Entry) -> Iterator[bool]:
     """True while no run holds the entry and no fetch or build is making it."""
-    if entry.kind not in ("corpora", "builds"):
+    if entry.kind not in ("corpora", "builds", "interpreters"):
         yield True
         return
     name = entry.key

@@ -32,6 +32,7 @@ from recall.corpus import (
 )
 from recall.engine import fill, load_preset, preset_names
 from recall.errors import RecallError
+from recall.interpreter import SUPPORTED, finder_python
 from recall.queryset import read_queries
 from recall.spawn import method
 from recall.symbols import ctags_version
@@ -66,13 +67,14 @@ def _probe(argv: list[str], env: dict[str, str] | None = None) -> str | None:
 
 def check_python() -> list[Check]:
     version = ".".join(map(str, sys.version_info[:3]))
-    good = sys.version_info >= (3, 11)
+    good = sys.version_info >= SUPPORTED
+    floor = ".".join(map(str, SUPPORTED))
     checks = [
         Check(
             "python",
             OK if good else FAIL,
-            f"{version} ({sys.executable})",
-            None if good else "install Python 3.11 or newer",
+            f"{version} ({sys.executable})" + ("" if good else f", older than {floor}"),
+            None if good else f"install Python {floor} or newer",
         ),
         Check("recall", OK, __version__),
     ]
@@ -101,16 +103,16 @@ def check_ctags() -> Check:
     return Check("ctags", OK, f"{version}, JSON output")
 
 
-def check_presets(tree: Path) -> list[Check]:
+def check_presets(tree: Path, python: str) -> list[Check]:
     """Each preset's finder program: found and its version. Only the reference finder,
     the default run's engine, fails the doctor; the rest are warnings."""
-    values = {"tree": str(tree), "python": sys.executable}
+    values = {"tree": str(tree), "python": python}
     checks = []
     for name in preset_names():
         engine = load_preset(name)
         argv = [fill(part, values) for part in engine.bin]
         label = f"preset {name}"
-        if argv[0] == sys.executable:
+        if engine.bin[0] == "{python}":
             status = FAIL if name == "reference" else WARN
             checks.append(_check_python_finder(label, argv, engine.env, values, status))
             continue
@@ -250,7 +252,11 @@ def check_files(corpus: Path, queries: Path) -> tuple[list[Check], dict[str, Pin
 def diagnose(
     cache: Path, mirror: Path | None, corpus: Path, queries: Path, tree: Path
 ) -> list[Check]:
-    checks = [*check_python(), check_git(), check_ctags(), *check_presets(tree)]
+    try:
+        python = finder_python(cache)
+    except RecallError:
+        python = sys.executable  # the cache check below says why; the presets still probe
+    checks = [*check_python(), check_git(), check_ctags(), *check_presets(tree, python)]
     checks.append(Check("process start", OK, method()))
     checks.append(check_cache(cache))
     file_checks, pins = check_files(corpus, queries)

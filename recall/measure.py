@@ -46,14 +46,16 @@ LOCK_NAME = ".recall-lock"
 
 @dataclass(frozen=True)
 class Binary:
-    """An engine bound to the tree it was built from."""
+    """An engine bound to the tree it was built from and the interpreter `{python}` names
+    (recall.interpreter: the harness's packages, never its code)."""
 
     label: str
     engine: Engine
     tree: Path
+    python: str
 
     def values(self) -> dict[str, str]:
-        return {"tree": str(self.tree), "python": sys.executable}
+        return {"tree": str(self.tree), "python": self.python}
 
     def bin_argv(self) -> list[str]:
         return [fill(part, self.values()) for part in self.engine.bin]
@@ -100,9 +102,11 @@ class Corpus:
 
 def open_corpus(pin: Pin, cache: Path, mirror: Path | None) -> Corpus:
     """A pin's checkout, marked in use by this process (so prune leaves it), fetched, with
-    its names listed: what every binary run on it needs."""
+    its names listed: what every binary run on it needs. The checkout is checked deeply
+    (every file, ignored paths and mtimes too) and rebuilt if it is not the pin byte for
+    byte, so a hand edit in the cache is undone before the first query, not found after."""
     hold_in_use(use_lock(cache, "corpora", pin.name))
-    checkout = fetch(pin, cache, mirror)
+    checkout = fetch(pin, cache, mirror, deep=True)
     return Corpus(checkout, distinct_names(checkout_symbols(checkout, cache)), cache, mirror)
 
 
@@ -618,13 +622,22 @@ def _progress(message: str) -> None:
         print(f"recall: {message}", file=sys.stderr, flush=True)
 
 
-def check_not_empty(run: RunResult) -> None:
-    """A binary that answers (almost) nothing is far likelier misdescribed than bad."""
+def check_answered(run: RunResult, *, allow_empty: bool) -> None:
+    """A binary that answers (almost) nothing is far likelier misdescribed than bad: one
+    that fails on (almost) every query cannot be measured at all, and one that returns
+    nothing is accepted only when the user says it is meant (--allow-empty)."""
     if not run.results:
         return
-    empty = sum(1 for r in run.results if not r.top and not r.error)
-    if empty / len(run.results) >= EMPTY_SUSPECT:
+    total = len(run.results)
+    failed = [r.error for r in run.results if r.error]
+    if len(failed) / total >= EMPTY_SUSPECT:
         raise RecallError(
-            f"{run.label} returned nothing for {empty} of {len(run.results)} queries: the "
+            f"{run.label} failed on {len(failed)} of {total} queries, so it cannot be "
+            f"measured; the first: {failed[0]}"
+        )
+    empty = sum(1 for r in run.results if not r.top and not r.error)
+    if not allow_empty and (empty + len(failed)) / total >= EMPTY_SUSPECT:
+        raise RecallError(
+            f"{run.label} returned nothing for {empty} of {total} queries: the "
             "engine description is probably wrong (use --allow-empty if it is not)"
         )

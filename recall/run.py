@@ -25,12 +25,13 @@ from recall.corpus import Pin, cache_root, load_pins, mirror_root
 from recall.engine import Engine, resolve_engine
 from recall.errors import EXIT_LOSS, EXIT_OK, RecallError
 from recall.html import render_html
+from recall.interpreter import finder_python
 from recall.measure import (
     Binary,
     Corpus,
     QueryResult,
     RunResult,
-    check_not_empty,
+    check_answered,
     open_corpus,
     run_binary,
 )
@@ -116,14 +117,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     specs = [(kind, *split_label(raw)) for kind, raw in args.candidates]
     engine = resolve_engine(_default_engine(specs), root)
     engine_flag = _engine_flag(specs)
-    sides = _candidates(specs, engine, root, engine_flag)
+    python = finder_python(cache)
+    sides = _candidates(specs, engine, root, python, engine_flag)
     asked_key = data_key(pins, asked)
     base: Measured | None = None
     if args.against:
         run, key = load_against(Path(args.against), asked, asked_key)
         base = Measured(run, key, len(rows), None)
     elif args.base or args.base_bin:
-        sides.insert(0, _baseline(args, engine, root, cache, engine_flag))
+        sides.insert(0, _baseline(args, engine, root, cache, python, engine_flag))
 
     corpora: dict[str, Corpus] = {}
     measured = [base] if base else []
@@ -134,12 +136,12 @@ def cmd_run(args: argparse.Namespace) -> int:
             run = cached_run(cache, key, side.binary.label)
         if run is None:
             _fetch_corpora(asked, pins, cache, mirror, corpora)
+            check_sources(rows, corpora, queries_path, all_rows)
             run = run_binary(side.binary, asked, corpora, jobs=args.jobs, timeout=args.timeout)
             if side.cacheable:
                 store_run(cache, key, run)
         result = Measured(run, key, len(rows), side.explain)
-        if not args.allow_empty:
-            check_not_empty(result.run)
+        check_answered(result.run, allow_empty=args.allow_empty)
         measured.append(result)
 
     has_base = bool(args.against or args.base or args.base_bin)
@@ -210,7 +212,11 @@ def _engine_flag(specs: list[tuple[str, str | None, str]]) -> Flags:
 
 
 def _candidates(
-    specs: list[tuple[str, str | None, str]], engine: Engine, root: Path, engine_flag: Flags
+    specs: list[tuple[str, str | None, str]],
+    engine: Engine,
+    root: Path,
+    python: str,
+    engine_flag: Flags,
 ) -> list[Side]:
     """The binaries to measure, in the order given: labeled engines built from the working
     tree, binaries run with the default engine; with neither, the working tree's engine."""
@@ -220,12 +226,13 @@ def _candidates(
             continue
         if kind == "bin":
             explain = (*engine_flag, ("--bin", value))
-            sides.append(_bin_side(label or "candidate", engine, value, "--bin", root, explain))
+            side = _bin_side(label or "candidate", engine, value, "--bin", root, python, explain)
         else:
             labeled = resolve_engine(value, root)
-            sides.append(_tree_side(label or "candidate", labeled, root, (("--engine", value),)))
+            side = _tree_side(label or "candidate", labeled, root, python, (("--engine", value),))
+        sides.append(side)
     if not sides:
-        sides.append(_tree_side("candidate", engine, root, engine_flag))
+        sides.append(_tree_side("candidate", engine, root, python, engine_flag))
     labels = [side.binary.label for side in sides]
     for label in labels:
         if labels.count(label) > 1:
@@ -233,31 +240,67 @@ def _candidates(
     return sides
 
 
-def _tree_side(label: str, engine: Engine, root: Path, explain: Flags) -> Side:
+def _tree_side(label: str, engine: Engine, root: Path, python: str, explain: Flags) -> Side:
     """The engine as built from the finder's working tree. Its results are cached only when
-    it names a program outside the tree (a preset's installed finder), known by content."""
-    run_build(engine, root)
-    binary = Binary(label, engine, root)
-    if engine.bin and not any("{" in part for part in engine.bin):
+    all it runs is a program outside the tree (a preset's installed finder), known by its
+    content; an engine that names `{tree}` anywhere may run the tree's files, whose edits
+    no key of ours sees, so it runs every time."""
+    run_build(engine, root, python)
+    binary = Binary(label, engine, root, python)
+    if engine.bin and not any("{" in part for part in engine.bin) and not uses_tree(engine):
         program = shutil.which(engine.bin[0])
         if program:
             return Side(binary, file_identity(Path(program)), True, explain)
     return Side(binary, f"working tree {root.absolute()}", False, explain)
 
 
-def _bin_side(label: str, engine: Engine, path: str, flag: str, root: Path, explain: Flags) -> Side:
-    binary = Binary(label, with_bin(engine, path, flag), root)
-    return Side(binary, file_identity(Path(path)), True, explain)
+def uses_tree(engine: Engine) -> bool:
+    """Does any command, folder, input or variable of the engine name `{tree}`?"""
+    texts = [
+        *engine.bin, *engine.index, *engine.query, *engine.batch, *engine.profile,
+        engine.cwd, engine.stdin, *(value for _name, value in engine.env),
+    ]  # fmt: skip
+    return any("{tree}" in text for text in texts)
+
+
+def _bin_side(
+    label: str, engine: Engine, path: str, flag: str, root: Path, python: str, explain: Flags
+) -> Side:
+    """A binary built by hand, known by its content, unless the engine also runs files of
+    the tree (`{tree}` in a command or variable), which its content does not cover."""
+    binary = Binary(label, with_bin(engine, path, flag), root, python)
+    cacheable = not uses_tree(binary.engine)
+    return Side(binary, file_identity(Path(path)), cacheable, explain)
 
 
 def _baseline(
-    args: argparse.Namespace, engine: Engine, root: Path, cache: Path, engine_flag: Flags
+    args: argparse.Namespace,
+    engine: Engine,
+    root: Path,
+    cache: Path,
+    python: str,
+    engine_flag: Flags,
 ) -> Side:
     if args.base_bin:
         explain = (*engine_flag, ("--base-bin", args.base_bin))
-        return _bin_side("base", engine, args.base_bin, "--base-bin", root, explain)
+        return _bin_side("base", engine, args.base_bin, "--base-bin", root, python, explain)
     binary, commit = base_binary(root, args.base, engine, cache)
     return Side(binary, f"commit:{commit}", True, (*engine_flag, ("--base", args.base)))
+
+
+def check_sources(
+    rows: list[QueryRow], corpora: dict[str, Corpus], path: Path, all_rows: list[QueryRow]
+) -> None:
+    """Every source must be a name of its corpus at its pin: a source that is not (a typo
+    in a hand-kept row, a trailing space, a pin moved without regenerating) would count as
+    the finder's miss. Checked once the names are known, that is, before a binary runs."""
+    names = {repo: set(corpus.names) for repo, corpus in corpora.items()}
+    for row in rows:
+        if row.sourced and row.source not in names[row.repo]:
+            line = all_rows.index(row) + 2  # rows are unique; line 1 is the header
+            raise RecallError(
+                f"{path}:{line}: source {row.source!r} is not a name of {row.repo} at its pin"
+            )
 
 
 def _fetch_corpora(rows, pins, cache, mirror, corpora: dict[str, Corpus]) -> None:  # type: ignore[no-untyped-def]

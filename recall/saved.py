@@ -22,8 +22,9 @@ from recall.measure import Hit, QueryResult, RunResult
 from recall.queryset import QueryRow, queries_digest
 from recall.symbols import ctags_version, write_atomic
 
-# Bump when what a stored result means changes (ranking rule, fields, parsing).
-FORMAT = 1
+# Bump when what a stored result means changes (ranking rule, fields, parsing, or what
+# a run must pass before it is stored: 2 checks every source against its corpus's names).
+FORMAT = 2
 SAVED_KIND = "recall-saved-run"
 
 

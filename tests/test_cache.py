@@ -31,8 +31,8 @@ def filled(tmp_path: Path):
     engine = load_engine(tmp_path / "finder" / "recall.toml")
     first = finder.head.commit.hexsha
     second = commit_files(finder, {"finder.py": "print('[ ]')\n"}, "second")
-    build_base(tmp_path / "finder", first, engine, cache)
-    build_base(tmp_path / "finder", second, engine, cache)
+    build_base(tmp_path / "finder", first, engine, cache, sys.executable)
+    build_base(tmp_path / "finder", second, engine, cache, sys.executable)
     release_in_use()  # this test process is not a running harness
     (cache / "results").mkdir()
     (cache / "results" / "r1.json").write_text("{}")

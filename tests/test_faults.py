@@ -28,7 +28,7 @@ if fault == "build" or (fault == "basebuild" and "builds" in os.getcwd()):
     time.sleep(300)
 """
 FINDER = r"""
-import os, pathlib, sys, time
+import json, os, pathlib, sys, time
 mode, stage = os.environ.get("FAULT", ""), sys.argv[1]
 if mode == stage:
     with open(pathlib.Path(os.environ["MARKDIR"]) / stage, "a") as mark:
@@ -40,8 +40,13 @@ query, names = sys.argv[2], open(sys.argv[3]).read().splitlines()
 if mode == "dirty":
     pathlib.Path("lib", "written-by-finder.txt").write_text("x")
 if mode == "echo":
+    with open(pathlib.Path(os.environ["MARKDIR"]) / "queries", "a", encoding="utf-8") as log:
+        log.write(json.dumps(query) + "\n")
     print(query)
     sys.exit(0)
+if mode == "peek":
+    with open(pathlib.Path(os.environ["MARKDIR"]) / "peek", "a") as log:
+        log.write("edited\n" if "edited by hand" in open("lib/alpha.py").read() else "pin\n")
 print("\n".join(sorted(n for n in names if query.lower() in n.lower())))
 """
 ENGINE = """[engine]
@@ -182,12 +187,15 @@ AWKWARD = ["a b", 'it\'s "q"', "$HOME", "`id`", "x;y", "-rf", "--output=x", "na√
 
 
 def test_awkward_queries_reach_the_finder_unchanged_never_through_a_shell(world):
-    lines = ["repo\tquery\ttype\tsource", *(f"tiny\t{q}\texact\t{q}" for q in AWKWARD)]
-    world["queries"].write_text("\n".join(lines) + "\n", encoding="utf-8")
+    hand = [f"tiny\t{q}\thand\t" for q in AWKWARD]
+    with world["queries"].open("a", encoding="utf-8") as queries:
+        queries.write("\n".join(hand) + "\n")
     proc = run_recall(*_args(world), cwd=world["finder"], env=_env(world, "echo"))
     assert proc.returncode == 0, proc.stderr
-    run = json.loads(proc.stdout)["runs"][0]
-    assert (run["first"], run["errors"]) == (len(AWKWARD), 0)
+    received = (world["marks"] / "queries").read_text(encoding="utf-8").splitlines()
+    sent = [query for query, _source in ROWS] + AWKWARD
+    assert sorted(json.loads(line) for line in received) == sorted(sent)
+    assert json.loads(proc.stdout)["runs"][0]["errors"] == 0
     assert not (world["finder"] / "x").exists()
 
 
@@ -293,3 +301,45 @@ def test_a_query_that_errors_in_the_candidate_counts_as_a_loss(world):
     assert [e["query"] for e in candidate["error_rows"]] == ["beta"]
     assert candidate["error_rows"][0]["error"].startswith("exit 5")
     assert [e["query"] for e in report["diffs"][0]["new_errors"]] == ["beta"]
+
+
+def test_a_checkout_edited_by_hand_is_rebuilt_before_the_first_query(world):
+    _run_ok(world)
+    alpha = world["cache"] / "corpora" / "tiny" / "lib" / "alpha.py"
+    alpha.write_text(alpha.read_text() + "# edited by hand\n")
+    proc = run_recall(*_args(world), cwd=world["finder"], env=_env(world, "peek"))
+    assert proc.returncode == 0, proc.stderr
+    assert "tiny: the checkout no longer matches its pin" in proc.stderr
+    assert set((world["marks"] / "peek").read_text().split()) == {"pin"}
+    assert json.loads(proc.stdout)["runs"][0]["dirtied"] == []
+
+
+def test_a_source_that_is_no_name_of_its_corpus_is_a_bad_row_with_its_line(world):
+    with world["queries"].open("a") as queries:
+        queries.write("tiny\talfun\texact\talpha_function \n")
+    proc = run_recall(*_args(world), cwd=world["finder"], env=_env(world))
+    assert proc.returncode == 2 and proc.stdout == ""
+    line = len(ROWS) + 2
+    assert f"queries.tsv:{line}: source 'alpha_function ' is not a name of tiny" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("finder", "bin_", "message"),
+    [
+        ("import sys\nsys.exit(3)\n", None, "failed on 6 of 6 queries, so it cannot be measured"),
+        ("", None, "returned nothing for 6 of 6 queries"),
+        ("", '["{tree}"]', "is not an executable file"),
+        ("", '["{tree}/finder.py"]', "is not an executable file"),
+    ],
+    ids=["every-query-errors", "answers-nothing", "a-directory", "not-executable"],
+)
+def test_an_engine_that_answers_nothing_is_exit_2_with_the_reason(world, finder, bin_, message):
+    (world["finder"] / "finder.py").write_text(finder)
+    engine = ENGINE.replace('index = ["{bin}", "index"]\n', "")
+    if bin_:
+        engine = engine.replace('bin = ["{python}", "{tree}/finder.py"]', f"bin = {bin_}")
+    (world["finder"] / "recall.toml").write_text(engine)
+    args = [a for a in _args(world) if a != "--allow-empty"]
+    proc = run_recall(*args, cwd=world["finder"], env=_env(world))
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+    assert proc.stderr.count("\n") == 1

@@ -1,4 +1,5 @@
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -146,7 +147,7 @@ def test_batch_faults_are_the_query_in_flight_and_the_rest_is_answered(tmp_path,
         '[engine]\nbin = ["{python}", "%s"]\nquery = ["{bin}", "{query}"]\n'
         'batch = ["{bin}", "{names}"]\n' % (tmp_path / "finder.py")
     )
-    binary = Binary("batch", load_engine(tmp_path / "engine.toml"), tmp_path)
+    binary = Binary("batch", load_engine(tmp_path / "engine.toml"), tmp_path, sys.executable)
     corpora = {"gin": Corpus(gin, distinct_names(checkout_symbols(gin, real_cache)))}
     queries = ["Context", "crash", "Context", "hang", "Context", "garbage", "refuse",
                "noisy", "huge"] + ["Context"] * 40  # fmt: skip

@@ -1,0 +1,168 @@
+"""Baselines run their own tree's code and nothing else: archives unpacked the same on every
+supported Python, members that leave the tree refused, a tree's missing module never
+served from the working tree or an editable install."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, SUBSEQUENCE_FINDER, commit_files, make_repo, needs_mirror, run_recall
+
+from recall.build import extract_archive, unsafe_member
+from recall.errors import RecallError
+from recall.interpreter import finder_python
+
+
+def _member(name: str, kind: bytes = tarfile.REGTYPE, link: str = "") -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname = kind, link
+    return info
+
+
+@pytest.mark.parametrize(
+    "member",
+    [
+        _member("/etc/passwd"),
+        _member("a/../../x"),
+        _member("link", tarfile.SYMTYPE, "/etc/passwd"),
+        _member("a/link", tarfile.SYMTYPE, "../../outside"),
+        _member("hard", tarfile.LNKTYPE, "../outside"),
+        _member("dev", tarfile.CHRTYPE),
+        _member("fifo", tarfile.FIFOTYPE),
+    ],
+    ids=["absolute", "dotdot", "abs-symlink", "climbing-symlink", "hardlink-out", "dev", "fifo"],
+)
+def test_members_that_could_write_outside_the_tree_are_refused(member):
+    assert unsafe_member(member) is not None
+
+
+@pytest.mark.parametrize(
+    "member",
+    [
+        _member("a/b.py"),
+        _member("a", tarfile.DIRTYPE),
+        _member("a/link", tarfile.SYMTYPE, "../b.py"),
+        _member("a/b/link", tarfile.SYMTYPE, "./../c/./d"),
+        _member("hard", tarfile.LNKTYPE, "a/b.py"),
+    ],
+    ids=["file", "dir", "sibling-symlink", "dotted-symlink", "hardlink-in"],
+)
+def test_members_inside_the_tree_are_kept(member):
+    assert unsafe_member(member) is None
+
+
+def test_a_real_archive_unpacks_files_modes_and_inner_links(tmp_path):
+    repo = make_repo(tmp_path / "repo", {"src/a.py": "x = 1\n", "run.sh": "#!/bin/sh\n"})
+    root = tmp_path / "repo"
+    (root / "run.sh").chmod(0o755)
+    os.symlink("src/a.py", root / "alias.py")
+    repo.index.add(["run.sh", "alias.py"])
+    sha = repo.index.commit("links").hexsha
+    extract_archive(root, sha, tmp_path / "out")
+    assert (tmp_path / "out" / "src" / "a.py").read_text() == "x = 1\n"
+    assert os.access(tmp_path / "out" / "run.sh", os.X_OK)
+    assert os.readlink(tmp_path / "out" / "alias.py") == "src/a.py"
+
+
+def test_a_commit_holding_a_link_out_of_the_tree_is_refused_and_leaves_nothing(tmp_path):
+    repo = make_repo(tmp_path / "repo", {"a.py": "x = 1\n"})
+    os.symlink("/etc/passwd", tmp_path / "repo" / "secret")
+    repo.index.add(["secret"])
+    sha = repo.index.commit("a link out").hexsha
+    with pytest.raises(RecallError, match=r"secret.*links outside the tree"):
+        extract_archive(tmp_path / "repo", sha, tmp_path / "out")
+    assert not any((tmp_path / "out").iterdir())
+
+
+def test_finder_python_imports_the_packages_but_not_the_harness(tmp_path):
+    python = finder_python(tmp_path / "cache")
+    probe = "import numpy, orjson, rapidfuzz; import recall"
+    proc = subprocess.run([python, "-c", probe], cwd=tmp_path, capture_output=True, text=True)
+    assert "No module named 'recall'" in proc.stderr
+    assert "numpy" not in proc.stderr
+    again = finder_python(tmp_path / "cache")
+    assert again == python and len(list((tmp_path / "cache" / "interpreters").iterdir())) == 3
+
+
+def _finder_repo(tmp_path: Path):
+    """A repo holding this project's own recall package, as a finder repo would."""
+    path = tmp_path / "finder"
+    files = {
+        str(p.relative_to(ROOT)): p.read_text()
+        for p in (ROOT / "recall").rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    }
+    return make_repo(path, files), path
+
+
+def _run_base(path: Path, cache: Path, ref: str):
+    return run_recall(
+        "--cache", str(cache), "--finder", str(path), "--base", ref, "--repo", "gin",
+        "--no-regress", "--json",
+    )  # fmt: skip
+
+
+@needs_mirror
+def test_a_base_missing_a_module_fails_rather_than_importing_the_working_tree(tmp_path, real_cache):
+    repo, path = _finder_repo(tmp_path)
+    (path / "recall" / "errors.py").unlink()
+    repo.index.remove(["recall/errors.py"])
+    repo.index.commit("drop a module the finder imports")
+    proc = _run_base(path, real_cache, "HEAD")
+    assert proc.returncode == 2, proc.stdout[-300:]
+    assert "No module named 'recall.errors'" in proc.stderr
+    assert proc.stderr.count("\n") == 1
+
+
+@needs_mirror
+def test_a_base_with_no_finder_at_all_is_one_line_exit_2(tmp_path, real_cache):
+    repo, path = _finder_repo(tmp_path)
+    shutil.rmtree(path / "recall" / "finder")
+    repo.git.add("-A")
+    repo.index.commit("no finder")
+    proc = _run_base(path, real_cache, "HEAD")
+    assert proc.returncode == 2
+    assert "has no module recall.finder" in proc.stderr and proc.stderr.count("\n") == 1
+
+
+def test_a_finder_folder_that_is_missing_or_empty_is_refused(tmp_path, real_cache):
+    (tmp_path / "empty").mkdir()
+    missing = run_recall("--cache", str(real_cache), "--finder", str(tmp_path / "nope"))
+    empty = run_recall("--cache", str(real_cache), "--finder", str(tmp_path / "empty"))
+    assert missing.returncode == 2 and "no such folder" in missing.stderr
+    assert empty.returncode == 2 and "has no module recall.finder" in empty.stderr
+
+
+def test_a_bin_that_is_not_executable_is_refused(tmp_path, real_cache):
+    script = tmp_path / "finder.sh"
+    script.write_text("#!/bin/sh\necho '[]'\n")
+    proc = run_recall("--cache", str(real_cache), "--bin", str(script), "--repo", "gin")
+    assert proc.returncode == 2 and "not executable" in proc.stderr
+
+
+@needs_mirror
+def test_a_working_tree_finder_run_by_a_program_on_path_is_measured_again_after_an_edit(
+    tmp_path, real_cache
+):
+    python = Path(sys.executable)
+    engine = (
+        f'[engine]\nbin = ["{python.name}"]\n'
+        'query = ["{bin}", "{tree}/finder.py", "{query}", "{names}"]\noutput = "lines"\n'
+    )
+    repo = make_repo(tmp_path / "f", {"finder.py": SUBSEQUENCE_FINDER, "recall.toml": engine})
+    args = ("--cache", str(real_cache), "--finder", str(tmp_path / "f"), "--repo", "gin")
+    args += ("--type", "abbr3", "--no-regress", "--json")
+    env = {"PATH": f"{python.parent}:{os.environ['PATH']}"}
+    first = run_recall(*args, env=env)
+    assert first.returncode == 0, first.stderr
+    worse = SUBSEQUENCE_FINDER.replace("key=lambda n: (len(n), n))", "key=lambda n: (-len(n), n))")
+    commit_files(repo, {"finder.py": worse}, "rank the longest first")
+    second = run_recall(*args, env=env)
+    assert second.returncode == 0, second.stderr
+    before, after = json.loads(first.stdout)["runs"][0], json.loads(second.stdout)["runs"][0]
+    assert after["first"] < before["first"]
