@@ -1,7 +1,9 @@
 PYTHON ?= python3
-VENV := .venv
+VENV ?= .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+# The venv belongs to the interpreter PYTHON names: another PYTHON makes it anew.
+PYTHON_TAG := $(shell $(PYTHON) -c 'import hashlib, os, sys; print(sys.version.split()[0] + "-" + hashlib.sha256(os.path.realpath(sys.executable).encode()).hexdigest()[:8])' 2>/dev/null)
+STAMP := $(VENV)/.installed-$(PYTHON_TAG)
 # The offline mirrors of the pinned corpora, where this machine has them.
 MIRROR ?= $(wildcard $(abspath ../shared/corpora/))
 MIRROR_FLAG := $(if $(MIRROR),--mirror $(MIRROR))
@@ -11,7 +13,9 @@ ARGS ?=
 .PHONY: recall fetch results test check derive-check clean bench
 
 $(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@test -n "$(PYTHON_TAG)" || { echo "make: PYTHON=$(PYTHON) does not run" >&2; exit 2; }
+	if [ "$$(cat $(VENV)/.python 2>/dev/null)" != "$(PYTHON_TAG)" ]; then \
+	  rm -rf $(VENV) && $(PYTHON) -m venv $(VENV) && echo "$(PYTHON_TAG)" > $(VENV)/.python; fi
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
@@ -41,4 +45,4 @@ derive-check: fetch
 	$(BIN)/recall derive all --check $(MIRROR_FLAG)
 
 clean:
-	rm -rf $(VENV) *.egg-info
+	rm -rf $(VENV) .venv-* *.egg-info

@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from recall.build import extract_archive  # noqa: E402
 from recall.corpus import cache_root, fetch, load_pins, mirror_root  # noqa: E402
+from recall.interpreter import finder_python  # noqa: E402
 from recall.queryset import read_queries  # noqa: E402
 
 
@@ -47,6 +48,7 @@ class Tree:
     label: str
     path: Path
     scratch: Path
+    python: str  # recall.interpreter's: no editable hook serves a module the tree lacks
 
     def env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("XDG_")}
@@ -60,7 +62,7 @@ class Tree:
         stdout: int | None = None,
         stderr: int | None = None,
     ) -> subprocess.Popen[bytes]:
-        argv = [sys.executable, "-m", "recall.finder", *args]
+        argv = [self.python, "-P", "-m", "recall.finder", *args]
         return subprocess.Popen(
             argv, cwd=self.scratch, env=self.env(), stdin=stdin, stdout=stdout, stderr=stderr
         )
@@ -146,6 +148,7 @@ def main() -> int:
         raise SystemExit(f"--repo {args.repo}: not a pinned corpus ({', '.join(pins)})")
     cache = cache_root(args.cache)
     mirror = mirror_root(args.mirror)
+    python = finder_python(cache)
     rows = [r.query for r in read_queries(ROOT / "queries.tsv", set(pins)) if r.repo == args.repo]
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
     with tempfile.TemporaryDirectory(prefix="finder-latency-") as tmp:
@@ -154,9 +157,9 @@ def main() -> int:
             scratch = Path(tmp) / "ref"
             scratch.mkdir()
             extract_archive(ROOT, args.ref, scratch / "tree")
-            trees.append(Tree(args.ref, scratch / "tree", scratch))
+            trees.append(Tree(args.ref, scratch / "tree", scratch, python))
         (Path(tmp) / "checkout").mkdir()
-        trees.append(Tree("checkout", ROOT, Path(tmp) / "checkout"))
+        trees.append(Tree("checkout", ROOT, Path(tmp) / "checkout", python))
         repo_dbs: list[Path] = []
         for tree in trees:
             total = 0.0

@@ -248,7 +248,7 @@ def fetch(pin: Pin, cache: Path, mirror: Path | None = None, *, deep: bool = Fal
                 shutil.rmtree(stale, ignore_errors=True)
             problem = checkout_problem(pin, final)
             if problem is None and deep and not is_clean(Checkout(pin, final)):
-                problem = "the checkout no longer matches its pin (a file changed, added or touched)"
+                problem = "the checkout no longer matches its pin (files changed, added or touched)"
             if problem is None:
                 return Checkout(pin, final)
             if final.exists():

@@ -129,7 +129,7 @@ def test_a_bundled_binary_is_shown_by_its_package_folder_not_this_machines_path(
     peer = Peer("fzf (iterfzf)", "fzf", "bundled", "/opt/site-packages/iterfzf/fzf")
     assert command_line(peer, load_preset("fzf")) == "iterfzf/fzf --filter={query} < {names}"
     batch = command_line(Peer("frizbee", "frizbee", "x"), load_preset("frizbee"))
-    assert batch.startswith("{python} -m recall.peers.frizbee --names {names} --max-typos 0")
+    assert batch.startswith("{python} -P -m recall.peers.frizbee --names {names} --max-typos 0")
 
 
 def _gin_abbr3(real_cache: Path, *extra: str) -> dict:
