@@ -22,13 +22,24 @@ from recall.corpus import (
     mirror_root,
     select_pins,
 )
-from recall.derive import DEFAULT_SEED, derive_all, derive_rows, load_settings, recipes
+from recall.derive import (
+    DEFAULT_SEED,
+    RECIPE_SETS,
+    NameSource,
+    derive_all,
+    derive_rows,
+    load_settings,
+    name_source,
+    read_recipe_set,
+    recipes,
+    typed_recipes,
+)
 from recall.engine import resolve_engine
 from recall.errors import EXIT_FAILURE, EXIT_LOSS, EXIT_OK, RecallError
 from recall.measure import open_corpus
-from recall.queryset import format_queries, read_queries
+from recall.queryset import QUERY_SETS, format_queries, query_set_path, read_queries
 from recall.run import DEFAULT_REGRESS, cmd_run
-from recall.symbols import checkout_symbols, ctags_version, distinct_names, write_atomic
+from recall.symbols import checkout_symbols, ctags_version, write_atomic
 
 COMMANDS = ("run", "fetch", "derive", "doctor", "init", "explain", "pin", "cache")
 
@@ -51,8 +62,10 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
 
 def _add_queries(parser: argparse.ArgumentParser, what: str = "the query set") -> None:
     parser.add_argument(
-        "--queries", metavar="FILE", default="queries.tsv", help=f"{what} (default: %(default)s)"
-    )
+        "--queries", metavar="SET", default="queries.tsv",
+        help=f"{what}: a file, or a committed set's name ({', '.join(QUERY_SETS)}) "
+        "(default: %(default)s)",
+    )  # fmt: skip
 
 
 def _add_finder(parser: argparse.ArgumentParser, purpose: str = "") -> None:
@@ -92,7 +105,17 @@ def _add_derive(sub: argparse._SubParsersAction) -> None:
     recipes_p = verbs.add_parser("recipes", help="print source, type, query for names")
     recipes_p.add_argument("names", nargs="+", metavar="NAME")
     recipes_p.add_argument(
-        "--seed", type=int, default=DEFAULT_SEED, help="typo seed (default: %(default)s)"
+        "--seed", type=int, default=DEFAULT_SEED, help="recipe seed (default: %(default)s)"
+    )
+    recipes_p.add_argument(
+        "--set", choices=RECIPE_SETS, default="default", dest="recipe_set",
+        help="the query set's recipes (default: %(default)s)",
+    )  # fmt: skip
+    recipes_p.add_argument(
+        "--owner", metavar="OWNER", help="typed set: the name's scope owner, for `qualified`"
+    )
+    recipes_p.add_argument(
+        "--language", metavar="L", default="", help="typed set: the corpus language"
     )
     recipes_p.set_defaults(handler=_cmd_derive_recipes)
 
@@ -105,27 +128,41 @@ def _add_derive(sub: argparse._SubParsersAction) -> None:
     )
     sample_p.set_defaults(handler=_cmd_derive_sample)
 
-    all_p = verbs.add_parser("all", help="regenerate the query set from the derive settings")
+    all_p = verbs.add_parser(
+        "all", help="regenerate the query sets from their derive settings (hand rows kept)"
+    )
     _add_common(all_p)
-    _add_settings(all_p)
-    _add_queries(all_p, "the query set to rewrite; its hand rows are kept")
     all_p.add_argument(
-        "--check", action="store_true", help="exit 1 if the result differs from the file"
+        "--settings", metavar="FILE",
+        help="one query set's settings (default: every named set whose settings exist: "
+        + ", ".join(f"{q} from {d}" for q, d in QUERY_SETS.values()) + ")",
+    )  # fmt: skip
+    all_p.add_argument("--queries", metavar="FILE", help="that set's file (default: queries.tsv)")
+    all_p.add_argument(
+        "--check", action="store_true", help="exit 1 if a result differs from its file"
     )
     all_p.set_defaults(handler=_cmd_derive_all)
 
 
 def _cmd_derive_recipes(args: argparse.Namespace) -> int:
     for name in args.names:
-        for kind, query in recipes(name, args.seed):
+        if args.recipe_set == "typed":
+            made = typed_recipes(name, args.seed, args.owner, args.language)
+        else:
+            made = recipes(name, args.seed)
+        for kind, query in made:
             print(f"{name}\t{kind}\t{query}")
     return EXIT_OK
 
 
-def _names(pin: Pin, args: argparse.Namespace) -> list[str]:
+def _source(pin: Pin, args: argparse.Namespace) -> NameSource:
     cache = cache_root(args.cache)
     checkout = fetch(pin, cache, mirror_root(args.mirror))
-    return distinct_names(checkout_symbols(checkout, cache))
+    return name_source(checkout_symbols(checkout, cache), pin.language)
+
+
+def _names(pin: Pin, args: argparse.Namespace) -> list[str]:
+    return _source(pin, args).names
 
 
 def _cmd_derive_sample(args: argparse.Namespace) -> int:
@@ -139,24 +176,35 @@ def _cmd_derive_sample(args: argparse.Namespace) -> int:
 
 
 def _cmd_derive_all(args: argparse.Namespace) -> int:
-    corpus, queries = Path(args.corpus), Path(args.queries)
-    pins = load_pins(corpus)
-    settings = load_settings(Path(args.settings), pins)
-    existing = read_queries(queries, set(pins)) if queries.exists() else []
-    names = {repo: _names(pins[repo], args) for repo in settings}
-    data = format_queries(derive_all(names, settings, existing))
-    current = queries.read_bytes() if queries.exists() else b""
-    count = data.count(b"\n") - 1
-    if args.check:
+    if args.settings or args.queries:
+        sets = [(Path(args.queries or "queries.tsv"), Path(args.settings or "derive.json"))]
+    else:
+        named = [(Path(q), Path(d)) for q, d in QUERY_SETS.values()]
+        sets = [(queries, settings) for queries, settings in named if settings.exists()]
+    pins = load_pins(Path(args.corpus))
+    sources: dict[str, NameSource] = {}
+    status = EXIT_OK
+    for queries, settings_path in sets:
+        settings = load_settings(settings_path, pins)
+        recipe_set = read_recipe_set(settings_path)
+        existing = read_queries(queries, set(pins)) if queries.exists() else []
+        for repo in settings:
+            if repo not in sources:
+                sources[repo] = _source(pins[repo], args)
+        data = format_queries(derive_all(sources, settings, existing, recipe_set))
+        current = queries.read_bytes() if queries.exists() else b""
+        count = data.count(b"\n") - 1
+        if args.check:
+            if data != current:
+                print(f"recall: {queries} differs from what derive all makes now", file=sys.stderr)
+                status = EXIT_LOSS
+            else:
+                print(f"{queries}: up to date ({count} rows)")
+            continue
         if data != current:
-            print(f"recall: {queries} differs from what derive all makes now", file=sys.stderr)
-            return EXIT_LOSS
-        print(f"{queries}: up to date ({count} rows)")
-        return EXIT_OK
-    if data != current:
-        write_atomic(queries, data)
-    print(f"{queries}: {count} rows")
-    return EXIT_OK
+            write_atomic(queries, data)
+        print(f"{queries}: {count} rows")
+    return status
 
 
 def _add_doctor(sub: argparse._SubParsersAction) -> None:
@@ -170,7 +218,7 @@ def _add_doctor(sub: argparse._SubParsersAction) -> None:
 def _cmd_doctor(args: argparse.Namespace) -> int:
     checks = doctor.diagnose(
         cache_root(args.cache), mirror_root(args.mirror), Path(args.corpus),
-        Path(args.queries), finder_root(Path(args.finder)),
+        query_set_path(args.queries), finder_root(Path(args.finder)),
     )  # fmt: skip
     sys.stdout.write(doctor.render(checks))
     return EXIT_OK if doctor.healthy(checks) else EXIT_FAILURE
@@ -226,7 +274,7 @@ def _add_explain(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_explain(args: argparse.Namespace) -> int:
-    corpus, queries = Path(args.corpus), Path(args.queries)
+    corpus, queries = Path(args.corpus), query_set_path(args.queries)
     (pin,) = select_pins(load_pins(corpus), [args.repo], corpus)
     rows = read_queries(queries, None) if queries.exists() else []
     row = explain.pick_row(rows, pin.name, args.query, args.source)

@@ -19,11 +19,12 @@ import orjson
 
 from recall.corpus import Pin
 from recall.errors import RecallError
-from recall.queryset import DERIVED_TYPES, HAND, QueryRow
-from recall.symbols import is_searchable
+from recall.queryset import DERIVED_TYPES, HAND, TYPED_TYPES, QueryRow
+from recall.symbols import Symbol, distinct_names, is_searchable
 
 DEFAULT_SEED = 1
 MIN_LETTERS = 5
+RECIPE_SETS = ("default", "typed")
 VOWELS = frozenset("aeiou")
 
 # A word inside an alphanumeric run: a capital run before a capitalised word, a
@@ -31,6 +32,7 @@ VOWELS = frozenset("aeiou")
 # word stay with it.
 _WORD = re.compile(r"[A-Z]+(?=[A-Z][^\W\d_A-Z])\d*|[A-Z]?[^\W\d_A-Z]+\d*|[A-Z]+\d*|\d+")
 _ALNUM_RUN = re.compile(r"[^\W_]+")
+_SCOPE_PARTS = re.compile(r"\.|::")
 
 
 def words(name: str) -> list[str]:
@@ -84,6 +86,117 @@ def recipes(name: str, seed: int = DEFAULT_SEED) -> list[tuple[str, str]]:
     return [(kind, query) for kind, query in made if query]
 
 
+# Keys next to each letter and digit on a QWERTY keyboard (rows staggered as on a real
+# one): where a finger lands when it misses.
+QWERTY_NEIGHBOURS = {
+    "1": "2q", "2": "13qw", "3": "24we", "4": "35er", "5": "46rt", "6": "57ty", "7": "68yu",
+    "8": "79ui", "9": "80io", "0": "9op",
+    "q": "12wa", "w": "23qeas", "e": "34wrsd", "r": "45etdf", "t": "56ryfg", "y": "67tugh",
+    "u": "78yihj", "i": "89uojk", "o": "90ipkl", "p": "0ol",
+    "a": "qwsz", "s": "weadzx", "d": "ersfxc", "f": "rtdgcv", "g": "tyfhvb", "h": "yugjbn",
+    "j": "uihknm", "k": "iojlm", "l": "opk",
+    "z": "asx", "x": "sdzc", "c": "dfxv", "v": "fgcb", "b": "ghvn", "n": "hjbm", "m": "jkn",
+}  # fmt: skip
+PREFIX_MIN, PREFIX_MAX = 2, 8
+COLONS_LANGUAGES = frozenset({"ruby", "rust", "c++"})  # Owner::name; the others Owner.name
+
+
+def draw(seed: int, kind: str, name: str) -> random.Random:
+    """The generator for one recipe of one name: rows never depend on sampling order."""
+    return random.Random(f"{seed}\0{kind}\0{name}")
+
+
+def prefix(name: str, seed: int) -> str | None:
+    """Progressive typing: the first N characters, N from 2 to 8, never the whole name."""
+    top = min(PREFIX_MAX, len(name) - 1)
+    if top < PREFIX_MIN:
+        return None
+    return name.lower()[: draw(seed, "prefix", name).randint(PREFIX_MIN, top)]
+
+
+def one_word(parts: list[str], name: str, seed: int) -> str | None:
+    """A word that is not the first: what someone remembers of a long name."""
+    return draw(seed, "word", name).choice(parts[1:]) if len(parts) >= 2 else None
+
+
+def two_words(parts: list[str], name: str, seed: int) -> str | None:
+    if len(parts) < 2:
+        return None
+    pairs = [(i, j) for i in range(len(parts)) for j in range(i + 1, len(parts))]
+    i, j = draw(seed, "words", name).choice(pairs)
+    return f"{parts[i]} {parts[j]}"
+
+
+def qualified(name: str, owner: str | None, language: str) -> str | None:
+    if not owner:
+        return None
+    return f"{owner}{'::' if language in COLONS_LANGUAGES else '.'}{name}"
+
+
+def _keyed_positions(lowered: str) -> list[int]:
+    """Where a typing slip can happen: positions of letters and digits (ASCII keys)."""
+    return [i for i, c in enumerate(lowered) if c in QWERTY_NEIGHBOURS]
+
+
+def drop(name: str, seed: int) -> str | None:
+    lowered = name.lower()
+    positions = _keyed_positions(lowered)
+    if not positions:
+        return None
+    i = draw(seed, "drop", name).choice(positions)
+    return lowered[:i] + lowered[i + 1 :]
+
+
+def double(name: str, seed: int) -> str | None:
+    lowered = name.lower()
+    positions = _keyed_positions(lowered)
+    if not positions:
+        return None
+    i = draw(seed, "double", name).choice(positions)
+    return lowered[: i + 1] + lowered[i:]
+
+
+def neighbour(name: str, seed: int) -> str | None:
+    lowered = name.lower()
+    positions = _keyed_positions(lowered)
+    if not positions:
+        return None
+    rng = draw(seed, "neighbour", name)
+    i = rng.choice(positions)
+    return lowered[:i] + rng.choice(QWERTY_NEIGHBOURS[lowered[i]]) + lowered[i + 1 :]
+
+
+def other_case(name: str, parts: list[str]) -> str | None:
+    """The name in the other convention: with `_` in camelCase, else in snake_case."""
+    if len(parts) < 2:
+        return None
+    if "_" in name:
+        return parts[0] + "".join(part[:1].upper() + part[1:] for part in parts[1:])
+    return "_".join(parts)
+
+
+def typed_recipes(
+    name: str, seed: int = DEFAULT_SEED, owner: str | None = None, language: str = ""
+) -> list[tuple[str, str]]:
+    """Every (type, query) of the typed set that applies to name, in TYPED_TYPES order;
+    owner is the name's ctags scope owner (for `qualified`), language the corpus's."""
+    parts = words(name)
+    if not parts:
+        return []
+    makers: dict[str, Callable[[], str | None]] = {
+        "prefix": lambda: prefix(name, seed),
+        "word": lambda: one_word(parts, name, seed),
+        "words": lambda: two_words(parts, name, seed),
+        "qualified": lambda: qualified(name, owner, language),
+        "drop": lambda: drop(name, seed),
+        "double": lambda: double(name, seed),
+        "neighbour": lambda: neighbour(name, seed),
+        "case": lambda: other_case(name, parts),
+    }
+    made = ((kind, makers[kind]()) for kind in TYPED_TYPES)
+    return [(kind, query) for kind, query in made if query]
+
+
 class PrefixIndex:
     """Answers "does any name start with q?" case-insensitively in O(log n)."""
 
@@ -108,6 +221,41 @@ def sample_names(names: list[str], n: int, seed: int) -> list[str]:
 
     pool = sorted({name for name in names if eligible(name)}, key=lambda nm: (draw(nm), nm))
     return pool[:n]
+
+
+@dataclass(frozen=True)
+class NameSource:
+    """What a corpus offers the generator: its distinct names, each scoped name's owner
+    (the last part of the ctags scope of its first scoped definition), its language."""
+
+    names: list[str]
+    owners: dict[str, str]
+    language: str
+
+
+def name_source(symbols: list[Symbol], language: str) -> NameSource:
+    owners: dict[str, str] = {}
+    for symbol in symbols:  # sorted by path and line: the first definition wins
+        if symbol.scope and symbol.name not in owners:
+            owners[symbol.name] = _SCOPE_PARTS.split(symbol.scope)[-1]
+    return NameSource(distinct_names(symbols), owners, language)
+
+
+def derive_typed_rows(repo: str, source: NameSource, n: int, seed: int) -> list[QueryRow]:
+    """The typed set's rows for n sampled names (no prefix rule: prefixes are the point)."""
+    rows = []
+    for name in sample_names(source.names, n, seed):
+        for kind, query in typed_recipes(name, seed, source.owners.get(name), source.language):
+            rows.append(QueryRow(repo, query, kind, name))
+    return rows
+
+
+def derive_set_rows(
+    recipe_set: str, repo: str, source: NameSource, n: int, seed: int
+) -> list[QueryRow]:
+    if recipe_set == "typed":
+        return derive_typed_rows(repo, source, n, seed)
+    return derive_rows(repo, source.names, n, seed)
 
 
 def derive_rows(repo: str, names: list[str], n: int, seed: int) -> list[QueryRow]:
@@ -150,15 +298,31 @@ def load_settings(path: Path, pins: dict[str, Pin]) -> dict[str, RepoSettings]:
     return {name: settings[name] for name in pins if name in settings}
 
 
+def read_recipe_set(path: Path) -> str:
+    """Which recipes a settings file's query set is made with: its `recipes` key, else
+    the default six types."""
+    try:
+        data = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return "default"  # load_settings reports the file's problem
+    recipe_set = data.get("recipes", "default") if isinstance(data, dict) else "default"
+    if recipe_set not in RECIPE_SETS:
+        raise RecallError(
+            f"{path}: recipes must be one of {', '.join(RECIPE_SETS)}, got {recipe_set!r}"
+        )
+    return recipe_set
+
+
 def derive_all(
-    names_by_repo: dict[str, list[str]],
+    sources: dict[str, NameSource],
     settings: dict[str, RepoSettings],
     existing: list[QueryRow],
+    recipe_set: str = "default",
 ) -> list[QueryRow]:
     """The whole query set: each repo's derived rows, then its hand rows as they were."""
     rows: list[QueryRow] = []
     for repo, conf in settings.items():
-        rows += derive_rows(repo, names_by_repo[repo], conf.n, conf.seed)
+        rows += derive_set_rows(recipe_set, repo, sources[repo], conf.n, conf.seed)
         rows += [r for r in existing if r.repo == repo and r.type == HAND]
     rows += [r for r in existing if r.type == HAND and r.repo not in settings]
     return rows

@@ -16,8 +16,25 @@ from recall.errors import RecallError
 HEADER = ("repo", "query", "type", "source")
 DERIVED_TYPES = ("abbr3", "abbr2", "first+last", "consonants", "typo", "glob")
 LITERAL_TYPES = ("exact", "case", "qualified")
+# The typed set (typed.tsv): queries as people type them; docs/queries.md has the recipes.
+TYPED_TYPES = ("prefix", "word", "words", "qualified", "drop", "double", "neighbour", "case")
 HAND = "hand"
-TYPES = (*DERIVED_TYPES, *LITERAL_TYPES, HAND)
+TYPES = tuple(dict.fromkeys((*DERIVED_TYPES, *LITERAL_TYPES, *TYPED_TYPES, HAND)))
+
+
+# The committed query sets by name, each with the derive settings that make it: `--queries
+# typed` reads typed.tsv; any other value is a path.
+QUERY_SETS = {
+    "default": ("queries.tsv", "derive.json"),
+    "typed": ("typed.tsv", "derive-typed.json"),
+}
+
+
+def query_set_path(value: str) -> Path:
+    """A set's name as its file (unless a file of that very name is there), else a path."""
+    if value in QUERY_SETS and not Path(value).exists():
+        return Path(QUERY_SETS[value][0])
+    return Path(value)
 
 
 @dataclass(frozen=True)

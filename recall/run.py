@@ -35,7 +35,7 @@ from recall.measure import (
     open_corpus,
     run_binary,
 )
-from recall.queryset import HAND, QueryRow, read_queries, select
+from recall.queryset import HAND, QueryRow, query_set_path, read_queries, select
 from recall.regress import Case, broken, read_cases
 from recall.regress import summarize as summarize_regress
 from recall.report import build_report, diff, misses, render
@@ -96,7 +96,7 @@ def split_label(raw: str) -> tuple[str | None, str]:
 
 def cmd_run(args: argparse.Namespace) -> int:
     _check_flags(args)
-    corpus_path, queries_path = Path(args.corpus), Path(args.queries)
+    corpus_path, queries_path = Path(args.corpus), query_set_path(args.queries)
     pins = load_pins(corpus_path)
     for repo in args.repo or []:
         if repo not in pins:

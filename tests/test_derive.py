@@ -1,8 +1,23 @@
 import pytest
 from conftest import ROOT
 
-from recall.derive import PrefixIndex, derive_rows, recipes, sample_names, typo, words
-from recall.queryset import read_queries
+from recall.derive import (
+    QWERTY_NEIGHBOURS,
+    NameSource,
+    PrefixIndex,
+    derive_rows,
+    derive_typed_rows,
+    double,
+    drop,
+    neighbour,
+    prefix,
+    recipes,
+    sample_names,
+    typed_recipes,
+    typo,
+    words,
+)
+from recall.queryset import TYPED_TYPES, read_queries
 
 
 @pytest.mark.parametrize(
@@ -98,6 +113,9 @@ def test_derive_all_check_passes_on_the_committed_set(real_cache, all_names):
     args = ["--cache", str(real_cache), "--mirror", str(mirror_dir())]
     proc = run_recall("derive", "all", "--check", *args)
     assert proc.returncode == 0, proc.stderr
+    assert {line.split(":")[0] for line in proc.stdout.splitlines()} == {
+        "queries.tsv", "typed.tsv"
+    }  # fmt: skip
     proc = run_recall("derive", "recipes", "Model2")
     assert "Model2\tconsonants\tmdl2" in proc.stdout.splitlines()
 
@@ -113,3 +131,71 @@ def test_derive_sample_reproduces_the_committed_rows(real_cache, all_names):
         if line.startswith("gin\t") and "\thand\t" not in line
     ]  # fmt: skip
     assert proc.stdout.splitlines() == committed
+
+
+def test_typed_table_examples():
+    got = dict(typed_recipes("test_float_limits", 1, "TestNumbers", "python"))
+    assert got == {
+        "prefix": "test_flo", "word": "float", "words": "test float",
+        "qualified": "TestNumbers.test_float_limits", "drop": "test_float_imits",
+        "double": "test_floatt_limits", "neighbour": "test_floay_limits",
+        "case": "testFloatLimits",
+    }  # fmt: skip
+    assert dict(typed_recipes("parseEngine"))["case"] == "parse_engine"
+    assert dict(typed_recipes("HTTPServer"))["case"] == "http_server"
+    assert dict(typed_recipes("has_index?"))["case"] == "hasIndex"
+
+
+def test_qualified_joins_with_colons_for_ruby_rust_and_cpp_and_needs_an_owner():
+    for language, joined in (("ruby", "Base::find"), ("rust", "Base::find"), ("go", "Base.find")):
+        assert dict(typed_recipes("find", 1, "Base", language))["qualified"] == joined
+    assert "qualified" not in dict(typed_recipes("find_all", 1, None, "ruby"))
+
+
+def test_one_word_names_have_no_word_words_or_case():
+    kinds = {kind for kind, _ in typed_recipes("Callbacks")}
+    assert kinds == {"prefix", "drop", "double", "neighbour"}
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_prefix_is_2_to_8_characters_and_never_the_whole_name(seed):
+    for name in ("Callbacks", "abcde", "a_much_longer_name_than_eight"):
+        q = prefix(name, seed)
+        assert 2 <= len(q) <= min(8, len(name) - 1) and name.lower().startswith(q)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_typing_slips_touch_one_letter_or_digit(seed):
+    name, lowered = "has_index2?", "has_index2?"
+    dropped, doubled, missed = drop(name, seed), double(name, seed), neighbour(name, seed)
+    assert len(dropped) == len(name) - 1 and len(doubled) == len(name) + 1
+    gone = next(i for i in range(len(name)) if lowered[:i] + lowered[i + 1 :] == dropped)
+    assert lowered[gone].isalnum()
+    diffs = [i for i, (a, b) in enumerate(zip(missed, lowered, strict=True)) if a != b]
+    assert len(diffs) == 1 and missed[diffs[0]] in QWERTY_NEIGHBOURS[lowered[diffs[0]]]
+    assert (drop(name, seed), double(name, seed), neighbour(name, seed)) == (
+        dropped, doubled, missed
+    )  # fmt: skip
+
+
+def test_the_keyboard_table_is_symmetric():
+    for key, near in QWERTY_NEIGHBOURS.items():
+        assert key not in near
+        assert all(key in QWERTY_NEIGHBOURS[other] for other in near), key
+
+
+def test_typed_rows_have_no_prefix_rule_and_reproduce_from_recipes():
+    names = ["test_float_limits", "test_float_limits_helper", "other_thing"]
+    source = NameSource(names, {"other_thing": "Owner"}, "python")
+    rows = derive_typed_rows("r", source, 10, seed=2)
+    assert ("test_float_limits", "prefix") in {(r.source, r.type) for r in rows}
+    for row in rows:
+        made = typed_recipes(row.source, 2, source.owners.get(row.source), "python")
+        assert (row.type, row.query) in made
+
+
+def test_committed_typed_set_has_300_rows_of_every_type(all_names):
+    rows = read_queries(ROOT / "typed.tsv", set(all_names))
+    counts = {kind: sum(1 for r in rows if r.type == kind) for kind in TYPED_TYPES}
+    assert min(counts.values()) >= 300, counts
+    assert all(r.source in set(all_names[r.repo]) for r in rows if r.type == "prefix")
