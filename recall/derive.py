@@ -55,14 +55,22 @@ def consonants(parts: list[str]) -> str | None:
     return (joined[0] + "".join(c for c in joined[1:] if c not in VOWELS))[:6]
 
 
+def swap_positions(lowered: str) -> list[int]:
+    """Where a transposition changes the string: before two adjacent, different characters."""
+    return [i for i in range(len(lowered) - 1) if lowered[i] != lowered[i + 1]]
+
+
+def swapped(lowered: str, i: int) -> str:
+    return lowered[:i] + lowered[i + 1] + lowered[i] + lowered[i + 2 :]
+
+
 def typo(name: str, seed: int) -> str | None:
     """Swap two adjacent, different characters at a position drawn from (seed, name)."""
     lowered = name.lower()
-    positions = [i for i in range(len(lowered) - 1) if lowered[i] != lowered[i + 1]]
+    positions = swap_positions(lowered)
     if not positions:
         return None
-    i = random.Random(f"{seed}\0{name}").choice(positions)
-    return lowered[:i] + lowered[i + 1] + lowered[i] + lowered[i + 2 :]
+    return swapped(lowered, random.Random(f"{seed}\0{name}").choice(positions))
 
 
 def glob(parts: list[str]) -> str | None:
@@ -106,12 +114,16 @@ def draw(seed: int, kind: str, name: str) -> random.Random:
     return random.Random(f"{seed}\0{kind}\0{name}")
 
 
+def prefix_lengths(name: str) -> range:
+    """Progressive typing stops after 2 to 8 characters, never at the whole name."""
+    return range(PREFIX_MIN, min(PREFIX_MAX, len(name) - 1) + 1)
+
+
 def prefix(name: str, seed: int) -> str | None:
-    """Progressive typing: the first N characters, N from 2 to 8, never the whole name."""
-    top = min(PREFIX_MAX, len(name) - 1)
-    if top < PREFIX_MIN:
+    lengths = prefix_lengths(name)
+    if not lengths:
         return None
-    return name.lower()[: draw(seed, "prefix", name).randint(PREFIX_MIN, top)]
+    return name.lower()[: draw(seed, "prefix", name).choice(lengths)]
 
 
 def one_word(parts: list[str], name: str, seed: int) -> str | None:
@@ -119,12 +131,14 @@ def one_word(parts: list[str], name: str, seed: int) -> str | None:
     return draw(seed, "word", name).choice(parts[1:]) if len(parts) >= 2 else None
 
 
+def word_pairs(parts: list[str]) -> list[str]:
+    """Every two words of a name in their order, as typed with fzf's AND space."""
+    return [f"{parts[i]} {parts[j]}" for i in range(len(parts)) for j in range(i + 1, len(parts))]
+
+
 def two_words(parts: list[str], name: str, seed: int) -> str | None:
-    if len(parts) < 2:
-        return None
-    pairs = [(i, j) for i in range(len(parts)) for j in range(i + 1, len(parts))]
-    i, j = draw(seed, "words", name).choice(pairs)
-    return f"{parts[i]} {parts[j]}"
+    pairs = word_pairs(parts)
+    return draw(seed, "words", name).choice(pairs) if pairs else None
 
 
 def qualified(name: str, owner: str | None, language: str) -> str | None:
@@ -133,14 +147,14 @@ def qualified(name: str, owner: str | None, language: str) -> str | None:
     return f"{owner}{'::' if language in COLONS_LANGUAGES else '.'}{name}"
 
 
-def _keyed_positions(lowered: str) -> list[int]:
+def keyed_positions(lowered: str) -> list[int]:
     """Where a typing slip can happen: positions of letters and digits (ASCII keys)."""
     return [i for i, c in enumerate(lowered) if c in QWERTY_NEIGHBOURS]
 
 
 def drop(name: str, seed: int) -> str | None:
     lowered = name.lower()
-    positions = _keyed_positions(lowered)
+    positions = keyed_positions(lowered)
     if not positions:
         return None
     i = draw(seed, "drop", name).choice(positions)
@@ -149,7 +163,7 @@ def drop(name: str, seed: int) -> str | None:
 
 def double(name: str, seed: int) -> str | None:
     lowered = name.lower()
-    positions = _keyed_positions(lowered)
+    positions = keyed_positions(lowered)
     if not positions:
         return None
     i = draw(seed, "double", name).choice(positions)
@@ -158,7 +172,7 @@ def double(name: str, seed: int) -> str | None:
 
 def neighbour(name: str, seed: int) -> str | None:
     lowered = name.lower()
-    positions = _keyed_positions(lowered)
+    positions = keyed_positions(lowered)
     if not positions:
         return None
     rng = draw(seed, "neighbour", name)

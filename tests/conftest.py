@@ -101,3 +101,11 @@ def all_names(real_cache: Path, pins: dict[str, Pin]) -> dict[str, list[str]]:
         checkout = fetch(pin, real_cache, mirror)
         names[pin.name] = distinct_names(checkout_symbols(checkout, real_cache))
     return names
+
+
+@pytest.fixture(scope="session")
+def gin_source(real_cache: Path, gin: Checkout):
+    """gin's names as the query generator sees them (with scope owners)."""
+    from recall.derive import name_source
+
+    return name_source(checkout_symbols(gin, real_cache), gin.pin.language)

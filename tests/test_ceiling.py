@@ -1,0 +1,102 @@
+"""The ceiling: how many names yield each query, and the best #1 and top 10 it allows."""
+
+import random
+
+import pytest
+
+from recall.ceiling import INVERTED, KINDS, ambiguity, ceiling, ceilings
+from recall.derive import (
+    QWERTY_NEIGHBOURS,
+    NameSource,
+    derive_rows,
+    derive_typed_rows,
+    eligible,
+    keyed_positions,
+    prefix_lengths,
+    swap_positions,
+    swapped,
+)
+from recall.queryset import QueryRow
+
+NAMES = [
+    "test_count", "TestContent", "test_counter", "tset_count", "test_cuont",
+    "parse_engine", "parseEngine", "ParseEngine", "render_view", "render_views",
+    "HTTPServer", "http_server", "has_index?", "hass_index?", "has_undex?",
+]  # fmt: skip
+SOURCE = NameSource(sorted(NAMES), {"render_view": "View", "render_views": "View"}, "ruby")
+
+
+def _k(kind: str, query: str, source: NameSource = SOURCE) -> int:
+    row = QueryRow("r", query, kind, "x")
+    return ambiguity([row], {"r": source}).get(row, 0)
+
+
+def test_k_counts_every_name_that_yields_the_query():
+    # test_count, TestContent, tset_count, test_counter (cut to 6), test_cuont
+    assert _k("consonants", "tstcnt") == 5
+    assert _k("abbr3", "pareng") == 3  # parse_engine, parseEngine, ParseEngine
+    assert _k("qualified", "View::render_view") == 1
+    assert _k("case", "parse_engine") == 2  # parseEngine, ParseEngine
+
+
+def test_typo_counts_every_name_some_swap_turns_into_the_query():
+    assert _k("typo", "test_count") == 2  # tset_count, test_cuont; never the name itself
+    assert _k("typo", "tset_count") == 1  # test_count
+
+
+def test_prefix_counts_the_longer_names_that_start_with_it():
+    assert _k("prefix", "test_co") == 2  # test_count, test_counter (not testcontent)
+    assert _k("prefix", "rende") == 2  # render_view, render_views
+    assert _k("prefix", "render_view") == 0  # 11 characters: longer than any prefix
+
+
+def test_slips_count_the_names_one_key_away():
+    assert _k("drop", "has_idex?") == 1  # has_index?
+    assert _k("double", "hass_index?") == 1  # has_index?, its s doubled
+    assert _k("neighbour", "has_index?") == 1  # has_undex?: u is next to i
+
+
+def _variants(kind: str, name: str) -> set[str]:
+    """Every query of an inverted kind a name could yield: the brute-force definition."""
+    low = name.lower()
+    if kind == "typo":
+        return {swapped(low, i) for i in swap_positions(low)}
+    if kind == "prefix":
+        return {low[:n] for n in prefix_lengths(name)}
+    if kind == "drop":
+        return {low[:i] + low[i + 1 :] for i in keyed_positions(low)}
+    if kind == "double":
+        return {low[: i + 1] + low[i:] for i in keyed_positions(low)}
+    return {
+        low[:i] + key + low[i + 1 :]
+        for i in keyed_positions(low)
+        for key in QWERTY_NEIGHBOURS[low[i]]
+    }
+
+
+@pytest.mark.parametrize("kind", INVERTED)
+def test_inverted_counts_equal_brute_force_enumeration(kind, gin_source):
+    rng = random.Random(kind)
+    names = [n for n in gin_source.names if eligible(n)]
+    variants = {name: _variants(kind, name) for name in names}
+    picked = rng.sample(names, 40)
+    queries = sorted({rng.choice(sorted(variants[name])) for name in picked})
+    for query in queries:
+        brute = sum(1 for name in names if query in variants[name])
+        assert _k(kind, query, gin_source) == brute, query
+
+
+def test_every_committed_recipe_type_has_a_ceiling_rule(gin_source):
+    rows = derive_rows("gin", gin_source.names, 30, 1) + derive_typed_rows("gin", gin_source, 30, 2)
+    ks = ambiguity(rows, {"gin": gin_source})
+    assert {row.type for row in rows} <= set(KINDS)
+    assert all(ks[row] >= 1 for row in rows)
+
+
+def test_ceiling_sums_one_over_k_and_min_one_ten_over_k():
+    got = ceiling([1, 2, 20])
+    assert got.n == 3 and got.first == pytest.approx(1.55) and got.top10 == pytest.approx(2.5)
+    rows = [QueryRow("r", q, "abbr3", "x") for q in ("a", "b")]
+    by = ceilings(rows, {rows[0]: 1, rows[1]: 4}, {"r": "ruby"})
+    assert by["language"]["ruby"].first == pytest.approx(1.25)
+    assert by["type"]["abbr3"].top10_pct == pytest.approx(100.0)
