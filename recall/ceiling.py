@@ -1,25 +1,31 @@
 """The ceiling of a query set: the best #1 and top 10 that any finder can expect.
 
 Several names can yield one query (`tstcnt` comes from `test_count` and `TestContent`).
-Given only the query, the intended name is any of those k names, so no finder can expect
-to rank it first more than once in k, nor in its top 10 more than min(1, 10/k) of the
-time. k counts the names that sampling could pick (the eligible ones) from which the
-row's type yields exactly that query, over every choice a seeded recipe could have made
-(every swap for `typo`, every length for `prefix`, every slip for `drop`, `double` and
-`neighbour`...). No finder runs: the ceiling is a property of the query set alone.
+Given only the query, the intended name is one of those k names, drawn as sampling and
+the recipe draw them: each eligible name is equally likely to be sampled, and yields the
+query with the probability its recipe's seeded choice has of making it (1 for a recipe
+with one answer; 1/9 for a typo of a name with nine swap positions). The best a finder
+can do is rank names by that likelihood, so it is right first with probability
+max(p) / sum(p), and in its top 10 with the sum of the 10 largest p over sum(p). For
+one-answer recipes that is 1/k and min(1, 10/k), the spec's formula; for recipes that
+choose (typo, prefix, word, words and the slips) a 1/k ceiling would not be one, since a
+name with fewer choices is likelier to be the source (the reference finder beat it by 6
+points on `words`). No finder runs: the ceiling is a property of the query set alone.
 
-Recipes that make one query per name are run forwards over every name. Those that could
-make many are inverted: the names a query could have come from are built from the query
-and looked up, so a corpus of 30,000 names costs a few hundred lookups per query rather
-than every variant of every name.
+Recipes with one answer per name run forwards over every name; `word` and `words`
+forwards over each name's words. The others are inverted: the names a query could have
+come from are built from the query and looked up, a few hundred lookups per query rather
+than every variant of every name of a 30,000-name corpus.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+
+import numpy as np
 
 from recall.derive import (
     PREFIX_MAX,
@@ -33,6 +39,7 @@ from recall.derive import (
     glob,
     keyed_positions,
     other_case,
+    prefix_lengths,
     qualified,
     swap_positions,
     swapped,
@@ -42,7 +49,7 @@ from recall.derive import (
 from recall.queryset import QueryRow
 
 TOP = 10
-# One query per name: run forwards.
+# One answer per name: run forwards, likelihood 1.
 _SINGLE: dict[str, Callable[[str, list[str], NameSource], str | None]] = {
     "abbr3": lambda name, parts, source: abbreviation(parts, 3),
     "abbr2": lambda name, parts, source: abbreviation(parts, 2),
@@ -54,96 +61,161 @@ _SINGLE: dict[str, Callable[[str, list[str], NameSource], str | None]] = {
     ),
     "case": lambda name, parts, source: other_case(name, parts),
 }
-# Several queries per name, each a set of strings: run forwards over words.
-_MANY: dict[str, Callable[[list[str]], Iterable[str]]] = {
-    "word": lambda parts: set(parts[1:]),
-    "words": lambda parts: set(word_pairs(parts)),
+# A uniform choice among a name's words or pairs of words: run forwards over words.
+_CHOICES: dict[str, Callable[[list[str]], list[str]]] = {
+    "word": lambda parts: parts[1:],
+    "words": word_pairs,
 }
 INVERTED = ("typo", "prefix", "drop", "double", "neighbour")
-KINDS = (*_SINGLE, *_MANY, *INVERTED)
+KINDS = (*_SINGLE, *_CHOICES, *INVERTED)
+
+
+def likelihood(kind: str, name: str, query: str) -> float:
+    """The probability that an inverted recipe of `kind`, its seeded choices drawn
+    uniformly as derive draws them, makes query from name."""
+    low = name.lower()
+    if kind == "prefix":
+        lengths = prefix_lengths(low)
+        return 1 / len(lengths) if len(query) in lengths and low.startswith(query) else 0.0
+    if kind == "typo":
+        positions = swap_positions(low)
+        ways = sum(1 for i in positions if swapped(low, i) == query)
+        return ways / len(positions) if positions else 0.0
+    positions = keyed_positions(low)
+    if not positions:
+        return 0.0
+    if kind == "drop":
+        ways = sum(1 for i in positions if low[:i] + low[i + 1 :] == query)
+    elif kind == "double":
+        ways = sum(1 for i in positions if low[: i + 1] + low[i:] == query)
+    else:  # neighbour: one position, then one of its keys
+        if len(low) != len(query):
+            return 0.0
+        differ = [i for i in range(len(low)) if low[i] != query[i]]
+        keys = QWERTY_NEIGHBOURS.get(low[differ[0]], "") if len(differ) == 1 else ""
+        ways = 1 / len(keys) if keys and query[differ[0]] in keys else 0.0
+    return ways / len(positions)
 
 
 class _Names:
-    """One corpus's eligible names, lowercased and counted (two names may share one)."""
+    """One corpus's eligible names, and each lowercased form's names (two may share)."""
 
     def __init__(self, source: NameSource) -> None:
         self.source = source
         self.eligible = [name for name in source.names if eligible(name)]
-        self.lowered = Counter(name.lower() for name in self.eligible)
-        self.sorted_lowered = sorted(self.eligible, key=str.lower)
-        self.keys = [name.lower() for name in self.sorted_lowered]
+        self.by_lower: dict[str, list[str]] = defaultdict(list)
+        for name in self.eligible:
+            self.by_lower[name.lower()].append(name)
+        self.keys = sorted(self.by_lower)
+        # for prefixes, per key: its length and how many names share it
+        self.key_lengths = np.array([len(key) for key in self.keys], dtype=np.int64)
+        self.key_names = np.array([len(self.by_lower[key]) for key in self.keys], dtype=np.int64)
 
-    def count(self, candidates: Iterable[str]) -> int:
-        return sum(self.lowered[c] for c in set(candidates))
-
-    def forwards(self, kinds: set[str]) -> dict[str, Counter[str]]:
-        """For each of kinds, how many eligible names yield each query (one pass)."""
-        made: dict[str, Counter[str]] = {kind: Counter() for kind in kinds}
+    def forwards(self, asked: set[tuple[str, str]]) -> dict[tuple[str, str], list[float]]:
+        """The likelihoods of every name for each asked (kind, query) of the forward
+        kinds, in one pass over the names."""
+        kinds = {kind for kind, _query in asked}
         single = [(kind, _SINGLE[kind]) for kind in kinds if kind in _SINGLE]
-        many = [(kind, _MANY[kind]) for kind in kinds if kind in _MANY]
+        choices = [(kind, _CHOICES[kind]) for kind in kinds if kind in _CHOICES]
+        found: dict[tuple[str, str], list[float]] = defaultdict(list)
         for name in self.eligible:
             parts = words(name)
             if not parts:
                 continue
             for kind, recipe in single:
                 query = recipe(name, parts, self.source)
-                if query:
-                    made[kind][query] += 1
-            for kind, queries in many:
-                made[kind].update(queries(parts))
-        return made
+                if query and (kind, query) in asked:
+                    found[(kind, query)].append(1.0)
+            for kind, choose in choices:
+                options = choose(parts)
+                for query, ways in Counter(options).items():
+                    if (kind, query) in asked:
+                        found[(kind, query)].append(ways / len(options))
+        return found
 
-    def inverted(self, kind: str, query: str) -> int:
-        """How many eligible names a typo, prefix or slip of `kind` turns into query."""
+    def inverted(self, kind: str, query: str) -> list[float]:
+        """The likelihoods of the names a typo, prefix or slip of `kind` turns into query."""
+        if kind == "prefix":
+            return self._prefixed(query)
         if kind == "typo":  # a swap undoes itself
-            return self.count(swapped(query, i) for i in swap_positions(query))
-        if kind == "prefix":  # every longer name that starts with it (not the whole name)
-            if len(query) not in range(PREFIX_MIN, PREFIX_MAX + 1):
-                return 0
-            start = bisect.bisect_left(self.keys, query)
-            end = bisect.bisect_left(self.keys, query + "\U0010ffff")
-            return end - start - self.lowered[query]
-        if kind == "drop":  # the name is the query with one key pressed back in
-            return self.count(
+            candidates: Iterable[str] = (swapped(query, i) for i in swap_positions(query))
+        elif kind == "drop":  # the name is the query with one key pressed back in
+            candidates = (
                 query[:i] + key + query[i:] for i in range(len(query) + 1)
                 for key in QWERTY_NEIGHBOURS
             )  # fmt: skip
-        if kind == "double":
-            return self.count(
+        elif kind == "double":
+            candidates = (
                 query[:i] + query[i + 1 :] for i in keyed_positions(query)
                 if i + 1 < len(query) and query[i] == query[i + 1]
             )  # fmt: skip
-        if kind == "neighbour":  # the table is symmetric: the query's key's neighbours
-            return self.count(
+        else:  # neighbour: the table is symmetric, so the query's key's neighbours
+            candidates = (
                 query[:i] + key + query[i + 1 :] for i in keyed_positions(query)
                 for key in QWERTY_NEIGHBOURS[query[i]]
             )  # fmt: skip
-        raise ValueError(kind)
+        found = []
+        for lowered in set(candidates):
+            for name in self.by_lower.get(lowered, ()):
+                p = likelihood(kind, name, query)
+                if p:
+                    found.append(p)
+        return found
+
+    def _prefixed(self, query: str) -> list[float]:
+        """Every longer name that starts with query, each likely 1 / its number of prefix
+        lengths (prefix_lengths, in bulk: a 2-letter prefix starts thousands of names)."""
+        if not PREFIX_MIN <= len(query) <= PREFIX_MAX:
+            return []
+        start = bisect.bisect_left(self.keys, query)
+        end = bisect.bisect_left(self.keys, query + "\U0010ffff")
+        lengths, counts = self.key_lengths[start:end], self.key_names[start:end]
+        longer = lengths > len(query)
+        choices = np.minimum(PREFIX_MAX, lengths[longer] - 1) - PREFIX_MIN + 1
+        return np.repeat(1.0 / choices, counts[longer]).tolist()
 
 
-def ambiguity(rows: list[QueryRow], sources: dict[str, NameSource]) -> dict[QueryRow, int]:
-    """k for every sourced row whose type has a recipe: how many eligible names of its
-    corpus yield its query under its type (at least 1, its source)."""
-    ks: dict[QueryRow, int] = {}
+@dataclass(frozen=True)
+class RowCeiling:
+    """One query's best chances: k names could have made it; `first` and `top10` are the
+    probabilities that a finder ranking them by likelihood has the source there."""
+
+    k: int
+    first: float
+    top10: float
+
+
+def row_ceiling(likelihoods: list[float]) -> RowCeiling:
+    ranked = sorted(likelihoods, reverse=True)
+    total = sum(ranked)
+    return RowCeiling(len(ranked), ranked[0] / total, sum(ranked[:TOP]) / total)
+
+
+def row_ceilings(
+    rows: list[QueryRow], sources: dict[str, NameSource]
+) -> dict[QueryRow, RowCeiling]:
+    """The ceiling of every sourced row whose type has a recipe (its source is among the
+    k names, so k >= 1 for a row the generator made)."""
+    result: dict[QueryRow, RowCeiling] = {}
     for repo in dict.fromkeys(row.repo for row in rows):
         mine = [row for row in rows if row.repo == repo and row.sourced and row.type in KINDS]
         if not mine:
             continue
         names = _Names(sources[repo])
-        forwards = names.forwards({row.type for row in mine} - set(INVERTED))
+        forwards = names.forwards({(r.type, r.query) for r in mine if r.type not in INVERTED})
         for row in mine:
-            if row.type in forwards:
-                k = forwards[row.type][row.query]
+            if row.type in INVERTED:
+                found = names.inverted(row.type, row.query)
             else:
-                k = names.inverted(row.type, row.query)
-            if k:
-                ks[row] = k
-    return ks
+                found = forwards.get((row.type, row.query), [])
+            if found:
+                result[row] = row_ceiling(found)
+    return result
 
 
 @dataclass(frozen=True)
 class Ceiling:
-    """Expected counts at best: `first` and `top10` are sums of 1/k and min(1, 10/k)."""
+    """Expected counts at best over n rows: sums of the rows' chances."""
 
     n: int
     first: float
@@ -158,25 +230,23 @@ class Ceiling:
         return 100.0 * self.top10 / self.n if self.n else 0.0
 
 
-def ceiling(ks: Iterable[int]) -> Ceiling:
-    values = list(ks)
-    return Ceiling(
-        len(values), sum(1.0 / k for k in values), sum(min(1.0, TOP / k) for k in values)
-    )
+def ceiling(rows: Iterable[RowCeiling]) -> Ceiling:
+    picked = list(rows)
+    return Ceiling(len(picked), sum(r.first for r in picked), sum(r.top10 for r in picked))
 
 
 def ceilings(
-    rows: list[QueryRow], ks: dict[QueryRow, int], languages: dict[str, str]
+    rows: list[QueryRow], per_row: dict[QueryRow, RowCeiling], languages: dict[str, str]
 ) -> dict[str, dict[str, Ceiling]]:
-    """The ceiling overall and by type, repo and language, over the rows that have a k."""
-    groups: dict[str, dict[str, list[int]]] = {
+    """The ceiling overall and by type, repo and language, over the rows that have one."""
+    groups: dict[str, dict[str, list[RowCeiling]]] = {
         "all": {}, "type": {}, "repo": {}, "language": {},
     }  # fmt: skip
     for row in rows:
-        k = ks.get(row)
-        if k is None:
+        chances = per_row.get(row)
+        if chances is None:
             continue
         keys = {"all": "all", "type": row.type, "repo": row.repo, "language": languages[row.repo]}
         for axis, key in keys.items():
-            groups[axis].setdefault(key, []).append(k)
+            groups[axis].setdefault(key, []).append(chances)
     return {axis: {key: ceiling(v) for key, v in by.items()} for axis, by in groups.items()}

@@ -114,16 +114,17 @@ def draw(seed: int, kind: str, name: str) -> random.Random:
     return random.Random(f"{seed}\0{kind}\0{name}")
 
 
-def prefix_lengths(name: str) -> range:
+def prefix_lengths(lowered: str) -> range:
     """Progressive typing stops after 2 to 8 characters, never at the whole name."""
-    return range(PREFIX_MIN, min(PREFIX_MAX, len(name) - 1) + 1)
+    return range(PREFIX_MIN, min(PREFIX_MAX, len(lowered) - 1) + 1)
 
 
 def prefix(name: str, seed: int) -> str | None:
-    lengths = prefix_lengths(name)
+    lowered = name.lower()
+    lengths = prefix_lengths(lowered)
     if not lengths:
         return None
-    return name.lower()[: draw(seed, "prefix", name).choice(lengths)]
+    return lowered[: draw(seed, "prefix", name).choice(lengths)]
 
 
 def one_word(parts: list[str], name: str, seed: int) -> str | None:

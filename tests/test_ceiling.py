@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from recall.ceiling import INVERTED, KINDS, ambiguity, ceiling, ceilings
+from recall.ceiling import INVERTED, KINDS, RowCeiling, ceiling, ceilings, row_ceilings
 from recall.derive import (
     QWERTY_NEIGHBOURS,
     NameSource,
@@ -26,9 +26,14 @@ NAMES = [
 SOURCE = NameSource(sorted(NAMES), {"render_view": "View", "render_views": "View"}, "ruby")
 
 
-def _k(kind: str, query: str, source: NameSource = SOURCE) -> int:
+def _chances(kind: str, query: str, source: NameSource = SOURCE) -> RowCeiling | None:
     row = QueryRow("r", query, kind, "x")
-    return ambiguity([row], {"r": source}).get(row, 0)
+    return row_ceilings([row], {"r": source}).get(row)
+
+
+def _k(kind: str, query: str, source: NameSource = SOURCE) -> int:
+    chances = _chances(kind, query, source)
+    return chances.k if chances else 0
 
 
 def test_k_counts_every_name_that_yields_the_query():
@@ -86,17 +91,32 @@ def test_inverted_counts_equal_brute_force_enumeration(kind, gin_source):
         assert _k(kind, query, gin_source) == brute, query
 
 
+def test_one_answer_recipes_give_one_over_k():
+    chances = _chances("consonants", "tstcnt")
+    assert chances.first == pytest.approx(1 / 5) and chances.top10 == pytest.approx(1.0)
+
+
+def test_a_name_with_fewer_choices_is_the_likelier_source():
+    source = NameSource(["alpha_beta", "alpha_gamma_beta"], {}, "python")
+    chances = _chances("words", "alpha beta", source)
+    # alpha_beta makes it for sure; alpha_gamma_beta once in its three pairs
+    assert chances.k == 2 and chances.first == pytest.approx(1 / (1 + 1 / 3))
+    typo = _chances("typo", "tset_count")  # test_count: 1 of its swap positions
+    assert typo.k == 1 and typo.first == pytest.approx(1.0)
+
+
 def test_every_committed_recipe_type_has_a_ceiling_rule(gin_source):
     rows = derive_rows("gin", gin_source.names, 30, 1) + derive_typed_rows("gin", gin_source, 30, 2)
-    ks = ambiguity(rows, {"gin": gin_source})
+    chances = row_ceilings(rows, {"gin": gin_source})
     assert {row.type for row in rows} <= set(KINDS)
-    assert all(ks[row] >= 1 for row in rows)
+    assert all(chances[row].k >= 1 and 0 < chances[row].first <= 1 for row in rows)
 
 
-def test_ceiling_sums_one_over_k_and_min_one_ten_over_k():
-    got = ceiling([1, 2, 20])
+def test_ceiling_sums_the_chances_of_its_rows():
+    rows = [RowCeiling(1, 1.0, 1.0), RowCeiling(2, 0.5, 1.0), RowCeiling(20, 0.05, 0.5)]
+    got = ceiling(rows)
     assert got.n == 3 and got.first == pytest.approx(1.55) and got.top10 == pytest.approx(2.5)
-    rows = [QueryRow("r", q, "abbr3", "x") for q in ("a", "b")]
-    by = ceilings(rows, {rows[0]: 1, rows[1]: 4}, {"r": "ruby"})
-    assert by["language"]["ruby"].first == pytest.approx(1.25)
+    queries = [QueryRow("r", q, "abbr3", "x") for q in ("a", "b")]
+    by = ceilings(queries, dict(zip(queries, rows[:2], strict=True)), {"r": "ruby"})
+    assert by["language"]["ruby"].first == pytest.approx(1.5)
     assert by["type"]["abbr3"].top10_pct == pytest.approx(100.0)
