@@ -27,7 +27,7 @@ from recall.engine import resolve_engine
 from recall.errors import EXIT_FAILURE, EXIT_LOSS, EXIT_OK, RecallError
 from recall.measure import open_corpus
 from recall.queryset import format_queries, read_queries
-from recall.run import DEFAULT_REGRESS, cmd_run
+from recall.run import DEFAULT_REGRESS, check_timeout, cmd_run
 from recall.symbols import checkout_symbols, ctags_version, distinct_names, write_atomic
 
 COMMANDS = ("run", "fetch", "derive", "doctor", "init", "explain", "pin", "cache")
@@ -226,6 +226,7 @@ def _add_explain(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_explain(args: argparse.Namespace) -> int:
+    check_timeout(args.timeout)
     corpus, queries = Path(args.corpus), Path(args.queries)
     (pin,) = select_pins(load_pins(corpus), [args.repo], corpus)
     rows = read_queries(queries, None) if queries.exists() else []

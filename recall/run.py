@@ -50,6 +50,7 @@ from recall.saved import (
 from recall.symbols import ctags_version, write_atomic
 
 DEFAULT_REGRESS = "regress.tsv"
+MAX_TIMEOUT_S = 86400.0  # a day: poll() and time_t overflow long before inf
 Flags = tuple[tuple[str, str], ...]
 LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
 
@@ -179,10 +180,20 @@ def _check_flags(args: argparse.Namespace) -> None:
         )
     if args.accept and not (args.base or args.base_bin or args.against):
         raise RecallError("--accept needs a baseline: accepted losses are losses against one")
-    if args.jobs < 1 or args.timeout <= 0:
-        raise RecallError("--jobs must be 1 or more and --timeout above 0")
+    if args.jobs < 1:
+        raise RecallError(f"--jobs {args.jobs}: give 1 or more")
+    check_timeout(args.timeout)
     if args.bench is not None and args.bench < 1:
         raise RecallError(f"--bench {args.bench}: give 1 or more reps")
+
+
+def check_timeout(seconds: float) -> None:
+    """A per-query timeout is a finite number of seconds: NaN compares false with every
+    bound, and inf (or 1e300) overflows the clock arithmetic that waits on a finder."""
+    if not 0 < seconds <= MAX_TIMEOUT_S:
+        raise RecallError(
+            f"--timeout {seconds:g}: give seconds above 0 and at most {MAX_TIMEOUT_S:g}"
+        )
 
 
 def _regress_cases(args: argparse.Namespace, pins: dict[str, Pin], rows: list[QueryRow]):
