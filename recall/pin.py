@@ -117,6 +117,8 @@ def _read_json(path: Path) -> dict:
         raise RecallError(f"{path}: cannot read: {exc.strerror}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise RecallError(f"{path}: not JSON: {exc}") from None
+    except RecursionError:
+        raise RecallError(f"{path}: not JSON: nested too deeply") from None
     if not isinstance(data, dict):
         raise RecallError(f'{path}: expected {{"repos": {{NAME: {{"n": N, "seed": S}}}}}}')
     return data
