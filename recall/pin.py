@@ -18,6 +18,7 @@ from recall.derive import DEFAULT_SEED, RepoSettings, derive_rows, load_settings
 from recall.errors import RecallError
 from recall.queryset import DERIVED_TYPES, QueryRow, format_queries, read_queries
 from recall.symbols import checkout_symbols, distinct_names, write_atomic
+from recall.terminal import shown
 
 DEFAULT_N = 100
 _QUALIFIER = re.compile(r"::|\.|#")
@@ -156,5 +157,5 @@ def render(change: PinChange, corpus: Path, queries: Path) -> str:
             f"{len(change.stale)} hand rows of {change.pin.name} aim at a name gone at "
             f"{change.pin.sha[:12]}:"
         )
-        lines += [f"  {r.query}\t{intended_name(r)}" for r in change.stale]
+        lines += [f"  {shown(r.query)}\t{shown(intended_name(r))}" for r in change.stale]
     return "\n".join(lines) + "\n"

@@ -44,6 +44,8 @@ def read_cases(path: Path, repos: set[str]) -> list[Case]:
             raise RecallError(f"{at}: unknown repo {repo!r}")
         if not query or not expect.removeprefix("!"):
             raise RecallError(f"{at}: the query and the pattern must not be empty")
+        if "\0" in query:
+            raise RecallError(f"{at}: the query holds a NUL byte, which no argv can carry")
         try:
             re.compile(expect.removeprefix("!"))
         except re.error as exc:
