@@ -367,8 +367,9 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         help="repo<TAB>query<TAB>source rows of reviewed losses: listed apart, not failing",
     )  # fmt: skip
     p.add_argument(
-        "--regress", metavar="FILE", default=DEFAULT_REGRESS,
-        help="regress cases, repo<TAB>query<TAB>expect (default: %(default)s when present)",
+        "--regress", metavar="FILE",
+        help=f"regress cases, repo<TAB>query<TAB>expect (default: {DEFAULT_REGRESS} when "
+        "present; its cases for repos the corpus does not pin are skipped)",
     )  # fmt: skip
     p.add_argument("--no-regress", action="store_true", help="skip the regress cases")
     p.add_argument("--misses", action="store_true", help="list every source not ranked #1")

@@ -300,6 +300,13 @@ def _render_regress(report: dict, markdown: bool) -> list[str]:
     out: list[str] = []
     regress = report["regress"]
     out += _heading(f"Regress cases ({regress['file']}): {regress['cases']}", markdown)
+    if regress.get("skipped"):
+        skipped = (
+            f"{regress['skipped']} regress cases skipped: their repos are not in the corpus pins"
+        )
+        out += ["", skipped, ""] if markdown else [skipped]
+    if not regress["cases"]:
+        return out
     body = [
         [run["label"], str(r["holds"]), str(r["fails"]), str(r["not_applicable"])]
         for run in report["runs"]

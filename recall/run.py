@@ -108,7 +108,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise RecallError(f"--bench: {queries_path} has no hand rows in the selected repos")
     if not rows:
         raise RecallError(f"{queries_path}: no rows match the selection")
-    cases = _regress_cases(args, pins, rows)
+    cases, skipped = _regress_cases(args, pins, rows)
     asked = rows + [case.row for case in cases]
     accepted = read_accepted(Path(args.accept)) if args.accept else None
     cache, mirror = cache_root(args.cache), mirror_root(args.mirror)
@@ -147,8 +147,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     diffs = [_diff(rows, cases, measured[0], m, accepted) for m in measured[1:]] if has_base else []
     meta = _meta(engine, corpus_path, queries_path)
     report = build_report(meta, pins, rows, [m.run for m in measured], diffs)
-    if cases:
-        report["regress"] = {"file": args.regress, "cases": len(cases)}
+    if cases or skipped:
+        report["regress"] = {"file": args.regress or DEFAULT_REGRESS, "cases": len(cases)}
+        report["regress"]["skipped"] = skipped
         for summary, m in zip(report["runs"], measured, strict=True):
             summary["regress"] = summarize_regress(cases, list(m.cases))
     if args.bench:
@@ -196,15 +197,26 @@ def check_timeout(seconds: float) -> None:
         )
 
 
-def _regress_cases(args: argparse.Namespace, pins: dict[str, Pin], rows: list[QueryRow]):
-    """The regress cases of the repos this run covers; the default file may be absent."""
+def _regress_cases(
+    args: argparse.Namespace, pins: dict[str, Pin], rows: list[QueryRow]
+) -> tuple[list[Case], int]:
+    """The regress cases of the repos this run covers, and how many of the default file's
+    were skipped because their repo is not a pin of this corpus: the committed regress.tsv
+    must not stop a run over a corpus of the user's own. The default file may be absent;
+    an explicit --regress FILE naming an unknown repo is refused at its line."""
     if args.no_regress:
-        return []
-    path = Path(args.regress)
-    if args.regress == DEFAULT_REGRESS and not path.exists():
-        return []
+        return [], 0
+    path = Path(args.regress or DEFAULT_REGRESS)
+    if args.regress is None and not path.exists():
+        return [], 0
+    if args.regress is None:
+        every = read_cases(path, None)
+        known = [case for case in every if case.repo in pins]
+        skipped = len(every) - len(known)
+    else:
+        known, skipped = read_cases(path, set(pins)), 0
     repos = {row.repo for row in rows}
-    return [case for case in read_cases(path, set(pins)) if case.repo in repos]
+    return [case for case in known if case.repo in repos], skipped
 
 
 def _default_engine(specs: list[tuple[str, str | None, str]]) -> str | None:
