@@ -275,6 +275,8 @@ def checkout_problem(pin: Pin, path: Path) -> str | None:
     recorded = read_marker(marker)
     if recorded is None:
         return f"marker {marker} is not an object with string fields sha and tree"
+    if recorded["sha"] != pin.sha:  # before git, which cannot find a sha it never fetched
+        return f"checkout holds {recorded['sha'][:12]}, pin is {pin.sha[:12]}"
     try:
         repo = git.Repo(path)
         with repo:
@@ -282,8 +284,6 @@ def checkout_problem(pin: Pin, path: Path) -> str | None:
             pinned_tree = repo.commit(pin.sha).tree.hexsha
     except (ValueError, git.GitError, OSError):
         return "checkout unreadable"
-    if recorded["sha"] != pin.sha:
-        return f"checkout holds {recorded['sha'][:12]}, pin is {pin.sha[:12]}"
     if recorded["tree"] != pinned_tree:
         return "checkout marker does not record the pinned tree"
     if head_tree != pinned_tree:
