@@ -258,6 +258,10 @@ def _add_pin(sub: argparse._SubParsersAction) -> None:
         "--n", type=int,
         help=f"names to sample for the repo (default: its derive.json n, else {pinning.DEFAULT_N})",
     )  # fmt: skip
+    p.add_argument(
+        "--force", action="store_true",
+        help="pin even when no name of the repo can be sampled (a language with no names)",
+    )  # fmt: skip
     _add_settings(p)
     _add_queries(p, "the query set to update; hand rows are kept")
     p.set_defaults(handler=_cmd_pin)
@@ -268,7 +272,7 @@ def _cmd_pin(args: argparse.Namespace) -> int:
     change = pinning.pin_repo(
         Pin(args.repo, args.url, args.sha, args.language), args.n,
         corpus=corpus, settings_path=Path(args.settings), queries=queries,
-        cache=cache_root(args.cache), mirror=mirror_root(args.mirror),
+        cache=cache_root(args.cache), mirror=mirror_root(args.mirror), force=args.force,
     )  # fmt: skip
     sys.stdout.write(pinning.render(change, corpus, queries))
     return EXIT_OK
