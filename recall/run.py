@@ -181,11 +181,26 @@ def _check_flags(args: argparse.Namespace) -> None:
         )
     if args.accept and not (args.base or args.base_bin or args.against):
         raise RecallError("--accept needs a baseline: accepted losses are losses against one")
+    if args.against and args.save and _same_file(Path(args.against), Path(args.save)):
+        raise RecallError(
+            f"--against and --save name one file ({args.save}): saving would overwrite the "
+            "baseline it is read from; save to another file"
+        )
     if args.jobs < 1:
         raise RecallError(f"--jobs {args.jobs}: give 1 or more")
     check_timeout(args.timeout)
     if args.bench is not None and args.bench < 1:
         raise RecallError(f"--bench {args.bench}: give 1 or more reps")
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """One file by path (after links and `..`) or, when both exist, by inode."""
+    if a.resolve() == b.resolve():
+        return True
+    try:
+        return a.samefile(b)
+    except OSError:
+        return False
 
 
 def check_timeout(seconds: float) -> None:
