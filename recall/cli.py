@@ -304,10 +304,11 @@ def _cmd_cache_list(args: argparse.Namespace) -> int:
 
 
 def _cmd_cache_prune(args: argparse.Namespace) -> int:
-    if (args.older_than is not None and args.older_than < 0) or (
+    # written so that NaN, which compares false with every bound, is refused too
+    if (args.older_than is not None and not 0 <= args.older_than < float("inf")) or (
         args.keep_builds is not None and args.keep_builds < 0
     ):
-        raise RecallError("--older-than and --keep-builds must be zero or more")
+        raise RecallError("--older-than and --keep-builds must be zero or more (and finite)")
     corpus = Path(args.corpus)
     pins = load_pins(corpus) if corpus.exists() else None
     try:

@@ -14,11 +14,13 @@ from test_faults import ROWS as TINY_ROWS
 from recall import saved
 from recall.cache import entries, stale
 from recall.corpus import MARKER, Pin, fetch, load_pins
+from recall.derive import load_settings
 from recall.engine import parse_engine
 from recall.errors import RecallError
 from recall.measure import Hit, QueryResult, RunResult
 from recall.queryset import QueryRow
 from recall.saved import cached_run, data_key, decode_run, encode_run, load_against, store_run
+from recall.symbols import checkout_symbols
 
 
 @pytest.fixture
@@ -259,8 +261,6 @@ def test_cache_list_and_prune_survive_a_checkout_marker_of_the_wrong_shape(tmp_p
 
 
 def test_a_symbols_cache_entry_of_the_wrong_shape_is_a_warning_and_a_rerun(tmp_path, capsys):
-    from recall.symbols import checkout_symbols
-
     pin = _tiny_pin(tmp_path)
     cache = tmp_path / "cache"
     checkout = fetch(pin, cache)
@@ -278,3 +278,17 @@ def test_load_pins_names_a_file_nested_too_deeply(tmp_path):
     path.write_bytes(DEEP_OBJECT)
     with pytest.raises(RecallError, match=f"^{_escape(str(path))}: not JSON: nested too deeply"):
         load_pins(path)
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1"])
+def test_prune_older_than_a_number_of_days_that_is_not_finite_is_one_line_exit_2(tmp_path, value):
+    proc = run_recall("cache", "prune", f"--older-than={value}", "--cache", str(tmp_path))
+    _one_line_exit_2(proc, "--older-than")
+
+
+@pytest.mark.parametrize("entry", ['{"n": true, "seed": 1}', '{"n": 3, "seed": false}'])
+def test_derive_settings_holding_a_bool_for_n_or_seed_name_the_repo(tmp_path, entry):
+    path = tmp_path / "derive.json"
+    path.write_text(f'{{"repos": {{"gin": {entry}}}}}')
+    with pytest.raises(RecallError, match="repo 'gin': n and seed must be whole numbers"):
+        load_settings(path, PINS)
