@@ -29,6 +29,7 @@ from recall.measure import open_corpus
 from recall.queryset import format_queries, read_queries
 from recall.run import DEFAULT_REGRESS, check_timeout, cmd_run
 from recall.symbols import checkout_symbols, ctags_version, distinct_names, write_atomic
+from recall.terminal import shown
 
 COMMANDS = ("run", "fetch", "derive", "doctor", "init", "explain", "pin", "cache")
 
@@ -436,8 +437,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.handler(args)
-    except RecallError as exc:
-        print(f"recall: {exc}", file=sys.stderr)
+    except RecallError as exc:  # shown(): one line, and no finder's ESC reaches the terminal
+        print(f"recall: {shown(str(exc))}", file=sys.stderr)
         return EXIT_FAILURE
     except KeyboardInterrupt:
         print("recall: interrupted", file=sys.stderr)

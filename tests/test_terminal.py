@@ -122,3 +122,14 @@ def test_a_nul_in_a_query_is_refused_at_its_row(tiny, column):
         proc.stderr
         == f"recall: {bad}:{line}: the query holds a NUL byte, which no argv can carry\n"
     )
+
+
+def test_an_error_line_quoting_a_finders_stderr_stays_one_line_with_escapes_shown(tiny):
+    engine = tiny["finder"] / "recall.toml"
+    failing = "import sys; sys.stderr.write('\\x1b[31mno\\x07 index'); sys.exit(1)"
+    engine.write_text(ENGINE + f'index = ["{{python}}", "-c", {json.dumps(failing)}]\n')
+    proc = _recall(tiny, "--queries", str(tiny["queries"]), "--no-regress")
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and not RAW.search(proc.stderr), proc.stderr
+    assert proc.stderr.startswith("recall: index tiny with candidate failed (exit 1)")
+    assert proc.stderr.endswith("\\x1b[31mno\\x07 index\n")
