@@ -19,9 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-import orjson
-
-from recall.corpus import MARKER, Pin, try_exclusive, use_lock
+from recall.corpus import MARKER, Pin, read_marker, try_exclusive, use_lock
 
 KINDS = ("corpora", "builds", "interpreters", "symbols", "results")
 DAY_S = 86400.0
@@ -92,10 +90,9 @@ def symbols_key(tree: str, language: str, ctags: str) -> str:
 
 
 def _checkout_pin(path: Path) -> dict:
-    try:
-        return orjson.loads((path / ".git" / MARKER).read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return {}
+    """The checkout's marker, or {} for one that is missing or of the wrong shape (such a
+    checkout holds no sha a pin asks for, so prune counts it stale)."""
+    return read_marker(path / ".git" / MARKER) or {}
 
 
 def stale(

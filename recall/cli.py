@@ -38,8 +38,9 @@ from recall.engine import resolve_engine
 from recall.errors import EXIT_FAILURE, EXIT_LOSS, EXIT_OK, RecallError
 from recall.measure import open_corpus
 from recall.queryset import QUERY_SETS, format_queries, query_set_path, read_queries
-from recall.run import DEFAULT_REGRESS, cmd_run
+from recall.run import DEFAULT_REGRESS, check_timeout, cmd_run
 from recall.symbols import checkout_symbols, ctags_version, write_atomic
+from recall.terminal import shown
 
 COMMANDS = ("run", "fetch", "derive", "doctor", "init", "explain", "pin", "cache")
 
@@ -274,6 +275,7 @@ def _add_explain(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_explain(args: argparse.Namespace) -> int:
+    check_timeout(args.timeout)
     corpus, queries = Path(args.corpus), query_set_path(args.queries)
     (pin,) = select_pins(load_pins(corpus), [args.repo], corpus)
     rows = read_queries(queries, None) if queries.exists() else []
@@ -305,6 +307,10 @@ def _add_pin(sub: argparse._SubParsersAction) -> None:
         "--n", type=int,
         help=f"names to sample for the repo (default: its derive.json n, else {pinning.DEFAULT_N})",
     )  # fmt: skip
+    p.add_argument(
+        "--force", action="store_true",
+        help="pin even when no name of the repo can be sampled (a language with no names)",
+    )  # fmt: skip
     _add_settings(p)
     _add_queries(p, "the query set to update; hand rows are kept")
     p.set_defaults(handler=_cmd_pin)
@@ -315,7 +321,7 @@ def _cmd_pin(args: argparse.Namespace) -> int:
     change = pinning.pin_repo(
         Pin(args.repo, args.url, args.sha, args.language), args.n,
         corpus=corpus, settings_path=Path(args.settings), queries=queries,
-        cache=cache_root(args.cache), mirror=mirror_root(args.mirror),
+        cache=cache_root(args.cache), mirror=mirror_root(args.mirror), force=args.force,
     )  # fmt: skip
     sys.stdout.write(pinning.render(change, corpus, queries))
     return EXIT_OK
@@ -347,10 +353,11 @@ def _cmd_cache_list(args: argparse.Namespace) -> int:
 
 
 def _cmd_cache_prune(args: argparse.Namespace) -> int:
-    if (args.older_than is not None and args.older_than < 0) or (
+    # written so that NaN, which compares false with every bound, is refused too
+    if (args.older_than is not None and not 0 <= args.older_than < float("inf")) or (
         args.keep_builds is not None and args.keep_builds < 0
     ):
-        raise RecallError("--older-than and --keep-builds must be zero or more")
+        raise RecallError("--older-than and --keep-builds must be zero or more (and finite)")
     corpus = Path(args.corpus)
     pins = load_pins(corpus) if corpus.exists() else None
     try:
@@ -414,8 +421,9 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         help="repo<TAB>query<TAB>source rows of reviewed losses: listed apart, not failing",
     )  # fmt: skip
     p.add_argument(
-        "--regress", metavar="FILE", default=DEFAULT_REGRESS,
-        help="regress cases, repo<TAB>query<TAB>expect (default: %(default)s when present)",
+        "--regress", metavar="FILE",
+        help=f"regress cases, repo<TAB>query<TAB>expect (default: {DEFAULT_REGRESS} when "
+        "present; its cases for repos the corpus does not pin are skipped)",
     )  # fmt: skip
     p.add_argument("--no-regress", action="store_true", help="skip the regress cases")
     p.add_argument("--misses", action="store_true", help="list every source not ranked #1")
@@ -477,8 +485,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.handler(args)
-    except RecallError as exc:
-        print(f"recall: {exc}", file=sys.stderr)
+    except RecallError as exc:  # shown(): one line, and no finder's ESC reaches the terminal
+        print(f"recall: {shown(str(exc))}", file=sys.stderr)
         return EXIT_FAILURE
     except KeyboardInterrupt:
         print("recall: interrupted", file=sys.stderr)

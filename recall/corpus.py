@@ -83,8 +83,12 @@ class Checkout:
 
     @property
     def tree(self) -> str:
-        """The pinned tree id, as recorded when the checkout was built."""
-        return str(orjson.loads((self.path / ".git" / MARKER).read_bytes())["tree"])
+        """The pinned tree id, as recorded when the checkout was built (fetch has checked
+        the marker's shape before it hands out a Checkout)."""
+        recorded = read_marker(self.path / ".git" / MARKER)
+        if recorded is None:
+            raise RecallError(f"checkout {self.path}: its marker {MARKER} is unreadable")
+        return recorded["tree"]
 
 
 def load_pins(path: Path) -> dict[str, Pin]:
@@ -109,6 +113,8 @@ def load_pins(path: Path) -> dict[str, Pin]:
         data = json.loads(text, object_pairs_hook=no_duplicates)
     except json.JSONDecodeError as exc:
         raise RecallError(f"{path}:{exc.lineno}: not JSON: {exc.msg}") from None
+    except RecursionError:  # the standard library's parser recurses per nesting level
+        raise RecallError(f"{path}: not JSON: nested too deeply") from None
     if not isinstance(data, dict) or not data:
         raise RecallError(f"{path}: expected an object mapping repo names to pins")
     return {name: validate_pin(path, name, fields) for name, fields in data.items()}
@@ -266,19 +272,37 @@ def checkout_problem(pin: Pin, path: Path) -> str | None:
     marker = path / ".git" / MARKER
     if not marker.is_file():
         return "checkout incomplete" if path.exists() else "not fetched"
+    recorded = read_marker(marker)
+    if recorded is None:
+        return f"marker {marker} is not an object with string fields sha and tree"
+    if recorded["sha"] != pin.sha:  # before git, which cannot find a sha it never fetched
+        return f"checkout holds {recorded['sha'][:12]}, pin is {pin.sha[:12]}"
     try:
-        recorded = orjson.loads(marker.read_bytes())
         repo = git.Repo(path)
         with repo:
             head_tree = repo.head.commit.tree.hexsha
             pinned_tree = repo.commit(pin.sha).tree.hexsha
-    except (orjson.JSONDecodeError, ValueError, git.GitError, OSError):
+    except (ValueError, git.GitError, OSError):
         return "checkout unreadable"
-    if recorded.get("sha") != pin.sha:
-        return f"checkout holds {str(recorded.get('sha'))[:12]}, pin is {pin.sha[:12]}"
+    if recorded["tree"] != pinned_tree:
+        return "checkout marker does not record the pinned tree"
     if head_tree != pinned_tree:
         return "checkout HEAD does not hold the pinned tree"
     return None
+
+
+def read_marker(marker: Path) -> dict[str, str] | None:
+    """A checkout's marker as {"sha", "tree"}, or None if it is missing, unreadable, not
+    JSON (nested past orjson's depth included) or of any other shape."""
+    try:
+        recorded = orjson.loads(marker.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    if not isinstance(recorded, dict) or not all(
+        isinstance(recorded.get(field), str) for field in ("sha", "tree")
+    ):
+        return None
+    return {"sha": recorded["sha"], "tree": recorded["tree"]}
 
 
 def _build_checkout(pin: Pin, root: Path, final: Path, mirror: Path | None) -> None:

@@ -307,7 +307,10 @@ def load_settings(path: Path, pins: dict[str, Pin]) -> dict[str, RepoSettings]:
             raise RecallError(f"{path}: repo {name!r} is not in the corpus pins")
         if not isinstance(entry, dict) or set(entry) != {"n", "seed"}:
             raise RecallError(f"{path}: repo {name!r}: expected exactly the keys n and seed")
-        if not all(isinstance(entry[k], int) and entry[k] >= 0 for k in ("n", "seed")):
+        if not all(
+            isinstance(entry[k], int) and not isinstance(entry[k], bool) and entry[k] >= 0
+            for k in ("n", "seed")
+        ):  # a bool is an int to Python: "n": true would sample one name
             raise RecallError(f"{path}: repo {name!r}: n and seed must be whole numbers")
         settings[name] = RepoSettings(entry["n"], entry["seed"])
     return {name: settings[name] for name in pins if name in settings}

@@ -95,6 +95,8 @@ def parse_engine(data: bytes, source: str) -> Engine:
         doc = tomllib.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise RecallError(f"{source}: not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib parses nested arrays and tables recursively
+        raise RecallError(f"{source}: not valid TOML: nested too deeply") from None
     if set(doc) != {"engine"} or not isinstance(doc["engine"], dict):
         raise RecallError(f"{source}: expected exactly one [engine] table")
     table = doc["engine"]
@@ -111,17 +113,25 @@ def parse_engine(data: bytes, source: str) -> Engine:
             values[key] = tuple(_string_list(table[key], source, key))
             for element in values[key]:
                 _check_fields(element, source, key)
+    if not values["bin"]:
+        raise RecallError(f"{source}: [engine] bin must not be empty: it names the program")
     for key in ("cwd", "stdin"):
         if key in table:
             if not isinstance(table[key], str):
                 raise RecallError(f"{source}: [engine] {key} must be a string")
+            _no_nul(table[key], source, key)
             _check_fields(table[key], source, key)
             values[key] = table[key]
     if "env" in table:
         env = table["env"]
         if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
             raise RecallError(f"{source}: [engine] env must be a table of strings")
-        for value in env.values():
+        for name, value in env.items():
+            if not name or "=" in name or "\0" in name:
+                raise RecallError(
+                    f"{source}: [engine] env: name {name!r} must be non-empty, without '=' or NUL"
+                )
+            _no_nul(value, source, f"env: {name}")
             _check_fields(value, source, "env")
         values["env"] = tuple(sorted(env.items()))
     if "env_remove" in table:
@@ -145,7 +155,15 @@ def parse_engine(data: bytes, source: str) -> Engine:
 def _string_list(value: object, source: str, key: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise RecallError(f"{source}: [engine] {key} must be a list of strings (an argv)")
+    for element in value:
+        _no_nul(element, source, key)
     return value
+
+
+def _no_nul(text: str, source: str, key: str) -> None:
+    """No argv element, path or environment value can carry a NUL byte to exec()."""
+    if "\0" in text:
+        raise RecallError(f"{source}: [engine] {key} holds a NUL byte in {text!r}")
 
 
 def _check_fields(text: str, source: str, key: str) -> None:

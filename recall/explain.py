@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from recall.corpus import Pin
 from recall.measure import TOP, Binary, Corpus, QueryResult, Session
 from recall.queryset import HAND, QueryRow
+from recall.terminal import safe_output, shown
 
 EXPLAIN_TIMEOUT_S = 30.0
 
@@ -83,29 +84,29 @@ def _cell(rank: int, hit, source: str) -> str:
     if hit.file and hit.line is None:
         where = hit.file
     mark = "*" if hit.name == source else " "
-    return f"{rank:>2}{mark} {hit.name}  {where}"
+    return f"{rank:>2}{mark} {shown(hit.name)}  {shown(where)}"
 
 
 def _standing(side: Side, source: str) -> str:
     if side.result.error:
-        return f"error: {side.result.error}"
+        return f"error: {shown(side.result.error)}"
     if not source:
         return "no source (a hand row)"
     rank = side.result.rank
-    return f"{source} not found" if rank is None else f"{source} is #{rank}"
+    return f"{shown(source)} not found" if rank is None else f"{shown(source)} is #{rank}"
 
 
 def render(data: dict, sides: list[Side]) -> str:
     """The top 10 of each side in columns; `*` marks the source."""
     source = data["source"] or ""
     lines = [
-        f"recall explain {shlex.quote(data['query'])} --repo {data['repo']}"
-        f"  (type {data['type']}, source {source or '-'})",
+        f"recall explain {shown(shlex.quote(data['query']))} --repo {data['repo']}"
+        f"  (type {data['type']}, source {shown(source) or '-'})",
         "index: built for this query in a throwaway {db} (no index is kept between runs)",
         "",
     ]
     columns = [
-        [side.label, *(_cell(i, h, source) for i, h in enumerate(side.result.top, 1))]
+        [shown(side.label), *(_cell(i, h, source) for i, h in enumerate(side.result.top, 1))]
         for side in sides
     ]
     standings = [_standing(side, source) for side in sides]
@@ -115,7 +116,7 @@ def render(data: dict, sides: list[Side]) -> str:
         cells = [col[i] if i < len(col) else "" for col in columns]
         lines.append("   ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip())
     lines.append("   ".join(s.ljust(w) for s, w in zip(standings, widths, strict=True)).rstrip())
-    return "\n".join(lines) + "\n"
+    return safe_output("\n".join(lines) + "\n")
 
 
 def command(repo: str, query: str, extra: str = "") -> str:

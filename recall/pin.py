@@ -7,9 +7,15 @@ together, each file written whole, and only once the new pin has been fetched.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
+import os
 import re
+import signal
+import tempfile
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,7 +23,8 @@ from recall.corpus import Pin, fetch, load_pins, validate_pin
 from recall.derive import DEFAULT_SEED, RepoSettings, derive_rows, load_settings
 from recall.errors import RecallError
 from recall.queryset import DERIVED_TYPES, QueryRow, format_queries, read_queries
-from recall.symbols import checkout_symbols, distinct_names, write_atomic
+from recall.symbols import checkout_symbols, distinct_names
+from recall.terminal import shown
 
 DEFAULT_N = 100
 _QUALIFIER = re.compile(r"::|\.|#")
@@ -64,13 +71,26 @@ def pin_repo(
     queries: Path,
     cache: Path,
     mirror: Path | None,
+    force: bool = False,
 ) -> PinChange:
-    """Fetch pin, then write corpus.json, derive.json and the query set to match it."""
-    pins = load_pins(corpus) if corpus.exists() else {}
+    """Fetch pin, then write corpus.json, derive.json and the query set to match it.
+
+    The whole read-modify-write holds an exclusive lock on corpus.json's folder, so a
+    second pin (of any repo) waits for the first and then reads the files it wrote: both
+    land. The three files are written as a set (see _write_set)."""
     pin = validate_pin(corpus, pin.name, pin.as_json())
-    previous = pins.get(pin.name)
     if n is not None and n < 0:
         raise RecallError("--n must be zero or more")
+    with _project_locked(corpus.absolute().parent):
+        return _pin_locked(pin, n, corpus, settings_path, queries, cache, mirror, force)
+
+
+def _pin_locked(
+    pin: Pin, n: int | None, corpus: Path, settings_path: Path, queries: Path, cache: Path,
+    mirror: Path | None, force: bool,
+) -> PinChange:  # fmt: skip
+    pins = load_pins(corpus) if corpus.exists() else {}
+    previous = pins.get(pin.name)
     new_pins = {**pins, pin.name: pin}
     settings_data = {"repos": {}}
     if settings_path.exists():
@@ -88,6 +108,12 @@ def pin_repo(
     fresh = derive_rows(pin.name, names, entry["n"], entry["seed"])
 
     old_derived = [r for r in existing if r.repo == pin.name and r.type in DERIVED_TYPES]
+    if not fresh and entry["n"] > 0 and not force:
+        raise RecallError(
+            f"pin {pin.name} --language {pin.language}: no name at {pin.sha[:12]} can be "
+            f"sampled, so all {len(old_derived)} derived rows of {pin.name} would go and none "
+            "come: check the language, or give --force"
+        )
     hand = [r for r in existing if r.repo == pin.name and r.type not in DERIVED_TYPES]
     old_count, new_count = Counter(old_derived), Counter(fresh)
     kept = sum((old_count & new_count).values())
@@ -100,14 +126,63 @@ def pin_repo(
             r for r in hand if intended_name(r) in before and intended_name(r) not in after
         )
 
-    _write_pins(corpus, new_pins)
-    write_atomic(settings_path, _settings_bytes(new_settings, new_pins))
-    checked = load_settings(settings_path, new_pins)
-    write_atomic(queries, format_queries(merge_rows(existing, checked, pin.name, fresh)))
+    checked = {
+        name: RepoSettings(new_settings["repos"][name]["n"], new_settings["repos"][name]["seed"])
+        for name in new_pins
+        if name in new_settings["repos"]
+    }
+    _write_set([
+        (queries, format_queries(merge_rows(existing, checked, pin.name, fresh))),
+        (settings_path, _settings_bytes(new_settings, new_pins)),
+        (corpus, _pins_bytes(new_pins)),
+    ])  # fmt: skip
     return PinChange(
         pin, previous, added=len(fresh) - kept, removed=len(old_derived) - kept, kept=kept,
         hand=len(hand), stale=stale,
     )  # fmt: skip
+
+
+@contextlib.contextmanager
+def _project_locked(folder: Path) -> Iterator[None]:
+    """An exclusive flock on the folder itself, like fetch's lock on its lock file, but
+    taking no file of its own: the project holds only what the user named, and the
+    lock holds whatever --cache each pin is given. Released by the kernel if killed."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _write_set(files: list[tuple[Path, bytes]]) -> None:
+    """Write files as a set: every one to a temporary beside it (flushed to disk) first,
+    so a failure or an interruption there changes none; then the renames, in order, with
+    SIGINT, SIGTERM and SIGHUP held until all are done. The last file (corpus.json) is
+    the commit point: a pin that shows in it has its settings and rows. Only SIGKILL or
+    a crash between two renames, microseconds apart, could leave a mix."""
+    temps: list[tuple[str, Path]] = []
+    try:
+        for path, data in files:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+            temps.append((tmp, path))
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+        held = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+        before = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+        try:
+            while temps:
+                tmp, path = temps[0]
+                os.replace(tmp, path)
+                temps.pop(0)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, before)
+    finally:
+        for tmp, _path in temps:
+            Path(tmp).unlink(missing_ok=True)
 
 
 def _read_json(path: Path) -> dict:
@@ -117,14 +192,16 @@ def _read_json(path: Path) -> dict:
         raise RecallError(f"{path}: cannot read: {exc.strerror}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise RecallError(f"{path}: not JSON: {exc}") from None
+    except RecursionError:
+        raise RecallError(f"{path}: not JSON: nested too deeply") from None
     if not isinstance(data, dict):
         raise RecallError(f'{path}: expected {{"repos": {{NAME: {{"n": N, "seed": S}}}}}}')
     return data
 
 
-def _write_pins(path: Path, pins: dict[str, Pin]) -> None:
+def _pins_bytes(pins: dict[str, Pin]) -> bytes:
     data = {name: p.as_json() for name, p in pins.items()}
-    write_atomic(path, (json.dumps(data, indent=2) + "\n").encode("utf-8"))
+    return (json.dumps(data, indent=2) + "\n").encode("utf-8")
 
 
 def _settings_bytes(data: dict, pins: dict[str, Pin]) -> bytes:
@@ -154,5 +231,5 @@ def render(change: PinChange, corpus: Path, queries: Path) -> str:
             f"{len(change.stale)} hand rows of {change.pin.name} aim at a name gone at "
             f"{change.pin.sha[:12]}:"
         )
-        lines += [f"  {r.query}\t{intended_name(r)}" for r in change.stale]
+        lines += [f"  {shown(r.query)}\t{shown(intended_name(r))}" for r in change.stale]
     return "\n".join(lines) + "\n"

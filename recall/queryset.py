@@ -106,6 +106,8 @@ def _parse_row(fields: tuple[str, ...], at: str, repos: set[str] | None) -> Quer
         raise RecallError(f"{at}: unknown repo {repo!r} (not in the corpus pins)")
     if not query.strip():
         raise RecallError(f"{at}: empty query")
+    if "\0" in query:
+        raise RecallError(f"{at}: the query holds a NUL byte, which no argv can carry")
     if kind not in TYPES:
         raise RecallError(f"{at}: unknown type {kind!r} (one of {', '.join(TYPES)})")
     if kind == HAND and source:

@@ -29,7 +29,9 @@ class Case:
         return QueryRow(self.repo, self.query, TYPE, "")
 
 
-def read_cases(path: Path, repos: set[str]) -> list[Case]:
+def read_cases(path: Path, repos: set[str] | None) -> list[Case]:
+    """Every case of the file, each line checked; repos, when given, is the set of known
+    pins, and a case for any other repo is refused at its line."""
     lines = read_lines(path, str(path))
     if not lines or tuple(lines[0].split("\t")) != HEADER:
         raise RecallError(f"{path}:1: the header must be {'<TAB>'.join(HEADER)}")
@@ -40,10 +42,12 @@ def read_cases(path: Path, repos: set[str]) -> list[Case]:
         if len(fields) != len(HEADER):
             raise RecallError(f"{at}: expected 3 tab-separated fields, not {len(fields)}")
         repo, query, expect = fields
-        if repo not in repos:
+        if repos is not None and repo not in repos:
             raise RecallError(f"{at}: unknown repo {repo!r}")
         if not query or not expect.removeprefix("!"):
             raise RecallError(f"{at}: the query and the pattern must not be empty")
+        if "\0" in query:
+            raise RecallError(f"{at}: the query holds a NUL byte, which no argv can carry")
         try:
             re.compile(expect.removeprefix("!"))
         except re.error as exc:

@@ -11,6 +11,7 @@ from recall.explain import command as explain_command
 from recall.measure import QueryResult, RunResult
 from recall.queryset import QueryRow
 from recall.stats import compare, mean_ndcg_at_10, mean_reciprocal_rank
+from recall.terminal import safe_output, shown
 
 SCHEMA = 1
 
@@ -193,8 +194,9 @@ NUMERIC = re.compile(r"[-+]?[\d.]+%?( \(.*\))?|-|( / )?([\d.]+( / )?)+")
 
 
 def _cell(text: str, markdown: bool) -> str:
-    """A name holding a tab, a newline or (in Markdown) a pipe must not break the table."""
-    text = text.replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+    """A name holding a control character (a tab, a newline, an ESC) or, in Markdown, a
+    pipe must not break the table or reach the terminal raw."""
+    text = shown(text)
     return text.replace("|", "\\|") if markdown else text
 
 
@@ -275,7 +277,9 @@ def render(report: dict, *, markdown: bool = False, show_misses: list[dict] | No
             )
         if run["error_rows"]:
             out += _heading(f"Errors in {run['label']}: {len(run['error_rows'])} queries", markdown)
-            out += [f"  {e['repo']}\t{e['query']!r}: {e['error']}" for e in run["error_rows"]]
+            out += [
+                f"  {e['repo']}\t{e['query']!r}: {shown(e['error'])}" for e in run["error_rows"]
+            ]
     if "regress" in report:
         out += _render_regress(report, markdown)
     for d in report.get("diffs", []):
@@ -289,13 +293,20 @@ def render(report: dict, *, markdown: bool = False, show_misses: list[dict] | No
             for m in show_misses
         ]
         out += _table(["repo", "query", "type", "source", "rank", "#1"], body, markdown)
-    return "\n".join(out).lstrip("\n") + "\n"
+    return safe_output("\n".join(out).lstrip("\n") + "\n")
 
 
 def _render_regress(report: dict, markdown: bool) -> list[str]:
     out: list[str] = []
     regress = report["regress"]
     out += _heading(f"Regress cases ({regress['file']}): {regress['cases']}", markdown)
+    if regress.get("skipped"):
+        skipped = (
+            f"{regress['skipped']} regress cases skipped: their repos are not in the corpus pins"
+        )
+        out += ["", skipped, ""] if markdown else [skipped]
+    if not regress["cases"]:
+        return out
     body = [
         [run["label"], str(r["holds"]), str(r["fails"]), str(r["not_applicable"])]
         for run in report["runs"]
@@ -343,7 +354,8 @@ def _render_diff(d: dict, markdown: bool) -> list[str]:
         out += _changes_table(d[key], markdown)
         if not markdown and d.get("explain_flags") is not None:
             out += [
-                f"  {explain_command(c['repo'], c['query'], d['explain_flags'])}" for c in d[key]
+                f"  {shown(explain_command(c['repo'], c['query'], d['explain_flags']))}"
+                for c in d[key]
             ]
     if "accepted" in d:
         out += _heading(f"Accepted losses: {len(d['accepted'])}", markdown)
@@ -363,7 +375,7 @@ def _render_diff(d: dict, markdown: bool) -> list[str]:
         out += _heading(
             f"Errored in {d['new']}, answered in {d['base']}: {len(d['new_errors'])}", markdown
         )
-        out += [f"  {c['repo']}\t{c['query']!r}: {c['error']}" for c in d["new_errors"]]
+        out += [f"  {c['repo']}\t{c['query']!r}: {shown(c['error'])}" for c in d["new_errors"]]
     return out
 
 

@@ -51,6 +51,7 @@ from recall.saved import (
 from recall.symbols import ctags_version, write_atomic
 
 DEFAULT_REGRESS = "regress.tsv"
+MAX_TIMEOUT_S = 86400.0  # a day: poll() and time_t overflow long before inf
 Flags = tuple[tuple[str, str], ...]
 LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
 
@@ -108,7 +109,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise RecallError(f"--bench: {queries_path} has no hand rows in the selected repos")
     if not rows:
         raise RecallError(f"{queries_path}: no rows match the selection")
-    cases = _regress_cases(args, pins, rows)
+    cases, skipped = _regress_cases(args, pins, rows)
     asked = rows + [case.row for case in cases]
     accepted = read_accepted(Path(args.accept)) if args.accept else None
     cache, mirror = cache_root(args.cache), mirror_root(args.mirror)
@@ -148,8 +149,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     diffs = [_diff(rows, cases, measured[0], m, accepted) for m in measured[1:]] if has_base else []
     meta = _meta(engine, corpus_path, queries_path)
     report = build_report(meta, pins, rows, [m.run for m in measured], diffs)
-    if cases:
-        report["regress"] = {"file": args.regress, "cases": len(cases)}
+    if cases or skipped:
+        report["regress"] = {"file": args.regress or DEFAULT_REGRESS, "cases": len(cases)}
+        report["regress"]["skipped"] = skipped
         for summary, m in zip(report["runs"], measured, strict=True):
             summary["regress"] = summarize_regress(cases, list(m.cases))
     if args.bench:
@@ -181,21 +183,57 @@ def _check_flags(args: argparse.Namespace) -> None:
         )
     if args.accept and not (args.base or args.base_bin or args.against):
         raise RecallError("--accept needs a baseline: accepted losses are losses against one")
-    if args.jobs < 1 or args.timeout <= 0:
-        raise RecallError("--jobs must be 1 or more and --timeout above 0")
+    if args.against and args.save and _same_file(Path(args.against), Path(args.save)):
+        raise RecallError(
+            f"--against and --save name one file ({args.save}): saving would overwrite the "
+            "baseline it is read from; save to another file"
+        )
+    if args.jobs < 1:
+        raise RecallError(f"--jobs {args.jobs}: give 1 or more")
+    check_timeout(args.timeout)
     if args.bench is not None and args.bench < 1:
         raise RecallError(f"--bench {args.bench}: give 1 or more reps")
 
 
-def _regress_cases(args: argparse.Namespace, pins: dict[str, Pin], rows: list[QueryRow]):
-    """The regress cases of the repos this run covers; the default file may be absent."""
+def _same_file(a: Path, b: Path) -> bool:
+    """One file by path (after links and `..`) or, when both exist, by inode."""
+    if a.resolve() == b.resolve():
+        return True
+    try:
+        return a.samefile(b)
+    except OSError:
+        return False
+
+
+def check_timeout(seconds: float) -> None:
+    """A per-query timeout is a finite number of seconds: NaN compares false with every
+    bound, and inf (or 1e300) overflows the clock arithmetic that waits on a finder."""
+    if not 0 < seconds <= MAX_TIMEOUT_S:
+        raise RecallError(
+            f"--timeout {seconds:g}: give seconds above 0 and at most {MAX_TIMEOUT_S:g}"
+        )
+
+
+def _regress_cases(
+    args: argparse.Namespace, pins: dict[str, Pin], rows: list[QueryRow]
+) -> tuple[list[Case], int]:
+    """The regress cases of the repos this run covers, and how many of the default file's
+    were skipped because their repo is not a pin of this corpus: the committed regress.tsv
+    must not stop a run over a corpus of the user's own. The default file may be absent;
+    an explicit --regress FILE naming an unknown repo is refused at its line."""
     if args.no_regress:
-        return []
-    path = Path(args.regress)
-    if args.regress == DEFAULT_REGRESS and not path.exists():
-        return []
+        return [], 0
+    path = Path(args.regress or DEFAULT_REGRESS)
+    if args.regress is None and not path.exists():
+        return [], 0
+    if args.regress is None:
+        every = read_cases(path, None)
+        known = [case for case in every if case.repo in pins]
+        skipped = len(every) - len(known)
+    else:
+        known, skipped = read_cases(path, set(pins)), 0
     repos = {row.repo for row in rows}
-    return [case for case in read_cases(path, set(pins)) if case.repo in repos]
+    return [case for case in known if case.repo in repos], skipped
 
 
 def _default_engine(specs: list[tuple[str, str | None, str]]) -> str | None:

@@ -18,7 +18,7 @@ import orjson
 from recall.corpus import Pin
 from recall.engine import Engine
 from recall.errors import RecallError
-from recall.measure import Hit, QueryResult, RunResult
+from recall.measure import TOP, Hit, QueryResult, RunResult
 from recall.queryset import QueryRow, queries_digest
 from recall.symbols import ctags_version, write_atomic
 
@@ -72,22 +72,71 @@ def encode_run(run: RunResult, key: dict) -> dict:
 
 
 def decode_run(data: object) -> tuple[RunResult, dict]:
-    """The run and its key; ValueError on anything not shaped as encode_run writes it."""
-    try:
-        assert isinstance(data, dict)
-        results = tuple(
-            QueryResult(rank, tuple(Hit(n, f, ln) for n, f, ln in top), error)
-            for rank, top, error in data["results"]
+    """The run and its key; ValueError naming the field of anything not shaped as
+    encode_run writes it (a rank "1" or 0 would otherwise count as a miss or a #1)."""
+    if not isinstance(data, dict):
+        raise ValueError(f"expected an object, not {_shown(data)}")
+    for field in ("label", "bin", "index_s", "query_s", "key", "results"):
+        if field not in data:
+            raise ValueError(f"missing field {field!r}")
+    for field in ("label", "bin"):
+        if not isinstance(data[field], str):
+            raise ValueError(f"{field} must be a string, not {_shown(data[field])}")
+    for field in ("index_s", "query_s"):
+        if not _is_number(data[field]) or not 0 <= data[field] < float("inf"):
+            raise ValueError(f"{field} must be a number of seconds, not {_shown(data[field])}")
+    if not isinstance(data["key"], dict):
+        raise ValueError(f"key must be an object, not {_shown(data['key'])}")
+    if not isinstance(data["results"], list):
+        raise ValueError(f"results must be a list, not {_shown(data['results'])}")
+    results = tuple(_decode_result(i, item) for i, item in enumerate(data["results"]))
+    run = RunResult(
+        data["label"], data["bin"], float(data["index_s"]), float(data["query_s"]), results
+    )
+    return run, data["key"]
+
+
+def _decode_result(i: int, item: object) -> QueryResult:
+    at = f"results[{i}]"
+    if not isinstance(item, list) or len(item) != 3:
+        raise ValueError(f"{at} must be [rank, top, error], not {_shown(item)}")
+    rank, top, error = item
+    if rank is not None and (not _is_whole(rank) or rank < 1):
+        raise ValueError(
+            f"{at}: rank must be a whole number 1 or more, or null, not {_shown(rank)}"
         )
-        run = RunResult(
-            str(data["label"]), str(data["bin"]), float(data["index_s"]),
-            float(data["query_s"]), results,
-        )  # fmt: skip
-        key = data["key"]
-        assert isinstance(key, dict)
-    except (AssertionError, KeyError, TypeError, ValueError) as exc:
-        raise ValueError(f"not a stored run ({type(exc).__name__})") from None
-    return run, key
+    if not isinstance(top, list) or len(top) > TOP:
+        raise ValueError(f"{at}: top must be a list of [name, file, line], not {_shown(top)}")
+    hits = []
+    for j, hit in enumerate(top):
+        where = f"{at}: top[{j}]"
+        if not isinstance(hit, list) or len(hit) != 3:
+            raise ValueError(f"{where} must be [name, file, line], not {_shown(hit)}")
+        name, file, line = hit
+        if not isinstance(name, str):
+            raise ValueError(f"{where}: name must be a string, not {_shown(name)}")
+        if file is not None and not isinstance(file, str):
+            raise ValueError(f"{where}: file must be a string or null, not {_shown(file)}")
+        if line is not None and not _is_whole(line):
+            raise ValueError(f"{where}: line must be a whole number or null, not {_shown(line)}")
+        hits.append(Hit(name, file, line))
+    if error is not None and not isinstance(error, str):
+        raise ValueError(f"{at}: error must be a string or null, not {_shown(error)}")
+    return QueryResult(rank, tuple(hits), error)
+
+
+def _is_whole(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _shown(value: object) -> str:
+    """A value in an error message, cut short: a corrupt entry can be megabytes."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 # The results cache --------------------------------------------------------------------
@@ -162,8 +211,10 @@ def load_against(path: Path, rows: list[QueryRow], key: dict) -> tuple[RunResult
         raise RecallError(f"--against {path}: cannot read: {exc.strerror}") from None
     except orjson.JSONDecodeError:
         raise RecallError(f"--against {path}: not JSON") from None
-    if not isinstance(data, dict) or data.get("kind") != SAVED_KIND or not data.get("runs"):
+    if not isinstance(data, dict) or data.get("kind") != SAVED_KIND:
         raise RecallError(f"--against {path}: not a file written by recall --save")
+    if not isinstance(data.get("runs"), list) or not data["runs"]:
+        raise RecallError(f"--against {path}: runs must be a list of one run or more")
     if data.get("format") != FORMAT:
         raise RecallError(
             f"--against {path}: saved with results format {data.get('format')}, "
@@ -171,9 +222,9 @@ def load_against(path: Path, rows: list[QueryRow], key: dict) -> tuple[RunResult
         )
     try:
         run, saved_key = decode_run(data["runs"][-1])
-        saved_rows = [QueryRow(*row) for row in data["rows"]]
-    except (ValueError, TypeError) as exc:
-        raise RecallError(f"--against {path}: {exc}") from None
+    except ValueError as exc:
+        raise RecallError(f"--against {path}: runs[-1]: {exc}") from None
+    saved_rows = _decode_rows(path, data.get("rows"))
     for part in ("pins", "queries"):
         if saved_key.get(part) != key[part]:
             reason = _difference(part, saved_key, key, saved_rows, rows)
@@ -182,6 +233,19 @@ def load_against(path: Path, rows: list[QueryRow], key: dict) -> tuple[RunResult
         raise RecallError(f"--against {path}: {len(run.results)} results for {len(rows)} rows")
     label = f"saved {path.name} ({run.label})"
     return RunResult(label, run.bin, run.index_s, run.query_s, run.results, cached=True), saved_key
+
+
+def _decode_rows(path: Path, rows: object) -> list[QueryRow]:
+    """The saved rows, each [repo, query, type, source] of strings, or the field named."""
+    if not isinstance(rows, list):
+        raise RecallError(f"--against {path}: rows must be a list, not {_shown(rows)}")
+    for i, row in enumerate(rows):
+        if not isinstance(row, list) or len(row) != 4 or not all(isinstance(v, str) for v in row):
+            raise RecallError(
+                f"--against {path}: rows[{i}] must be [repo, query, type, source] strings, "
+                f"not {_shown(row)}"
+            )
+    return [QueryRow(*row) for row in rows]
 
 
 def _difference(

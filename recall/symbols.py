@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass
 from functools import cache
@@ -109,14 +110,44 @@ def cached_symbols(root: Path, language: str, tree: str, cache: Path) -> list[Sy
     key = hashlib.sha256(f"{tree}\0{language}\0{ctags_version()}".encode()).hexdigest()[:24]
     path = cache / "symbols" / f"{key}.json"
     try:
-        rows = orjson.loads(path.read_bytes())
-        return [Symbol(*row) for row in rows]
-    except (OSError, orjson.JSONDecodeError, TypeError):
-        pass
+        symbols = _decode_symbols(orjson.loads(path.read_bytes()))
+    except FileNotFoundError:
+        symbols = None
+    except (OSError, orjson.JSONDecodeError) as exc:
+        symbols = None
+        _warn_corrupt(path, str(exc))
+    else:
+        if symbols is None:
+            _warn_corrupt(path, "not a list of [path, line, name, kind, scope]")
+    if symbols is not None:
+        return symbols
     symbols = extract(root, language)
     data = orjson.dumps([[s.path, s.line, s.name, s.kind, s.scope] for s in symbols])
     write_atomic(path, data)
     return symbols
+
+
+def _decode_symbols(rows: object) -> list[Symbol] | None:
+    """The symbols of a cache entry, or None if it is not exactly what cached_symbols
+    writes: a list of [path, line, name, kind, scope] with a whole-number line."""
+    if not isinstance(rows, list):
+        return None
+    symbols = []
+    for row in rows:
+        if not isinstance(row, list) or len(row) != 5:
+            return None
+        path, line, name, kind, scope = row
+        if not all(isinstance(v, str) for v in (path, name, kind, scope)):
+            return None
+        if not isinstance(line, int) or isinstance(line, bool):
+            return None
+        symbols.append(Symbol(path, line, name, kind, scope))
+    return symbols
+
+
+def _warn_corrupt(path: Path, why: str) -> None:
+    print(f"recall: warning: ignoring corrupt symbols cache entry {path} ({why}): listing "
+          "the symbols again", file=sys.stderr)  # fmt: skip
 
 
 def write_atomic(path: Path, data: bytes) -> None:

@@ -1,5 +1,8 @@
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -111,3 +114,59 @@ def test_repinning_gin_at_its_own_sha_leaves_every_file_byte_identical(tmp_path,
     assert "(unchanged)" in proc.stdout and " 0 rows added, 0 removed, " in proc.stdout
     for name in ("corpus.json", "derive.json", "queries.tsv"):
         assert (tmp_path / name).read_bytes() == (ROOT / name).read_bytes(), name
+
+
+def _start_pin(where: Path, *args: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "recall", "pin", *args, "--language", "python",
+         "--cache", str(where.parent / "cache")],
+        cwd=where, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def test_two_pins_of_different_repos_at_once_both_land(project):
+    tmp, url, first, second = project
+    where = tmp / "project"
+    procs = [_start_pin(where, name, url, sha, "--n", "3") for name, sha in
+             (("one", first), ("two", second), ("three", first))]  # fmt: skip
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], outs
+    assert set(json.loads((where / "corpus.json").read_text())) == {"one", "two", "three"}
+    assert set(json.loads((where / "derive.json").read_text())["repos"]) == {"one", "two", "three"}
+    assert {r.repo for r in read_queries(where / "queries.tsv")} == {"one", "two", "three"}
+    check = run_recall("derive", "all", "--check", "--cache", str(tmp / "cache"), cwd=where)
+    assert check.returncode == 0, check.stderr
+
+
+def test_a_pin_whose_query_set_cannot_be_written_changes_no_file(project):
+    tmp, url, first, second = project
+    where = tmp / "project"
+    assert _pin(where, "demo", url, first, "--n", "2").returncode == 0
+    files = {n: (where / n).read_bytes() for n in ("corpus.json", "derive.json", "queries.tsv")}
+    (where / "blocker").write_text("a file where a folder should be")
+    proc = _pin(where, "demo", url, second, "--queries", "blocker/queries.tsv")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.splitlines()[-1] == "recall: blocker: File exists"
+    assert {n: (where / n).read_bytes() for n in files} == files
+    assert sorted(p.name for p in where.iterdir()) == sorted([*files, "blocker"])
+
+
+def test_a_language_that_leaves_a_repo_no_rows_needs_force(project):
+    tmp, url, first, _ = project
+    where = tmp / "project"
+    assert _pin(where, "demo", url, first, "--n", "3").returncode == 0
+    files = {n: (where / n).read_bytes() for n in ("corpus.json", "derive.json", "queries.tsv")}
+    wrong = run_recall("pin", "demo", url, first, "--language", "go",
+                       "--cache", str(tmp / "cache"), cwd=where)  # fmt: skip
+    assert wrong.returncode == 2
+    assert wrong.stderr.startswith(
+        f"recall: pin demo --language go: no name at {first[:12]} can be sampled, so all "
+    )
+    assert wrong.stderr.count("\n") == 1 and "--force" in wrong.stderr
+    assert {n: (where / n).read_bytes() for n in files} == files
+    forced = run_recall("pin", "demo", url, first, "--language", "go", "--force",
+                        "--cache", str(tmp / "cache"), cwd=where)  # fmt: skip
+    assert forced.returncode == 0, forced.stderr
+    assert json.loads((where / "corpus.json").read_text())["demo"]["language"] == "go"
+    assert [r for r in read_queries(where / "queries.tsv") if r.repo == "demo"] == []

@@ -2,7 +2,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, run_recall
+from conftest import ROOT, SUBSEQUENCE_ENGINE, SUBSEQUENCE_FINDER, make_repo, run_recall
 
 from recall.corpus import load_pins
 from recall.errors import RecallError
@@ -94,3 +94,49 @@ def test_the_reference_finder_holds_the_committed_gin_cases_kept_out_of_the_coun
 def test_no_regress_skips_the_cases(real_cache, gin):
     report = _gin_abbr3(real_cache, "--no-regress")
     assert "regress" not in report and "regress" not in report["runs"][0]
+
+
+@pytest.fixture
+def mine(tmp_path: Path) -> Path:
+    """A project of its own: one tiny pin, its queries, and the committed regress.tsv with
+    one case for the tiny pin added, so the default file names repos it does not pin."""
+    upstream = make_repo(tmp_path / "upstream", {"a.py": "def alpha_function():\n    pass\n"})
+    project = tmp_path / "project"
+    project.mkdir()
+    pin = {"url": (tmp_path / "upstream").as_uri(), "sha": upstream.head.commit.hexsha}
+    (project / "mine.json").write_text(json.dumps({"tiny": {**pin, "language": "python"}}))
+    (project / "mine.tsv").write_text(
+        "repo\tquery\ttype\tsource\ntiny\talpfun\tabbr3\talpha_function\n"
+    )
+    committed = (ROOT / "regress.tsv").read_text()
+    (project / "regress.tsv").write_text(committed + "tiny\talpfun\t^a\\.py:1 alpha_function$\n")
+    make_repo(
+        tmp_path / "finder", {"finder.py": SUBSEQUENCE_FINDER, "recall.toml": SUBSEQUENCE_ENGINE}
+    )
+    return project
+
+
+def _mine(project: Path, *extra: str):
+    where = project.parent
+    return run_recall(
+        "--corpus", "mine.json", "--queries", "mine.tsv", "--finder", str(where / "finder"),
+        "--cache", str(where / "cache"), *extra, cwd=project, env={"RECALL_MIRROR": ""},
+    )  # fmt: skip
+
+
+def test_the_default_regress_file_skips_cases_of_repos_the_corpus_does_not_pin_and_says_so(mine):
+    committed = len(read_cases(ROOT / "regress.tsv", None))
+    proc = _mine(mine, "--json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["regress"] == {"file": "regress.tsv", "cases": 1, "skipped": committed}
+    assert report["runs"][0]["regress"]["cases"] == 1
+    for flag in ((), ("--markdown",)):
+        text = _mine(mine, *flag).stdout
+        assert f"{committed} regress cases skipped: their repos are not in the corpus pins" in text
+
+
+def test_an_explicit_regress_file_naming_a_repo_the_corpus_does_not_pin_is_refused(mine):
+    proc = _mine(mine, "--regress", "regress.tsv")
+    assert proc.returncode == 2
+    assert proc.stderr == "recall: regress.tsv:2: unknown repo 'rails'\n"

@@ -155,3 +155,17 @@ def test_save_then_against_diffs_with_nothing_run_for_the_baseline(real_cache, g
     other = run_recall("--cache", str(real_cache), "--repo", "gin", "--type", "typo",
                        "--no-regress", "--engine", "fzf", "--against", str(path))  # fmt: skip
     assert other.returncode == 2 and "query set differs" in other.stderr
+
+
+@pytest.mark.parametrize("save", ["same.json", "./same.json", "{tmp}/same.json"])
+def test_against_and_save_naming_one_file_are_refused_before_anything_runs(tmp_path, save):
+    proc = run_recall(
+        "--against", "same.json", "--save", save.format(tmp=tmp_path), "--cache",
+        str(tmp_path / "cache"), cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert (
+        proc.stderr.startswith("recall: --against and --save name one file")
+        and proc.stderr.count("\n") == 1
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

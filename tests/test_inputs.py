@@ -1,0 +1,294 @@
+"""Bad values never reach a traceback: flags out of range, engines that cannot be run,
+JSON nested past any parser's depth, and cache or saved entries of the wrong shape."""
+
+import json
+import re
+from pathlib import Path
+
+import orjson
+import pytest
+from conftest import make_repo, run_recall
+from test_faults import BUILD, CORPUS_FILES, ENGINE, FINDER, _args, _env
+from test_faults import ROWS as TINY_ROWS
+
+from recall import saved
+from recall.cache import entries, stale
+from recall.corpus import MARKER, Pin, fetch, load_pins
+from recall.derive import load_settings
+from recall.engine import parse_engine
+from recall.errors import RecallError
+from recall.measure import Hit, QueryResult, RunResult
+from recall.queryset import QueryRow
+from recall.saved import cached_run, data_key, decode_run, encode_run, load_against, store_run
+from recall.symbols import checkout_symbols
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> dict:
+    """test_faults' world: a tiny pinned corpus, a finder repo, and fresh TMPDIR, HOME and
+    cache (made here, since importing a fixture shadows it)."""
+    upstream = make_repo(tmp_path / "upstream", CORPUS_FILES)
+    corpus = tmp_path / "corpus.json"
+    pin = {"url": (tmp_path / "upstream").as_uri(), "sha": upstream.head.commit.hexsha}
+    corpus.write_text(json.dumps({"tiny": {**pin, "language": "python"}}))
+    queries = tmp_path / "queries.tsv"
+    lines = ["repo\tquery\ttype\tsource", *(f"tiny\t{q}\texact\t{s}" for q, s in TINY_ROWS)]
+    queries.write_text("\n".join(lines) + "\n")
+    finder = tmp_path / "finder"
+    make_repo(finder, {"finder.py": FINDER, "build.py": BUILD, "recall.toml": ENGINE})
+    dirs = {name: tmp_path / name for name in ("tmp", "home", "cache", "marks")}
+    for path in dirs.values():
+        path.mkdir()
+    return {"corpus": corpus, "queries": queries, "finder": finder, **dirs}
+
+
+DEEP = b"[" * 100_000 + b"]" * 100_000
+DEEP_OBJECT = b'{"a":' * 100_000 + b"1" + b"}" * 100_000
+
+
+def _one_line_exit_2(proc, *needles: str) -> None:
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("recall: ") and proc.stderr.count("\n") == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    for needle in needles:
+        assert needle in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "0", "-3", "1e300"])
+def test_a_timeout_that_is_not_a_finite_number_of_seconds_is_one_line_exit_2(world, value):
+    proc = run_recall(*_args(world, f"--timeout={value}"), cwd=world["finder"], env=_env(world))
+    _one_line_exit_2(proc, "--timeout")
+    explain = run_recall(
+        "explain", "alpha", "--repo", "tiny", "--corpus", str(world["corpus"]),
+        "--cache", str(world["cache"]), "--finder", str(world["finder"]), f"--timeout={value}",
+        cwd=world["finder"], env=_env(world),
+    )  # fmt: skip
+    _one_line_exit_2(explain, "--timeout")
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--jobs", "0"), ("--jobs", "-2"), ("--bench", "0")])
+def test_jobs_and_bench_reps_below_one_are_one_line_exit_2(world, flag, value):
+    proc = run_recall(*_args(world, flag, value), cwd=world["finder"], env=_env(world))
+    _one_line_exit_2(proc, flag)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('bin = []\nquery = ["{bin}", "{query}"]', "bin must not be empty"),
+        ('bin = ["f"]\nquery = []', "query must contain the placeholder"),
+        ('bin = ["f"]\nquery = ["{query}"]\nenv = { "A\\u0000B" = "x" }', "env: name 'A\\x00B'"),
+        ('bin = ["f"]\nquery = ["{query}"]\nenv = { "A=B" = "x" }', "env: name 'A=B'"),
+        ('bin = ["f"]\nquery = ["{query}"]\nenv = { "" = "x" }', "env: name ''"),
+        ('bin = ["f"]\nquery = ["{query}"]\nenv = { A = "x\\u0000" }', "env: A holds a NUL"),
+        ('bin = ["f\\u0000"]\nquery = ["{query}"]', "bin holds a NUL"),
+        ('bin = ["f"]\nquery = ["{query}", "-\\u0000"]', "query holds a NUL"),
+        ('bin = ["f"]\nquery = ["{query}"]\ncwd = "a\\u0000"', "cwd holds a NUL"),
+        ('bin = ["f"]\nquery = ["{query}"]\nbuild = ["x\\u0000"]', "build holds a NUL"),
+    ],
+)
+def test_an_engine_that_no_process_could_run_is_refused_naming_the_key(text, message):
+    with pytest.raises(RecallError, match=f"^e.toml: \\[engine\\] {_escape(message)}"):
+        parse_engine(f"[engine]\n{text}\n".encode(), "e.toml")
+
+
+def _escape(text: str) -> str:
+    return re.escape(text)
+
+
+def test_an_engine_file_nested_past_any_depth_is_refused_as_not_toml():
+    with pytest.raises(RecallError, match=r"^e\.toml: not valid TOML: nested too deeply"):
+        parse_engine(b"[engine]\nbin = " + b"[" * 100_000 + b"]" * 100_000 + b"\n", "e.toml")
+
+
+def test_a_corpus_file_nested_100k_deep_is_one_line_exit_2(world):
+    world["corpus"].write_bytes(DEEP)
+    proc = run_recall(*_args(world), cwd=world["finder"], env=_env(world))
+    _one_line_exit_2(proc, f"{world['corpus']}: not JSON")
+
+
+def test_a_derive_settings_file_nested_100k_deep_is_one_line_exit_2(world, tmp_path):
+    settings = tmp_path / "derive.json"
+    settings.write_bytes(DEEP_OBJECT)
+    proc = run_recall(
+        "derive", "all", "--corpus", str(world["corpus"]), "--settings", str(settings),
+        "--queries", str(world["queries"]), "--cache", str(world["cache"]),
+        cwd=world["finder"], env=_env(world),
+    )  # fmt: skip
+    _one_line_exit_2(proc, f"{settings}: not JSON")
+
+
+def test_a_saved_run_nested_100k_deep_is_one_line_exit_2(world, tmp_path):
+    path = tmp_path / "saved.json"
+    path.write_bytes(DEEP_OBJECT)
+    proc = run_recall(*_args(world, "--against", str(path)), cwd=world["finder"], env=_env(world))
+    _one_line_exit_2(proc, f"--against {path}: not JSON")
+
+
+PINS = {"gin": Pin("gin", "https://github.com/gin-gonic/gin", "a" * 40, "go")}
+ROWS = [QueryRow("gin", "ctxjs", "abbr3", "ContextJSON")]
+RUN = RunResult("base", "finder", 0.5, 1.5, (QueryResult(1, (Hit("ContextJSON", "a.go", 4),)),))
+KEY = {"format": saved.FORMAT, **data_key(PINS, ROWS)}
+
+
+def _encoded(**field) -> dict:
+    """A stored run with one part replaced: results[0] parts or a top-level field."""
+    data = encode_run(RUN, KEY)
+    rank, top, error = data["results"][0]
+    parts = {"rank": rank, "top": top, "error": error}
+    for name in ("rank", "top", "error", "hit", "hit_name", "hit_file", "hit_line"):
+        if name in field:
+            value = field.pop(name)
+            if name.startswith("hit_"):
+                hit = list(top[0])
+                hit[("hit_name", "hit_file", "hit_line").index(name)] = value
+                parts["top"] = [hit]
+            elif name == "hit":
+                parts["top"] = [value]
+            else:
+                parts[name] = value
+    data["results"] = [[parts["rank"], parts["top"], parts["error"]]]
+    return {**data, **field}
+
+
+BAD_RUNS = [
+    ({"rank": "1"}, "results[0]: rank must be a whole number 1 or more, or null, not '1'"),
+    ({"rank": -3}, "results[0]: rank must be a whole number 1 or more, or null, not -3"),
+    ({"rank": 0}, "results[0]: rank must be a whole number 1 or more, or null, not 0"),
+    ({"rank": True}, "results[0]: rank must be a whole number 1 or more, or null, not True"),
+    ({"top": "ab"}, "results[0]: top must be a list of [name, file, line], not 'ab'"),
+    ({"hit": "abc"}, "results[0]: top[0] must be [name, file, line], not 'abc'"),
+    ({"hit_name": 7}, "results[0]: top[0]: name must be a string, not 7"),
+    ({"hit_file": 7}, "results[0]: top[0]: file must be a string or null, not 7"),
+    ({"hit_line": True}, "results[0]: top[0]: line must be a whole number or null, not True"),
+    ({"hit_line": "4"}, "results[0]: top[0]: line must be a whole number or null, not '4'"),
+    ({"error": 5}, "results[0]: error must be a string or null, not 5"),
+    ({"results": {"a": 1}}, "results must be a list, not {'a': 1}"),
+    ({"results": [[1, []]]}, "results[0] must be [rank, top, error], not [1, []]"),
+    ({"label": 3}, "label must be a string, not 3"),
+    ({"index_s": "fast"}, "index_s must be a number of seconds, not 'fast'"),
+    ({"query_s": float("nan")}, None),  # orjson writes NaN as null
+    ({"key": []}, "key must be an object, not []"),
+]
+
+
+@pytest.mark.parametrize(("change", "message"), BAD_RUNS)
+def test_a_stored_run_of_the_wrong_shape_names_the_field(change, message):
+    data = orjson.loads(orjson.dumps(_encoded(**change)))
+    expected = message or "query_s must be a number of seconds, not None"
+    with pytest.raises(ValueError, match=f"^{_escape(expected)}$"):
+        decode_run(data)
+
+
+def test_a_stored_run_that_is_not_an_object_is_refused():
+    with pytest.raises(ValueError, match=r"^expected an object, not \[\]$"):
+        decode_run([])
+
+
+def _save(path: Path, run: dict) -> None:
+    data = {"kind": saved.SAVED_KIND, "format": saved.FORMAT, "meta": {},
+            "rows": [[r.repo, r.query, r.type, r.source] for r in ROWS], "runs": [run]}  # fmt: skip
+    path.write_bytes(orjson.dumps(data))
+
+
+@pytest.mark.parametrize(("change", "message"), BAD_RUNS[:4] + BAD_RUNS[6:9])
+def test_a_saved_run_of_the_wrong_shape_is_refused_naming_the_file_and_field(
+    tmp_path, change, message
+):
+    path = tmp_path / "main.json"
+    _save(path, _encoded(**change))
+    with pytest.raises(RecallError, match=f"^--against {_escape(str(path))}: runs\\[-1\\]: "):
+        load_against(path, ROWS, KEY)
+    with pytest.raises(RecallError, match=_escape(message)):
+        load_against(path, ROWS, KEY)
+
+
+@pytest.mark.parametrize("rows", [["gin", "ctxjs"], "abcd", [["gin", "ctxjs", "abbr3", 5]], {}])
+def test_saved_rows_of_the_wrong_shape_are_refused_naming_the_field(tmp_path, rows):
+    path = tmp_path / "main.json"
+    _save(path, encode_run(RUN, KEY))
+    data = orjson.loads(path.read_bytes())
+    path.write_bytes(orjson.dumps({**data, "rows": rows}))
+    with pytest.raises(RecallError, match=f"^--against {_escape(str(path))}: rows"):
+        load_against(path, ROWS, KEY)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [DEEP, DEEP_OBJECT, orjson.dumps(_encoded(rank="1")), orjson.dumps(_encoded(hit_name=3)),
+     b"[]", b"null"],
+)  # fmt: skip
+def test_a_results_cache_entry_of_the_wrong_shape_is_a_warning_and_a_rerun(
+    tmp_path, capsys, content
+):
+    store_run(tmp_path, KEY, RUN)
+    (entry,) = (tmp_path / "results").iterdir()
+    entry.write_bytes(content)
+    assert cached_run(tmp_path, KEY, "again") is None
+    err = capsys.readouterr().err
+    assert err.startswith(f"recall: warning: ignoring corrupt results cache entry {entry}")
+    assert err.count("\n") == 1 and "running again" in err
+
+
+def _tiny_pin(tmp_path: Path) -> Pin:
+    upstream = make_repo(tmp_path / "up", {"a.py": "def alpha_function():\n    pass\n"})
+    return Pin("tiny", (tmp_path / "up").as_uri(), upstream.head.commit.hexsha, "python")
+
+
+@pytest.mark.parametrize(
+    "marker",
+    [b"[]", b'{"sha": 5}', b'{"tree": "x"}', b'"text"', DEEP, DEEP_OBJECT, b"{"],
+)
+def test_a_checkout_marker_of_the_wrong_shape_is_rebuilt_with_a_warning(tmp_path, capsys, marker):
+    pin = _tiny_pin(tmp_path)
+    checkout = fetch(pin, tmp_path / "cache")
+    (checkout.path / ".git" / MARKER).write_bytes(marker)
+    again = fetch(pin, tmp_path / "cache")
+    assert "rebuilding the checkout" in capsys.readouterr().err
+    assert len(again.tree) == 40
+    assert json.loads((again.path / ".git" / MARKER).read_text())["sha"] == pin.sha
+
+
+@pytest.mark.parametrize("marker", [b"[]", b'{"sha": 5, "tree": 7}', DEEP])
+def test_cache_list_and_prune_survive_a_checkout_marker_of_the_wrong_shape(tmp_path, marker):
+    pin = _tiny_pin(tmp_path)
+    cache = tmp_path / "cache"
+    checkout = fetch(pin, cache)
+    (checkout.path / ".git" / MARKER).write_bytes(marker)
+    found = entries(cache)
+    chosen = stale(found, {"tiny": pin}, "6.0", older_than_days=None, keep_builds=None, now=0)
+    assert [(e.key, e.note) for e in chosen] == [("tiny", "holds another sha than the pin")]
+
+
+def test_a_symbols_cache_entry_of_the_wrong_shape_is_a_warning_and_a_rerun(tmp_path, capsys):
+    pin = _tiny_pin(tmp_path)
+    cache = tmp_path / "cache"
+    checkout = fetch(pin, cache)
+    good = checkout_symbols(checkout, cache)
+    (entry,) = (cache / "symbols").iterdir()
+    for content in (b'{"abcde": 1}', b'[["a.py", "1", "x", "f", ""]]', b"[5]", DEEP):
+        entry.write_bytes(content)
+        assert checkout_symbols(checkout, cache) == good
+        err = capsys.readouterr().err
+        assert err.startswith(f"recall: warning: ignoring corrupt symbols cache entry {entry}")
+
+
+def test_load_pins_names_a_file_nested_too_deeply(tmp_path):
+    path = tmp_path / "corpus.json"
+    path.write_bytes(DEEP_OBJECT)
+    with pytest.raises(RecallError, match=f"^{_escape(str(path))}: not JSON: nested too deeply"):
+        load_pins(path)
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1"])
+def test_prune_older_than_a_number_of_days_that_is_not_finite_is_one_line_exit_2(tmp_path, value):
+    proc = run_recall("cache", "prune", f"--older-than={value}", "--cache", str(tmp_path))
+    _one_line_exit_2(proc, "--older-than")
+
+
+@pytest.mark.parametrize("entry", ['{"n": true, "seed": 1}', '{"n": 3, "seed": false}'])
+def test_derive_settings_holding_a_bool_for_n_or_seed_name_the_repo(tmp_path, entry):
+    path = tmp_path / "derive.json"
+    path.write_text(f'{{"repos": {{"gin": {entry}}}}}')
+    with pytest.raises(RecallError, match="repo 'gin': n and seed must be whole numbers"):
+        load_settings(path, PINS)
