@@ -30,7 +30,7 @@ from recall.corpus import Checkout, Pin, fetch, hold_in_use, is_clean, use_lock
 from recall.engine import Engine, QueryArgv, expand, fill
 from recall.errors import RecallError
 from recall.queryset import QueryRow
-from recall.spawn import Child, Spawner, reap, reaped
+from recall.spawn import Child, Spawner, kill_group, reap, reaped
 from recall.symbols import checkout_symbols, distinct_names
 
 TOP = 10
@@ -236,17 +236,17 @@ class Session:
             self.stopping = True
             live = list(self.live)
         for pid in live:
-            _kill_group(pid)
+            kill_group(pid)
 
     def _started(self, pid: int) -> None:
         with self.guard:
             self.live.add(pid)
             stopping = self.stopping
         if stopping:
-            _kill_group(pid)
+            kill_group(pid)
 
     def _finished(self, pid: int) -> None:
-        _kill_group(pid)  # background children must not outlive the query they served
+        kill_group(pid)  # background children must not outlive the query they served
         with self.guard:
             self.live.discard(pid)
 
@@ -371,7 +371,7 @@ class Session:
                     )
                 )
         except BaseException:
-            _kill_group(proc.pid)  # interrupted, or out of step: no grace for the finder
+            kill_group(proc.pid)  # interrupted, or out of step: no grace for the finder
             raise
         finally:
             if proc.poll() is None:
@@ -380,7 +380,7 @@ class Session:
                 try:
                     proc.wait(timeout=max(0.0, ends_by - time.monotonic()))
                 except subprocess.TimeoutExpired:
-                    _kill_group(proc.pid)
+                    kill_group(proc.pid)
             self._finished(proc.pid)
             proc.wait()
             for stream in (proc.stdin, proc.stdout, proc.stderr):
@@ -408,7 +408,7 @@ class Session:
             what = f"timed out after {self.timeout:g} s"
             if stalled:
                 what += " (it stopped reading its requests)"
-        _kill_group(proc.pid)
+        kill_group(proc.pid)
         proc.wait()
         return QueryResult(None, (), f"{what}: {_tail(reader.stderr())}")
 
@@ -641,22 +641,17 @@ def _communicate(child: Child, timeout: float) -> tuple[int | None, bytes, bytes
     try:
         out, err, status = _collect(child, timeout)
         if status is None:
-            _kill_group(child.pid)
+            kill_group(child.pid)
             reap(child.pid)
         return status, out, err
     except BaseException:
-        _kill_group(child.pid)
+        kill_group(child.pid)
         with contextlib.suppress(ChildProcessError):
             reap(child.pid)
         raise
     finally:
         os.close(child.stdout)
         os.close(child.stderr)
-
-
-def _kill_group(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
 
 
 def _hold_lock(path: Path):  # type: ignore[no-untyped-def]
