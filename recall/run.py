@@ -20,7 +20,7 @@ import orjson
 from recall import __version__
 from recall.accept import apply_accepted, read_accepted
 from recall.bench import run_bench
-from recall.build import base_binary, finder_root, run_build, with_bin
+from recall.build import base_binary, check_build_timeout, finder_root, run_build, with_bin
 from recall.corpus import Pin, cache_root, load_pins, mirror_root
 from recall.engine import Engine, resolve_engine
 from recall.errors import EXIT_LOSS, EXIT_OK, RecallError
@@ -116,7 +116,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     specs = [(kind, *split_label(raw)) for kind, raw in args.candidates]
     engine = resolve_engine(_default_engine(specs), root)
     engine_flag = _engine_flag(specs)
-    sides = _candidates(specs, engine, root, engine_flag)
+    sides = _candidates(specs, engine, root, engine_flag, args.build_timeout)
     asked_key = data_key(pins, asked)
     base: Measured | None = None
     if args.against:
@@ -181,6 +181,7 @@ def _check_flags(args: argparse.Namespace) -> None:
         raise RecallError("--accept needs a baseline: accepted losses are losses against one")
     if args.jobs < 1 or args.timeout <= 0:
         raise RecallError("--jobs must be 1 or more and --timeout above 0")
+    check_build_timeout(args.build_timeout)
     if args.bench is not None and args.bench < 1:
         raise RecallError(f"--bench {args.bench}: give 1 or more reps")
 
@@ -210,7 +211,11 @@ def _engine_flag(specs: list[tuple[str, str | None, str]]) -> Flags:
 
 
 def _candidates(
-    specs: list[tuple[str, str | None, str]], engine: Engine, root: Path, engine_flag: Flags
+    specs: list[tuple[str, str | None, str]],
+    engine: Engine,
+    root: Path,
+    engine_flag: Flags,
+    build_timeout: float,
 ) -> list[Side]:
     """The binaries to measure, in the order given: labeled engines built from the working
     tree, binaries run with the default engine; with neither, the working tree's engine."""
@@ -223,9 +228,10 @@ def _candidates(
             sides.append(_bin_side(label or "candidate", engine, value, "--bin", root, explain))
         else:
             labeled = resolve_engine(value, root)
-            sides.append(_tree_side(label or "candidate", labeled, root, (("--engine", value),)))
+            flags = (("--engine", value),)
+            sides.append(_tree_side(label or "candidate", labeled, root, flags, build_timeout))
     if not sides:
-        sides.append(_tree_side("candidate", engine, root, engine_flag))
+        sides.append(_tree_side("candidate", engine, root, engine_flag, build_timeout))
     labels = [side.binary.label for side in sides]
     for label in labels:
         if labels.count(label) > 1:
@@ -233,10 +239,12 @@ def _candidates(
     return sides
 
 
-def _tree_side(label: str, engine: Engine, root: Path, explain: Flags) -> Side:
+def _tree_side(
+    label: str, engine: Engine, root: Path, explain: Flags, build_timeout: float
+) -> Side:
     """The engine as built from the finder's working tree. Its results are cached only when
     it names a program outside the tree (a preset's installed finder), known by content."""
-    run_build(engine, root)
+    run_build(engine, root, build_timeout)
     binary = Binary(label, engine, root)
     if engine.bin and not any("{" in part for part in engine.bin):
         program = shutil.which(engine.bin[0])
@@ -256,7 +264,7 @@ def _baseline(
     if args.base_bin:
         explain = (*engine_flag, ("--base-bin", args.base_bin))
         return _bin_side("base", engine, args.base_bin, "--base-bin", root, explain)
-    binary, commit = base_binary(root, args.base, engine, cache)
+    binary, commit = base_binary(root, args.base, engine, cache, args.build_timeout)
     return Side(binary, f"commit:{commit}", True, (*engine_flag, ("--base", args.base)))
 
 
