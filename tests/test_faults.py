@@ -155,9 +155,12 @@ def test_ctrl_c_at_each_stage_leaves_no_temporary_folder_and_the_next_run_works(
     assert report["runs"][-1]["first"] == len(ROWS)
 
 
-@pytest.mark.parametrize("stage", ["build", "basebuild", "index", "query"])
+@pytest.mark.parametrize("stage", ["build", "basebuild", "index", "query", "batch"])
 def test_sigterm_at_each_stage_kills_what_it_started_cleans_up_and_exits_143(world, stage):
     extra = ("--base", "HEAD") if "build" in stage else ()
+    engine = world["finder"] / "recall.toml"
+    if stage == "batch":  # a batch process per corpus, in flight when the signal comes
+        engine.write_text(ENGINE + 'batch = ["{bin}", "batch", "{names}"]\n')
     proc = _start(world, stage, *extra)
     _wait_for(world["marks"] / stage, proc)
     started = time.monotonic()
@@ -169,6 +172,7 @@ def test_sigterm_at_each_stage_kills_what_it_started_cleans_up_and_exits_143(wor
     assert _leftovers(world) == []
     assert not list(world["cache"].glob("builds/*/.recall-built"))
     _assert_dead(world["marks"] / stage)
+    engine.write_text(ENGINE)
     assert _run_ok(world, *extra)["runs"][-1]["first"] == len(ROWS)
 
 
