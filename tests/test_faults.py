@@ -376,3 +376,28 @@ def test_a_query_that_errors_in_the_candidate_counts_as_a_loss(world):
     assert [e["query"] for e in candidate["error_rows"]] == ["beta"]
     assert candidate["error_rows"][0]["error"].startswith("exit 5")
     assert [e["query"] for e in report["diffs"][0]["new_errors"]] == ["beta"]
+
+
+BANNER_FINDER = r"""
+import json, sys
+print("index loaded", flush=True)  # one stray line: every answer after it is one late
+for line in sys.stdin:
+    request = json.loads(line)
+    print(json.dumps({"id": request["id"], "results": [{"name": request["query"]}]}), flush=True)
+"""
+
+
+def test_a_batch_finder_out_of_step_is_one_line_exit_2_and_no_report(world):
+    (world["finder"] / "batch.py").write_text(BANNER_FINDER)
+    (world["finder"] / "recall.toml").write_text(
+        '[engine]\nbin = ["{python}", "{tree}/batch.py"]\nquery = ["{bin}", "{query}"]\n'
+        'batch = ["{bin}"]\n'
+    )
+    proc = run_recall(*_args(world), cwd=world["finder"], env=_env(world))
+    assert proc.returncode == 2, proc.stderr
+    assert (
+        proc.stderr.startswith("recall: batch finder candidate (") and " on tiny: " in proc.stderr
+    )
+    assert "the answer for id 1 (query 'beta') carries id 0" in proc.stderr
+    assert proc.stderr.count("\n") == 1 and proc.stdout == ""
+    assert _leftovers(world) == []
