@@ -148,3 +148,23 @@ def test_a_batch_finder_that_stops_reading_times_out_on_that_query(tmp_path, gin
     assert run.results[1].error is None
     assert run.results[2].error is not None
     assert run.results[2].error.startswith("timed out after 1 s")
+
+
+def test_an_index_step_killed_by_a_signal_says_which(tmp_path, gin_corpus):
+    from recall.measure import Session
+
+    (tmp_path / "engine.toml").write_text(
+        '[engine]\nbin = ["{python}"]\nquery = ["{bin}", "{query}"]\n'
+        'index = ["{bin}", "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"]\n'
+        'cwd = "{db}"\n'
+    )
+    session = Session(
+        Binary("idx", load_engine(tmp_path / "engine.toml"), tmp_path), gin_corpus["gin"], 1
+    )
+    try:
+        with pytest.raises(
+            RecallError, match=r"index gin with idx failed \(killed by signal SIGKILL\)"
+        ):
+            session.index()
+    finally:
+        session.close()
