@@ -19,8 +19,10 @@ from recall.engine import Engine, expand, fill
 from recall.errors import RecallError
 from recall.interpreter import finder_python
 from recall.measure import Binary
+from recall.spawn import kill_group
 
 TAIL_LINES = 15
+BUILD_TIMEOUT_S = 3600.0  # a cold release build of a large finder, with room to spare
 
 
 def finder_root(start: Path) -> Path:
@@ -57,7 +59,14 @@ def build_key(commit: str, engine: Engine) -> str:
     return hashlib.sha256(f"{commit}\0{engine.digest}".encode()).hexdigest()[:24]
 
 
-def build_base(root: Path, commit: str, engine: Engine, cache: Path, python: str) -> Path:
+def build_base(
+    root: Path,
+    commit: str,
+    engine: Engine,
+    cache: Path,
+    python: str,
+    timeout: float = BUILD_TIMEOUT_S,
+) -> Path:
     """The built tree of commit, from the cache or from `git archive` plus the build; marked
     in use by this process, so a concurrent prune leaves it alone."""
     key = build_key(commit, engine)
@@ -76,7 +85,7 @@ def build_base(root: Path, commit: str, engine: Engine, cache: Path, python: str
             try:
                 tree = tmp / "tree"
                 extract_archive(root, commit, tree)
-                run_build(engine, tree, python)
+                run_build(engine, tree, python, timeout)
                 (tmp / ".recall-built").write_text(commit + "\n")
                 tmp.rename(final)
             finally:
@@ -133,19 +142,15 @@ def _escapes(path: PurePosixPath) -> bool:
     return False
 
 
-def run_build(engine: Engine, tree: Path, python: str) -> None:
+def run_build(engine: Engine, tree: Path, python: str, timeout: float = BUILD_TIMEOUT_S) -> None:
     """Run the engine's build in tree; a failure, or no binary after it, is an error."""
     values = {"tree": str(tree), "python": python}
     if engine.build:
         argv = expand(engine.build, values, [])
-        try:
-            proc = subprocess.run(argv, cwd=tree, capture_output=True, stdin=subprocess.DEVNULL)
-        except OSError as exc:
-            raise RecallError(f"build in {tree}: cannot run {argv[0]}: {exc.strerror}") from None
-        if proc.returncode != 0:
-            output = (proc.stdout + proc.stderr).decode("utf-8", "replace").splitlines()
-            tail = " | ".join(output[-TAIL_LINES:])
-            raise RecallError(f"build failed (exit {proc.returncode}): {' '.join(argv)}: {tail}")
+        code, output = _build_process(argv, tree, timeout)
+        if code != 0:
+            tail = " | ".join(output.decode("utf-8", "replace").splitlines()[-TAIL_LINES:])
+            raise RecallError(f"build failed (exit {code}): {' '.join(argv)}: {tail}")
     program = fill(engine.bin[0], values)
     if ("/" in program) and not Path(program).exists():
         raise RecallError(f"build in {tree} did not produce {program}")
@@ -181,6 +186,35 @@ def _is_program(path: Path) -> bool:
     return path.is_file() and os.access(path, os.X_OK)
 
 
+def check_build_timeout(seconds: float) -> None:
+    """--build-timeout: a build given no time at all could never finish."""
+    if not seconds > 0:
+        raise RecallError("--build-timeout must be above 0")
+
+
+def _build_process(argv: list[str], tree: Path, timeout: float) -> tuple[int, bytes]:
+    """The build's exit status and its stdout then stderr. It runs in a process group of
+    its own, so that a timeout, Ctrl-C or SIGTERM ends the whole build (a compiler it
+    started included) and not only the process the harness started."""
+    try:
+        proc = subprocess.Popen(
+            argv, cwd=tree, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, start_new_session=True,
+        )  # fmt: skip
+    except OSError as exc:
+        raise RecallError(f"build in {tree}: cannot run {argv[0]}: {exc.strerror}") from None
+    with proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            kill_group(proc.pid)
+            raise RecallError(f"build timed out after {timeout:g} s: {' '.join(argv)}") from None
+        except BaseException:
+            kill_group(proc.pid)
+            raise
+    return proc.returncode, out + err
+
+
 def with_bin(engine: Engine, path: str, flag: str = "--bin") -> Engine:
     """The engine with a hand-built binary in place of its own build."""
     program = Path(path)
@@ -191,11 +225,13 @@ def with_bin(engine: Engine, path: str, flag: str = "--bin") -> Engine:
     return dataclasses.replace(engine, bin=(str(program.absolute()),), build=())
 
 
-def base_binary(root: Path, ref: str, engine: Engine, cache: Path) -> tuple[Binary, str]:
+def base_binary(
+    root: Path, ref: str, engine: Engine, cache: Path, build_timeout: float = BUILD_TIMEOUT_S
+) -> tuple[Binary, str]:
     """--base REF built from `git archive`, and the commit it is."""
     commit = resolve_commit(root, ref)
     python = finder_python(cache)
-    tree = build_base(root, commit, engine, cache, python)
+    tree = build_base(root, commit, engine, cache, python, build_timeout)
     return Binary(f"base {ref} ({commit[:12]})", engine, tree, python), commit
 
 
@@ -207,6 +243,7 @@ def make_binaries(
     bin_path: str | None = None,
     base: str | None = None,
     base_bin: str | None = None,
+    build_timeout: float = BUILD_TIMEOUT_S,
 ) -> list[Binary]:
     """The baseline (if any) then the candidate, built and ready, as the default run has them."""
     binaries: list[Binary] = []
@@ -214,8 +251,8 @@ def make_binaries(
     if base_bin:
         binaries.append(Binary("base", with_bin(engine, base_bin, "--base-bin"), root, python))
     elif base:
-        binaries.append(base_binary(root, base, engine, cache)[0])
+        binaries.append(base_binary(root, base, engine, cache, build_timeout)[0])
     candidate = with_bin(engine, bin_path) if bin_path else engine
-    run_build(candidate, root, python)
+    run_build(candidate, root, python, build_timeout)
     binaries.append(Binary("candidate", candidate, root, python))
     return binaries

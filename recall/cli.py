@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
 
 import orjson
 
 from recall import __version__, doctor, explain, init
 from recall import cache as cache_cmd
 from recall import pin as pinning
-from recall.build import finder_root, make_binaries
+from recall.build import BUILD_TIMEOUT_S, check_build_timeout, finder_root, make_binaries
 from recall.corpus import (
     Pin,
     cache_root,
@@ -35,7 +39,15 @@ from recall.derive import (
     typed_recipes,
 )
 from recall.engine import resolve_engine
-from recall.errors import EXIT_FAILURE, EXIT_LOSS, EXIT_OK, RecallError
+from recall.errors import (
+    EXIT_FAILURE,
+    EXIT_INTERRUPTED,
+    EXIT_LOSS,
+    EXIT_OK,
+    EXIT_TERMINATED,
+    RecallError,
+    Terminated,
+)
 from recall.measure import open_corpus
 from recall.queryset import QUERY_SETS, format_queries, query_set_path, read_queries
 from recall.run import DEFAULT_REGRESS, check_timeout, cmd_run
@@ -58,6 +70,13 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--corpus", metavar="FILE", default="corpus.json",
         help="the pinned corpora (default: %(default)s)",
+    )  # fmt: skip
+
+
+def _add_build_timeout(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--build-timeout", type=float, default=BUILD_TIMEOUT_S, metavar="SECONDS",
+        help="seconds a build may take before it is killed (default: %(default)g)",
     )  # fmt: skip
 
 
@@ -271,11 +290,13 @@ def _add_explain(sub: argparse._SubParsersAction) -> None:
         "--timeout", type=float, default=explain.EXPLAIN_TIMEOUT_S,
         help="seconds for the query (default: %(default)s)",
     )  # fmt: skip
+    _add_build_timeout(p)
     p.set_defaults(handler=_cmd_explain)
 
 
 def _cmd_explain(args: argparse.Namespace) -> int:
     check_timeout(args.timeout)
+    check_build_timeout(args.build_timeout)
     corpus, queries = Path(args.corpus), query_set_path(args.queries)
     (pin,) = select_pins(load_pins(corpus), [args.repo], corpus)
     rows = read_queries(queries, None) if queries.exists() else []
@@ -284,8 +305,9 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     root = finder_root(Path(args.finder))
     engine = resolve_engine(args.engine, root)
     binaries = make_binaries(
-        root, engine, cache, bin_path=args.bin, base=args.base, base_bin=args.base_bin
-    )
+        root, engine, cache, bin_path=args.bin, base=args.base, base_bin=args.base_bin,
+        build_timeout=args.build_timeout,
+    )  # fmt: skip
     target = open_corpus(pin, cache, mirror_root(args.mirror))
     sides = [explain.explain_one(b, target, row, args.timeout) for b in binaries]
     data = explain.as_json(pin, row, sides)
@@ -446,6 +468,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         default=30.0,
         help="seconds per query before it counts as an error (default: %(default)s)",
     )
+    _add_build_timeout(p)
     p.add_argument(
         "--bench", type=int, metavar="REPS",
         help="also time the hand queries through every binary: a warm-up, then REPS reps",
@@ -483,14 +506,42 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] not in (*COMMANDS, "-h", "--help", "--version"):
         argv = ["run", *argv]
     args = parser.parse_args(argv)
+    restore = _raise_on_sigterm()
     try:
         return args.handler(args)
     except RecallError as exc:  # shown(): one line, and no finder's ESC reaches the terminal
         print(f"recall: {shown(str(exc))}", file=sys.stderr)
         return EXIT_FAILURE
+    except Terminated:
+        print("recall: terminated", file=sys.stderr)
+        return EXIT_TERMINATED
     except KeyboardInterrupt:
         print("recall: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except OSError as exc:  # a full or read-only disk where no stage expected one
         print(f"recall: {exc.filename or 'I/O'}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_FAILURE
+    finally:
+        restore()
+
+
+def _raise_on_sigterm() -> Callable[[], None]:
+    """From here on SIGTERM raises Terminated where the harness is, so it unwinds as
+    Ctrl-C does; returns what puts the handler before it back. Only the CLI installs
+    it (outside the main thread no handler can be set): importing recall must not
+    change a host program's signals."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    previous = signal.signal(signal.SIGTERM, _terminate)
+
+    def restore() -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+
+    return restore
+
+
+def _terminate(_signum: int, _frame: FrameType | None) -> None:
+    # A second SIGTERM must not cut the cleanup the first one started short; a handler
+    # rather than SIG_IGN, because an ignored signal stays ignored in every child.
+    signal.signal(signal.SIGTERM, lambda _signum, _frame: None)
+    raise Terminated

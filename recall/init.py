@@ -38,8 +38,10 @@ query = ["{bin}", "{query}", "--limit", "{limit}"]
 # Index a corpus once, into {db}; omitted: the harness only writes {names}.
 # index = ["{bin}", "--index", "{corpus}", "--db", "{db}/index"]
 
-# Many queries through one process: reads {"query": Q, "limit": N} lines and answers
-# one JSON line each (the result list, or {"error": "..."}).
+# Many queries through one process: reads {"id": I, "query": Q, "limit": N} lines (I
+# counts from 0 in each process) and answers one JSON line each, in order: {"id": I,
+# "results": [...]} or {"id": I, "error": "..."} (or, echoing no id, the bare list or
+# {"error": "..."}). A wrong id, or a line more than it was asked for, fails the run.
 # batch = ["{bin}", "--batch", "--db", "{db}/index"]
 
 # A query run with timing output, for --bench.

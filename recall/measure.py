@@ -30,7 +30,7 @@ from recall.corpus import Checkout, Pin, fetch, hold_in_use, is_clean, use_lock
 from recall.engine import Engine, QueryArgv, expand, fill
 from recall.errors import RecallError
 from recall.queryset import QueryRow
-from recall.spawn import Child, Spawner, reap, reaped
+from recall.spawn import Child, Spawner, kill_group, reap, reaped
 from recall.symbols import checkout_symbols, distinct_names
 
 TOP = 10
@@ -38,6 +38,9 @@ TAIL = 300
 TAIL_KEEP = 1 << 16  # of a batch finder's stderr, for the error message
 AHEAD = 16  # batch requests written before their answers are read
 AHEAD_BYTES = 4096  # and at most this much of them: a pipe holds at least one page
+EXIT_GRACE_S = 5.0  # for a batch finder to exit once its stdin is closed
+DEATH_GRACE_S = 1.0  # for a batch finder whose stdout closed to be seen exiting
+SHOWN = 80  # characters of a query or line quoted in a one-line error
 EMPTY_SUSPECT = 0.95
 INDEX_TIMEOUT_S = 1800.0  # indexing a corpus is one long step, not a query
 RUN_PREFIX = "recall-run-"
@@ -237,17 +240,17 @@ class Session:
             self.stopping = True
             live = list(self.live)
         for pid in live:
-            _kill_group(pid)
+            kill_group(pid)
 
     def _started(self, pid: int) -> None:
         with self.guard:
             self.live.add(pid)
             stopping = self.stopping
         if stopping:
-            _kill_group(pid)
+            kill_group(pid)
 
     def _finished(self, pid: int) -> None:
-        _kill_group(pid)  # background children must not outlive the query they served
+        kill_group(pid)  # background children must not outlive the query they served
         with self.guard:
             self.live.discard(pid)
 
@@ -258,7 +261,7 @@ class Session:
         started = time.perf_counter()
         code, _out, err = self.run(argv, INDEX_TIMEOUT_S)
         if code != 0:
-            reason = "timed out" if code is None else f"exit {code}"
+            reason = "timed out" if code is None else _ended(code)
             raise RecallError(
                 f"index {self.corpus.checkout.pin.name} with {self.binary.label} failed "
                 f"({reason}): {' '.join(argv)}: {_tail(err)}"
@@ -288,7 +291,7 @@ class Session:
         if code in self.engine.no_match_exit:
             return QueryResult(None, ())
         if code != 0:
-            return QueryResult(None, (), f"exit {code}: {_tail(err)}")
+            return QueryResult(None, (), f"{_ended(code)}: {_tail(err)}")
         try:
             hits = parse_output(self.engine, out)
         except (ValueError, UnicodeDecodeError) as exc:
@@ -296,14 +299,18 @@ class Session:
         return rank_by_name(hits, row.source)
 
     def query_batch(self, rows: list[QueryRow]) -> list[QueryResult]:
-        requests = [orjson.dumps({"query": row.query, "limit": 0}) + b"\n" for row in rows]
+        """Every row through batch processes, one after another: a process that dies is
+        replaced for the rows after the one it died on."""
+        # Serialised once: a request is its id (counted from 0 in each process) put in
+        # front of this body, `"query":...,"limit":0}` and its newline.
+        bodies = [orjson.dumps({"query": row.query, "limit": 0})[1:] + b"\n" for row in rows]
         results: list[QueryResult] = []
         while len(results) < len(rows):
-            results += self._batch_process(rows, requests, len(results))
+            results += self._batch_process(rows, bodies, len(results))
         return results
 
     def _batch_process(
-        self, rows: list[QueryRow], requests: list[bytes], start: int
+        self, rows: list[QueryRow], bodies: list[bytes], start: int
     ) -> list[QueryResult]:
         """Answers from one batch process to rows[start:]; stops at the first query it
         fails on.
@@ -312,7 +319,10 @@ class Session:
         finds its next query waiting when it answers one, and the harness reads answers
         that have piled up several at a time, instead of both sleeping in turn on every
         query. The finder still answers one query after another: the query in flight is
-        the first one unanswered, and each has `timeout` seconds from the answer before.
+        the first one unanswered, and each has `timeout` seconds from the answer before,
+        for writing its request (a finder may stop reading) and for reading its answer.
+        Once every row is answered, stdin is closed and stdout read to its end: a line
+        there is an answer to no request, so every answer before it may be shifted.
         """
         try:
             proc = subprocess.Popen(
@@ -326,41 +336,55 @@ class Session:
         self._started(proc.pid)
         reader = _AnswerReader(proc.stdout.fileno(), proc.stderr.fileno())
         stdin = proc.stdin.fileno()
+        os.set_blocking(stdin, False)  # a finder that stops reading must not block the harness
         sent, ahead_bytes = start, 0  # requests written, the bytes of those not yet answered
+        in_flight: collections.deque[int] = collections.deque()  # their lengths
         results: list[QueryResult] = []
+        ends_by = 0.0  # when a finder done with its requests must have exited
         try:
             for i in range(start, len(rows)):
-                first = sent
-                while (
-                    sent < len(rows)
-                    and sent - i < AHEAD
-                    and (sent == i or ahead_bytes + len(requests[sent]) <= AHEAD_BYTES)
-                ):
-                    ahead_bytes += len(requests[sent])
+                deadline = time.monotonic() + self.timeout
+                chunk: list[bytes] = []
+                while sent < len(rows) and sent - i < AHEAD:
+                    request = b'{"id":%d,' % (sent - start) + bodies[sent]
+                    if sent > i and ahead_bytes + len(request) > AHEAD_BYTES:
+                        break
+                    chunk.append(request)
+                    in_flight.append(len(request))
+                    ahead_bytes += len(request)
                     sent += 1
-                if sent > first:
-                    _write_all(stdin, b"".join(requests[first:sent]))
-                line = reader.readline(time.monotonic() + self.timeout)
-                if line is None:
-                    died = proc.poll() is not None
-                    _kill_group(proc.pid)
-                    code = proc.wait()
-                    what = f"exit {code}" if died else f"timed out after {self.timeout:g} s"
-                    results.append(QueryResult(None, (), f"{what}: {_tail(reader.stderr())}"))
+                if chunk and not _write_by(stdin, b"".join(chunk), deadline, reader):
+                    results.append(self._batch_died(proc, reader, stalled=True))
                     return results
-                ahead_bytes -= len(requests[i])
-                results.append(self._batch_answer(line, rows[i]))
+                line = reader.readline(deadline)
+                if line is None:
+                    results.append(self._batch_died(proc, reader, stalled=False))
+                    return results
+                ahead_bytes -= in_flight.popleft()
+                results.append(self._batch_answer(line, rows[i], i - start))
+            proc.stdin.close()
+            ends_by = time.monotonic() + EXIT_GRACE_S
+            surplus, first = reader.rest(ends_by)
+            if surplus:
+                count = len(rows) - start
+                raise RecallError(
+                    self._protocol_error(
+                        f"{surplus} answer line{'s' if surplus > 1 else ''} more than the "
+                        f"{count} request{'s' if count > 1 else ''} it was sent; the first: "
+                        f"{_shown(first.decode('utf-8', 'replace'))}"
+                    )
+                )
         except BaseException:
-            _kill_group(proc.pid)  # interrupted: no grace period for the finder
+            kill_group(proc.pid)  # interrupted, or out of step: no grace for the finder
             raise
         finally:
             if proc.poll() is None:
                 with contextlib.suppress(OSError):
                     proc.stdin.close()
                 try:
-                    proc.wait(timeout=5)
+                    proc.wait(timeout=max(0.0, ends_by - time.monotonic()))
                 except subprocess.TimeoutExpired:
-                    _kill_group(proc.pid)
+                    kill_group(proc.pid)
             self._finished(proc.pid)
             proc.wait()
             for stream in (proc.stdin, proc.stdout, proc.stderr):
@@ -368,14 +392,77 @@ class Session:
                     stream.close()
         return results
 
-    def _batch_answer(self, line: bytes, row: QueryRow) -> QueryResult:
+    def _batch_died(
+        self, proc: subprocess.Popen, reader: _AnswerReader, stalled: bool
+    ) -> QueryResult:
+        """The error of the query in flight when no answer came: how the finder ended.
+
+        A crash closes stdout a moment before the process can be reaped, so after the
+        pipe closes the exit is awaited a little (DEATH_GRACE_S) before the finder counts
+        as one that closed its stdout and lives on."""
+        code = proc.poll()
+        if code is None and reader.closed:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                code = proc.wait(timeout=DEATH_GRACE_S)
+        if code is not None:
+            what = _ended(code)
+        elif reader.closed:
+            what = "closed its stdout"
+        else:
+            what = f"timed out after {self.timeout:g} s"
+            if stalled:
+                what += " (it stopped reading its requests)"
+        kill_group(proc.pid)
+        proc.wait()
+        return QueryResult(None, (), f"{what}: {_tail(reader.stderr())}")
+
+    def _batch_answer(self, line: bytes, row: QueryRow, expected: int) -> QueryResult:
+        """One answer line for row, whose request carried id `expected`. An answer that
+        carries an id must carry that one: any other means the answers have shifted
+        against the requests, and that is the run's error, not the query's."""
         try:
             data = orjson.loads(line)
-            if isinstance(data, dict) and "error" in data:
-                return QueryResult(None, (), f"finder error: {str(data['error'])[:TAIL]}")
-            return rank_by_name(json_hits(data), row.source)
-        except (ValueError, orjson.JSONDecodeError) as exc:
+        except orjson.JSONDecodeError as exc:
             return QueryResult(None, (), f"unparseable output ({exc}): {_tail(line)}")
+        if isinstance(data, dict) and "id" in data:
+            got = data["id"]
+            if type(got) is not int or got != expected:
+                raise RecallError(
+                    self._protocol_error(
+                        f"the answer for id {expected} (query {_shown(row.query)}) carries "
+                        f"id {_tail(orjson.dumps(got))}: its answers are out of step with "
+                        "its requests"
+                    )
+                )
+            if "error" not in data:
+                data = data.get("results")
+        if isinstance(data, dict) and "error" in data:
+            return QueryResult(None, (), f"finder error: {str(data['error'])[:TAIL]}")
+        try:
+            return rank_by_name(json_hits(data), row.source)
+        except ValueError as exc:
+            return QueryResult(None, (), f"unparseable output ({exc}): {_tail(line)}")
+
+    def _protocol_error(self, detail: str) -> str:
+        return (
+            f"batch finder {self.binary.label} ({' '.join(self.bin_argv)}) on "
+            f"{self.corpus.checkout.pin.name}: {detail}"
+        )
+
+
+def _ended(code: int) -> str:
+    """How a finder process ended, from its return code (negative: the signal)."""
+    if code >= 0:
+        return f"exit {code}"
+    try:
+        return f"killed by signal {signal.Signals(-code).name}"
+    except ValueError:
+        return f"killed by signal {-code}"
+
+
+def _shown(text: str) -> str:
+    """A query or line quoted for a one-line message, cut if long."""
+    return repr(text) if len(text) <= SHOWN else repr(text[:SHOWN]) + "..."
 
 
 def _collect(child: Child, timeout: float) -> tuple[bytes, bytes, int | None]:
@@ -448,14 +535,19 @@ class _AnswerReader:
             fcntl.fcntl(stdout, fcntl.F_SETPIPE_SZ, 1 << 20)
         self.lines: collections.deque[bytes] = collections.deque()
         self.partial: list[bytes] = []
+        self.closed = False  # stdout reached its end
+        self.stderr_open = True
         self.err = b""
         self.poller = select.poll()
         for fd in (stdout, stderr):
             self.poller.register(fd, select.POLLIN)
 
     def readline(self, deadline: float) -> bytes | None:
-        """The next line, or None if the pipe closed or the deadline passed first."""
+        """The next line, or None if the pipe closed (`closed` says so) or the deadline
+        passed first."""
         while not self.lines:
+            if self.closed:
+                return None
             try:
                 chunk = os.read(self.stdout, 1 << 20)
             except BlockingIOError:
@@ -463,13 +555,31 @@ class _AnswerReader:
                 if left <= 0:
                     return None
                 for fd, _event in self.poller.poll(left * 1000):
-                    if fd == self.stderr_fd and self._read_stderr() == b"":
-                        self.poller.unregister(fd)  # closed
+                    if fd == self.stderr_fd:
+                        self.drain_stderr(self.poller)
                 continue
             if not chunk:
+                self.closed = True
+                self.poller.unregister(self.stdout)
                 return None
             self._split(chunk)
         return self.lines.popleft()
+
+    def rest(self, deadline: float) -> tuple[int, bytes]:
+        """How many lines are still to come before stdout closes (or deadline), an
+        unterminated last one included, and the first of them."""
+        count, first = 0, b""
+        while (line := self.readline(deadline)) is not None:
+            count, first = count + 1, first if count else line
+        if self.closed and self.partial:
+            count, first = count + 1, first if count else b"".join(self.partial)
+        return count, first
+
+    def drain_stderr(self, poller: select.poll) -> None:
+        """Read what stderr holds now; once it closes, poller stops watching it."""
+        if self._read_stderr() == b"":
+            self.stderr_open = False
+            poller.unregister(self.stderr_fd)
 
     def _split(self, chunk: bytes) -> None:
         start = 0
@@ -501,13 +611,33 @@ class _AnswerReader:
         return self.err
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    """All of data into a finder's stdin; a finder that has died reads nothing (its exit
-    is reported when its answer does not come)."""
+def _write_by(fd: int, data: bytes, deadline: float, reader: _AnswerReader) -> bool:
+    """All of data into a batch finder's stdin (non-blocking) by deadline; False if the
+    finder stopped reading first. Its stderr is drained meanwhile, so that a finder
+    blocked on a full stderr is not taken for one that stopped reading. A finder that
+    has died reads nothing: its exit is reported when its answer does not come."""
     view = memoryview(data)
-    with contextlib.suppress(BrokenPipeError):
-        while view:
+    poller: select.poll | None = None
+    while view:
+        try:
             view = view[os.write(fd, view) :]
+            continue
+        except BrokenPipeError:
+            return True
+        except BlockingIOError:
+            pass
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        if poller is None:  # only once the pipe is full: most writes never get here
+            poller = select.poll()
+            poller.register(fd, select.POLLOUT)
+            if reader.stderr_open:
+                poller.register(reader.stderr_fd, select.POLLIN)
+        for ready, _event in poller.poll(left * 1000):
+            if ready == reader.stderr_fd:
+                reader.drain_stderr(poller)
+    return True
 
 
 def _communicate(child: Child, timeout: float) -> tuple[int | None, bytes, bytes]:
@@ -515,22 +645,17 @@ def _communicate(child: Child, timeout: float) -> tuple[int | None, bytes, bytes
     try:
         out, err, status = _collect(child, timeout)
         if status is None:
-            _kill_group(child.pid)
+            kill_group(child.pid)
             reap(child.pid)
         return status, out, err
     except BaseException:
-        _kill_group(child.pid)
+        kill_group(child.pid)
         with contextlib.suppress(ChildProcessError):
             reap(child.pid)
         raise
     finally:
         os.close(child.stdout)
         os.close(child.stderr)
-
-
-def _kill_group(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
 
 
 def _hold_lock(path: Path):  # type: ignore[no-untyped-def]

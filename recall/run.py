@@ -20,7 +20,7 @@ import orjson
 from recall import __version__
 from recall.accept import apply_accepted, read_accepted
 from recall.bench import run_bench
-from recall.build import base_binary, finder_root, run_build, with_bin
+from recall.build import base_binary, check_build_timeout, finder_root, run_build, with_bin
 from recall.corpus import Pin, cache_root, load_pins, mirror_root
 from recall.engine import Engine, resolve_engine
 from recall.errors import EXIT_LOSS, EXIT_OK, RecallError
@@ -119,7 +119,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     engine = resolve_engine(_default_engine(specs), root)
     engine_flag = _engine_flag(specs)
     python = finder_python(cache)
-    sides = _candidates(specs, engine, root, python, engine_flag)
+    sides = _candidates(specs, engine, root, python, engine_flag, args.build_timeout)
     asked_key = data_key(pins, asked)
     base: Measured | None = None
     if args.against:
@@ -191,6 +191,7 @@ def _check_flags(args: argparse.Namespace) -> None:
     if args.jobs < 1:
         raise RecallError(f"--jobs {args.jobs}: give 1 or more")
     check_timeout(args.timeout)
+    check_build_timeout(args.build_timeout)
     if args.bench is not None and args.bench < 1:
         raise RecallError(f"--bench {args.bench}: give 1 or more reps")
 
@@ -255,6 +256,7 @@ def _candidates(
     root: Path,
     python: str,
     engine_flag: Flags,
+    build_timeout: float,
 ) -> list[Side]:
     """The binaries to measure, in the order given: labeled engines built from the working
     tree, binaries run with the default engine; with neither, the working tree's engine."""
@@ -267,10 +269,11 @@ def _candidates(
             side = _bin_side(label or "candidate", engine, value, "--bin", root, python, explain)
         else:
             labeled = resolve_engine(value, root)
-            side = _tree_side(label or "candidate", labeled, root, python, (("--engine", value),))
+            flags = (("--engine", value),)
+            side = _tree_side(label or "candidate", labeled, root, python, flags, build_timeout)
         sides.append(side)
     if not sides:
-        sides.append(_tree_side("candidate", engine, root, python, engine_flag))
+        sides.append(_tree_side("candidate", engine, root, python, engine_flag, build_timeout))
     labels = [side.binary.label for side in sides]
     for label in labels:
         if labels.count(label) > 1:
@@ -278,12 +281,14 @@ def _candidates(
     return sides
 
 
-def _tree_side(label: str, engine: Engine, root: Path, python: str, explain: Flags) -> Side:
+def _tree_side(
+    label: str, engine: Engine, root: Path, python: str, explain: Flags, build_timeout: float
+) -> Side:
     """The engine as built from the finder's working tree. Its results are cached only when
     all it runs is a program outside the tree (a preset's installed finder), known by its
     content; an engine that names `{tree}` anywhere may run the tree's files, whose edits
     no key of ours sees, so it runs every time."""
-    run_build(engine, root, python)
+    run_build(engine, root, python, build_timeout)
     binary = Binary(label, engine, root, python)
     if engine.bin and not any("{" in part for part in engine.bin) and not uses_tree(engine):
         program = shutil.which(engine.bin[0])
@@ -322,7 +327,7 @@ def _baseline(
     if args.base_bin:
         explain = (*engine_flag, ("--base-bin", args.base_bin))
         return _bin_side("base", engine, args.base_bin, "--base-bin", root, python, explain)
-    binary, commit = base_binary(root, args.base, engine, cache)
+    binary, commit = base_binary(root, args.base, engine, cache, args.build_timeout)
     return Side(binary, f"commit:{commit}", True, (*engine_flag, ("--base", args.base)))
 
 

@@ -13,6 +13,7 @@ caller reads them and reaps the pid (`reap`); nothing here waits.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import functools
@@ -85,6 +86,13 @@ def method() -> str:
     if _glibc() is None:
         return "subprocess.Popen (no glibc 2.34 or later: more of the harness's CPU a query)"
     return f"posix_spawn (glibc {platform.libc_ver()[1]})"
+
+
+def kill_group(pid: int) -> None:
+    """SIGKILL to the process group led by pid (a child started in a session of its
+    own), whatever of it is left; a group already gone is no error."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
 
 
 def reap(pid: int) -> int:

@@ -21,10 +21,13 @@ CORPUS_FILES = {
     "lib/gamma.py": "def gamma_delta():\n    pass\n\n\ndef epsilon_value():\n    pass\n",
 }
 BUILD = """
-import os, pathlib, time
+import os, pathlib, subprocess, time
 fault = os.environ.get("FAULT")
 if fault == "build" or (fault == "basebuild" and "builds" in os.getcwd()):
-    (pathlib.Path(os.environ["MARKDIR"]) / fault).write_text(str(os.getpid()))
+    child = subprocess.Popen(["sleep", "300"])  # the build's own child, in its group
+    marks = pathlib.Path(os.environ["MARKDIR"])
+    (marks / "partial").write_text(f"{os.getpid()} {child.pid}")
+    (marks / "partial").rename(marks / fault)  # the marker appears with both pids in it
     time.sleep(300)
 """
 FINDER = r"""
@@ -118,6 +121,22 @@ def _leftovers(world: dict) -> list[str]:
     return sorted(os.listdir(world["tmp"])) + cache
 
 
+def _assert_dead(mark: Path) -> None:
+    """Every process whose pid the fault wrote into mark has ended (a zombie has, too)."""
+    deadline = time.monotonic() + 10
+    for pid in mark.read_text().split():
+        proc = Path(f"/proc/{pid}")
+        while proc.exists() and _state(proc) != "Z":
+            assert time.monotonic() < deadline, f"process {pid} of {mark.name} still runs"
+            time.sleep(0.05)
+
+
+def _state(proc: Path) -> str:
+    with contextlib.suppress(OSError):
+        return (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    return "Z"
+
+
 def _run_ok(world: dict, *extra: str) -> dict:
     proc = run_recall(*_args(world, *extra), cwd=world["finder"], env=_env(world))
     assert proc.returncode == 0, proc.stderr
@@ -136,8 +155,72 @@ def test_ctrl_c_at_each_stage_leaves_no_temporary_folder_and_the_next_run_works(
     assert proc.returncode == 130 and err.strip().splitlines()[-1] == "recall: interrupted"
     assert _leftovers(world) == []
     assert not list(world["cache"].glob("builds/*/.recall-built"))
+    _assert_dead(world["marks"] / stage)  # a build too, though it runs in a group of its own
     report = _run_ok(world, *extra)
     assert report["runs"][-1]["first"] == len(ROWS)
+
+
+@pytest.mark.parametrize("stage", ["build", "basebuild", "index", "query", "batch"])
+def test_sigterm_at_each_stage_kills_what_it_started_cleans_up_and_exits_143(world, stage):
+    extra = ("--base", "HEAD") if "build" in stage else ()
+    engine = world["finder"] / "recall.toml"
+    if stage == "batch":  # a batch process per corpus, in flight when the signal comes
+        engine.write_text(ENGINE + 'batch = ["{bin}", "batch", "{names}"]\n')
+    proc = _start(world, stage, *extra)
+    _wait_for(world["marks"] / stage, proc)
+    started = time.monotonic()
+    os.kill(proc.pid, signal.SIGTERM)  # what `timeout` and CI runners send, to recall alone
+    _out, err = proc.communicate(timeout=30)
+    assert time.monotonic() - started < 10
+    assert proc.returncode == 143, err
+    assert err.strip().splitlines()[-1] == "recall: terminated" and "Traceback" not in err
+    assert _leftovers(world) == []
+    assert not list(world["cache"].glob("builds/*/.recall-built"))
+    _assert_dead(world["marks"] / stage)
+    engine.write_text(ENGINE)
+    assert _run_ok(world, *extra)["runs"][-1]["first"] == len(ROWS)
+
+
+@pytest.mark.parametrize("stage", ["build", "basebuild"])
+def test_a_build_past_build_timeout_is_killed_with_its_group_one_line_exit_2(world, stage):
+    extra = ("--base", "HEAD") if stage == "basebuild" else ()
+    started = time.monotonic()
+    proc = run_recall(
+        *_args(world, "--build-timeout", "1", *extra), cwd=world["finder"],
+        env=_env(world, stage),
+    )  # fmt: skip
+    assert time.monotonic() - started < 20
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("recall: build timed out after 1 s: ")
+    assert proc.stderr.count("\n") == 1 and "build.py" in proc.stderr
+    assert proc.stdout == ""
+    _assert_dead(world["marks"] / stage)
+    assert _leftovers(world) == []
+    assert not list(world["cache"].glob("builds/*/.recall-built"))
+
+
+def test_explain_bounds_the_build_by_build_timeout_too(world):
+    proc = run_recall(
+        "explain", "alpha", "--repo", "tiny", "--finder", str(world["finder"]),
+        "--corpus", str(world["corpus"]), "--queries", str(world["queries"]),
+        "--cache", str(world["cache"]), "--build-timeout", "1",
+        cwd=world["finder"], env=_env(world, "build"),
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("recall: build timed out after 1 s: ")
+    _assert_dead(world["marks"] / "build")
+
+
+@pytest.mark.parametrize("command", ["run", "explain"])
+def test_a_build_timeout_of_zero_is_a_usage_error(world, command):
+    args = ("explain", "alpha", "--repo", "tiny") if command == "explain" else ("run",)
+    proc = run_recall(
+        *args, "--finder", str(world["finder"]), "--corpus", str(world["corpus"]),
+        "--queries", str(world["queries"]), "--cache", str(world["cache"]),
+        "--build-timeout", "0", cwd=world["finder"], env=_env(world),
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr == "recall: --build-timeout must be above 0\n"
 
 
 @pytest.mark.parametrize("stage", ["build", "basebuild", "index", "query"])
@@ -343,3 +426,28 @@ def test_an_engine_that_answers_nothing_is_exit_2_with_the_reason(world, finder,
     proc = run_recall(*args, cwd=world["finder"], env=_env(world))
     assert proc.returncode == 2 and message in proc.stderr, proc.stderr
     assert proc.stderr.count("\n") == 1
+
+
+BANNER_FINDER = r"""
+import json, sys
+print("index loaded", flush=True)  # one stray line: every answer after it is one late
+for line in sys.stdin:
+    request = json.loads(line)
+    print(json.dumps({"id": request["id"], "results": [{"name": request["query"]}]}), flush=True)
+"""
+
+
+def test_a_batch_finder_out_of_step_is_one_line_exit_2_and_no_report(world):
+    (world["finder"] / "batch.py").write_text(BANNER_FINDER)
+    (world["finder"] / "recall.toml").write_text(
+        '[engine]\nbin = ["{python}", "{tree}/batch.py"]\nquery = ["{bin}", "{query}"]\n'
+        'batch = ["{bin}"]\n'
+    )
+    proc = run_recall(*_args(world), cwd=world["finder"], env=_env(world))
+    assert proc.returncode == 2, proc.stderr
+    assert (
+        proc.stderr.startswith("recall: batch finder candidate (") and " on tiny: " in proc.stderr
+    )
+    assert "the answer for id 1 (query 'beta') carries id 0" in proc.stderr
+    assert proc.stderr.count("\n") == 1 and proc.stdout == ""
+    assert _leftovers(world) == []

@@ -16,6 +16,10 @@ if query == "crash":
     raise SystemExit("boom: crashed on purpose")
 if query == "exit3":
     sys.exit(3)
+if query == "segv":
+    import resource, signal
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # no core file in the checkout
+    os.kill(os.getpid(), signal.SIGSEGV)
 if query == "hang":
     child = subprocess.Popen(["sleep", "300"])
     open(os.path.join(os.environ["PIDDIR"], "hang"), "w").write(str(child.pid))
@@ -65,7 +69,7 @@ def misbehaving(tmp_path: Path) -> Path:
 
 def test_misbehaving_finder_is_reported_per_query(misbehaving, tmp_path, real_cache, gin):
     queries = tmp_path / "q.tsv"
-    bad = ["crash", "exit3", "hang", "closehang", "garbage", "badutf8", "bgchild", "huge"]
+    bad = ["crash", "exit3", "segv", "hang", "closehang", "garbage", "badutf8", "bgchild", "huge"]
     lines = ["repo\tquery\ttype\tsource", "gin\tContext\texact\tContext"]
     lines += [f"gin\t{q}\texact\tContext" for q in bad]
     queries.write_text("\n".join(lines) + "\n")
@@ -82,13 +86,14 @@ def test_misbehaving_finder_is_reported_per_query(misbehaving, tmp_path, real_ca
     assert run["first"] == 1  # the good query still ranks
     errors = {e["query"]: e["error"] for e in run["error_rows"]}
     # bgchild answered and exited: its answer counts, its leftover child is killed
-    assert set(errors) == {"crash", "exit3", "hang", "closehang", "garbage", "badutf8"}
+    assert set(errors) == {"crash", "exit3", "segv", "hang", "closehang", "garbage", "badutf8"}
     assert "boom: crashed on purpose" in errors["crash"]
     assert errors["exit3"].startswith("exit 3")
+    assert errors["segv"].startswith("killed by signal SIGSEGV")
     assert errors["hang"].startswith("timed out")
     assert errors["closehang"].startswith("timed out")  # pipes closed, process still alive
     assert "unparseable" in errors["garbage"]
-    assert run["errors"] == 6
+    assert run["errors"] == 7
     for name in ("hang", "bgchild"):  # the whole process group died, children included
         pid = int((tmp_path / name).read_text())
         assert not Path(f"/proc/{pid}").exists() or "Z" in _state(pid), name

@@ -46,6 +46,16 @@ def test_a_bad_request_gets_an_error_line_and_the_process_keeps_answering(tmp_pa
     assert lines[2] == [{"name": "foo_bar"}]
 
 
+def test_batch_echoes_the_id_it_received_with_the_answer_or_the_error(tmp_path):
+    stdin = '{"id": 0, "query": "fobar", "limit": 0}\n{"id": 1, "limit": 3}\n' + _request("fobar")
+    proc = _adapter(tmp_path, stdin=stdin)
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert lines[0] == {"id": 0, "results": [{"name": "foo_bar"}]}
+    assert lines[1]["id"] == 1 and "bad request" in lines[1]["error"]
+    assert lines[2] == [{"name": "foo_bar"}]
+
+
 def test_one_typo_allowed_finds_a_transposition_that_none_allowed_misses(tmp_path):
     strict = _adapter(tmp_path, "--query", "fobra")
     typo = _adapter(tmp_path, "--query", "fobra", "--max-typos", "1")

@@ -75,6 +75,19 @@ def test_batch_answers_each_line_in_order_and_survives_a_bad_line(db):
     assert json.loads(single.stdout) == answers[0]
 
 
+def test_batch_echoes_the_id_it_received_with_the_answer_or_the_error(db):
+    lines = [json.dumps({"id": 7, "query": "tesflolim", "limit": 0}),
+             json.dumps({"id": "x", "query": "parcon", "limit": -1}),
+             json.dumps({"query": "parcon", "limit": 2})]  # fmt: skip
+    proc = finder("query", "--batch", "--db", str(db), stdin="\n".join(lines) + "\n")
+    assert proc.returncode == 0, proc.stderr
+    answers = [json.loads(line) for line in proc.stdout.splitlines()]
+    single = finder("query", "tesflolim", "--db", str(db), "--json", "--limit", "0")
+    assert answers[0] == {"id": 7, "results": json.loads(single.stdout)}
+    assert answers[1]["id"] == "x" and "limit" in answers[1]["error"]
+    assert isinstance(answers[2], list)  # no id asked, none echoed: the bare list
+
+
 WORD_STARTS = """
 class AutoFilteredParameters: pass
 def attachable_filename(): pass

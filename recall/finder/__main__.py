@@ -2,7 +2,9 @@
 
     python -m recall.finder index CORPUS_DIR --language L --db FILE
     python -m recall.finder query Q --db FILE [--json] [--limit N]
-    python -m recall.finder query --batch --db FILE   (JSON lines in, JSON lines out)
+    python -m recall.finder query --batch --db FILE   (JSON lines in, JSON lines out:
+        {"id": I, "query": Q, "limit": N} gets {"id": I, "results": [...]}, and a
+        request without an id the bare list)
 
 NumPy, RapidFuzz and SQLite are imported only once a command needs them, so a usage
 error costs nothing and a query pays only for what it uses.
@@ -36,21 +38,28 @@ def _parser() -> argparse.ArgumentParser:
 
 def _one_batch_line(finder: Any, line: bytes) -> bytes:
     """The answer to one request line; a bad line is that query's error, never the end
-    of the batch."""
+    of the batch. A request's id, when it has one, is echoed with its answer or error
+    (the harness checks it, so an answer can never land on another query)."""
     import orjson
 
     try:
         request = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        return orjson.dumps({"error": f"bad JSON line: {exc}"})
+    echo = isinstance(request, dict) and "id" in request
+    try:
         if not isinstance(request, dict) or not isinstance(request.get("query"), str):
             raise RecallError('expected an object {"query": string, "limit": integer}')
         limit = request.get("limit", 0)
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
             raise RecallError(f"limit must be a non-negative integer, got {limit!r}")
-        return finder.search_json(request["query"], limit)
-    except orjson.JSONDecodeError as exc:
-        return orjson.dumps({"error": f"bad JSON line: {exc}"})
+        results = finder.search_json(request["query"], limit)
     except Exception as exc:  # one query's failure must not end the batch
-        return orjson.dumps({"error": f"{type(exc).__name__}: {exc}"})
+        error = {"error": f"{type(exc).__name__}: {exc}"}
+        return orjson.dumps({"id": request["id"], **error} if echo else error)
+    if echo:
+        return b'{"id":' + orjson.dumps(request["id"]) + b',"results":' + results + b"}"
+    return results
 
 
 def _batch(finder: Any, stdin: IO[bytes], stdout: IO[bytes]) -> None:

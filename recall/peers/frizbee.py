@@ -3,7 +3,8 @@
 The names are copied into frizbee's Rust-side Haystacks once per process, so a query
 costs one match over them, which is how an editor would use the library; a fresh process
 per query would measure Python's start-up instead. Requests and answers follow the
-harness's batch protocol: one JSON line {"query", "limit"} in, one JSON line out.
+harness's batch protocol: one JSON line {"id", "query", "limit"} in, one JSON line
+{"id", "results"} out (a request without an id gets the bare list).
 """
 
 from __future__ import annotations
@@ -41,16 +42,26 @@ class Finder:
 
 
 def answer(finder: Finder, line: bytes) -> bytes:
-    """One request line to one answer line; a bad request gets an error, not a crash."""
+    """One request line to one answer line; a bad request gets an error, not a crash. A
+    request's id, when it has one, is echoed with its answer or error, so the harness can
+    tell an answer that landed on the wrong query."""
+    request = None
     try:
         request = orjson.loads(line)
         query, limit = request["query"], request.get("limit", 0)
         if not isinstance(query, str) or not isinstance(limit, int) or limit < 0:
             raise ValueError("query must be a string and limit a whole number >= 0")
-    except (orjson.JSONDecodeError, ValueError, KeyError, TypeError) as exc:
-        return orjson.dumps({"error": f"bad request: {exc}"}) + b"\n"
-    names = finder.search(query, limit)
-    return orjson.dumps([{"name": name} for name in names]) + b"\n"
+    except (orjson.JSONDecodeError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        error = {"error": f"bad request: {exc}"}
+        return orjson.dumps({"id": request["id"], **error} if _has_id(request) else error) + b"\n"
+    rows = [{"name": name} for name in finder.search(query, limit)]
+    if _has_id(request):
+        return orjson.dumps({"id": request["id"], "results": rows}) + b"\n"
+    return orjson.dumps(rows) + b"\n"
+
+
+def _has_id(request: object) -> bool:
+    return isinstance(request, dict) and "id" in request
 
 
 def serve(finder: Finder, requests: Iterable[bytes], out: BinaryIO) -> None:

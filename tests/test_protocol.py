@@ -1,0 +1,174 @@
+"""The batch protocol held to its contract by real misbehaving finders: an answer out of
+step with its request is an error of the run, never a silent shift onto the next query, and
+a finder that dies says how it died."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from recall.engine import load_engine
+from recall.errors import RecallError
+from recall.measure import Binary, Corpus, RunResult, run_binary
+from recall.queryset import QueryRow
+from recall.symbols import checkout_symbols, distinct_names
+
+# MODE "ids": answers {"id": I, "results": [...]}, I counted by the finder itself from 0,
+# so a harness that expects any other numbering fails; "bare": the plain result list.
+# The query says what goes wrong on it; with "bye" in MODE a line follows the last answer.
+FINDER = r"""
+import json
+import sys, os, resource, signal, sys, time
+names, mode = open(sys.argv[1]).read().splitlines(), sys.argv[2]
+resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crash leaves no core file behind
+
+def send(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+for count, line in enumerate(sys.stdin):
+    query = json.loads(line)["query"]
+    hits = sorted((n for n in names if query.lower() in n.lower()), key=lambda n: (len(n), n))
+    rows = [{"name": n} for n in hits]
+    answer = {"id": count + (query == "wrongid"), "results": rows} if "ids" in mode else rows
+    if query == "twice":
+        send(answer)
+    if query == "stray":
+        print("loading the index...", flush=True)
+    if query == "segv":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if query == "exit3":
+        sys.exit(3)
+    if query == "closeout":
+        os.close(1)
+        time.sleep(300)
+    if query == "closethenexit":
+        os.close(1)
+        time.sleep(0.3)
+        os._exit(4)
+    if query == "hang":
+        time.sleep(300)
+    if query == "stop":
+        send(answer)
+        time.sleep(300)  # reads no more requests
+    send(answer)
+if "bye" in mode:
+    print("bye", flush=True)
+"""
+ENGINE = """[engine]
+bin = ["{python}", "FINDER"]
+query = ["{bin}", "{query}"]
+batch = ["{bin}", "{names}", "MODE"]
+cwd = "{db}"
+"""
+
+
+@pytest.fixture(scope="module")
+def gin_corpus(gin, real_cache: Path) -> dict[str, Corpus]:
+    return {"gin": Corpus(gin, distinct_names(checkout_symbols(gin, real_cache)))}
+
+
+def _run(tmp_path: Path, corpora: dict, mode: str, queries: list[str], timeout: float = 1):
+    (tmp_path / "finder.py").write_text(FINDER)
+    engine = ENGINE.replace("FINDER", str(tmp_path / "finder.py")).replace("MODE", mode)
+    (tmp_path / "engine.toml").write_text(engine)
+    binary = Binary("batchy", load_engine(tmp_path / "engine.toml"), tmp_path, sys.executable)
+    rows = [QueryRow("gin", q, "exact", "Context") for q in queries]
+    return run_binary(binary, rows, corpora, jobs=1, timeout=timeout)
+
+
+def _errors(run: RunResult, queries: list[str]) -> dict[str, str]:
+    return {queries[i]: r.error for i, r in enumerate(run.results) if r.error}
+
+
+@pytest.mark.parametrize(
+    ("mode", "fault", "message"),
+    [
+        ("ids", "stray", "the answer for id 3 (query 'Context') carries id 2"),
+        ("ids", "twice", "the answer for id 3 (query 'Context') carries id 2"),
+        ("ids", "wrongid", "the answer for id 2 (query 'wrongid') carries id 3"),
+        ("bare", "twice", "1 answer line more than the 5 requests"),
+        ("bare", "stray", "1 answer line more than the 5 requests"),
+        ("bare-bye", "Context", "1 answer line more than the 5 requests"),
+    ],
+)
+def test_an_answer_out_of_step_with_its_request_is_a_run_error(
+    tmp_path, gin_corpus, mode, fault, message
+):
+    queries = ["Context", "Context", fault, "Context", "Engine"]
+    with pytest.raises(RecallError) as caught:
+        _run(tmp_path, gin_corpus, mode, queries)
+    text = str(caught.value)
+    assert message in text, text
+    assert text.startswith("batch finder batchy (") and " on gin: " in text
+    assert "\n" not in text
+
+
+def test_the_first_surplus_line_is_quoted(tmp_path, gin_corpus):
+    with pytest.raises(RecallError, match=r"the first: 'bye'"):
+        _run(tmp_path, gin_corpus, "bare-bye", ["Context"])
+
+
+def test_ids_count_from_zero_in_each_restarted_process(tmp_path, gin_corpus):
+    queries = ["Context", "exit3", "Context", "Engine", "exit3", "Context"]
+    run = _run(tmp_path, gin_corpus, "ids", queries)
+    assert [r.error is not None for r in run.results] == [False, True, False, False, True, False]
+    assert [r.rank for r in run.results if not r.error] == [1, 1, None, 1]
+
+
+def test_answers_with_ids_rank_as_bare_lists_do(tmp_path, gin_corpus):
+    queries = ["Context", "Engine", "Default", "Contex"]
+    for side in ("a", "b"):
+        (tmp_path / side).mkdir()
+    with_ids = _run(tmp_path / "a", gin_corpus, "ids", queries)
+    bare = _run(tmp_path / "b", gin_corpus, "bare", queries)
+    assert with_ids.results == bare.results
+    assert with_ids.errors == 0
+
+
+def test_a_batch_finder_that_dies_says_how(tmp_path, gin_corpus):
+    faults = ["segv", "exit3", "closeout", "closethenexit", "hang"]
+    queries = [q for fault in faults for q in (fault, "Context")]
+    run = _run(tmp_path, gin_corpus, "ids", queries, timeout=0.5)
+    errors = _errors(run, queries)
+    assert set(errors) == set(faults)
+    assert errors["segv"].startswith("killed by signal SIGSEGV")
+    assert errors["exit3"].startswith("exit 3")
+    assert errors["closeout"].startswith("closed its stdout")
+    assert errors["closethenexit"].startswith("exit 4")  # a crash is never read as a hang
+    assert errors["hang"].startswith("timed out after 0.5 s")
+    assert {r.rank for r in run.results if not r.error} == {1}
+
+
+def test_a_batch_finder_that_stops_reading_times_out_on_that_query(tmp_path, gin_corpus):
+    """A request larger than a pipe holds, to a finder that reads no more: the write is
+    bounded by --timeout as the answer is, and the rest goes to a fresh process."""
+    huge = "x" * (1 << 20)
+    queries = ["Context", "stop", huge, "Context"]
+    run = _run(tmp_path, gin_corpus, "ids", queries)
+    assert [r.rank for r in run.results] == [1, None, None, 1]
+    assert run.results[1].error is None
+    assert run.results[2].error is not None
+    assert run.results[2].error.startswith("timed out after 1 s")
+
+
+def test_an_index_step_killed_by_a_signal_says_which(tmp_path, gin_corpus):
+    from recall.measure import Session
+
+    (tmp_path / "engine.toml").write_text(
+        '[engine]\nbin = ["{python}"]\nquery = ["{bin}", "{query}"]\n'
+        'index = ["{bin}", "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"]\n'
+        'cwd = "{db}"\n'
+    )
+    session = Session(
+        Binary("idx", load_engine(tmp_path / "engine.toml"), tmp_path, sys.executable),
+        gin_corpus["gin"],
+        1,
+    )
+    try:
+        with pytest.raises(
+            RecallError, match=r"index gin with idx failed \(killed by signal SIGKILL\)"
+        ):
+            session.index()
+    finally:
+        session.close()
