@@ -259,10 +259,15 @@ def _candidates(
     build_timeout: float,
 ) -> list[Side]:
     """The binaries to measure, in the order given: labeled engines built from the working
-    tree, binaries run with the default engine; with neither, the working tree's engine."""
+    tree, binaries run with the default engine; with neither, the working tree's engine.
+    The unlabeled engine is measured too, where it stands, unless --bin binaries take it."""
     sides: list[Side] = []
+    has_bins = any(kind == "bin" for kind, _label, _value in specs)
     for kind, label, value in specs:
         if kind == "engine" and label is None:
+            if not has_bins:
+                side = _tree_side("candidate", engine, root, python, engine_flag, build_timeout)
+                sides.append(side)
             continue
         if kind == "bin":
             explain = (*engine_flag, ("--bin", value))

@@ -167,3 +167,12 @@ def test_reference_base_head_runs_both_sides_and_shows_no_change(real_cache, gin
     diff = report["diff"]
     assert (diff["up"], diff["down"], diff["top10_changed"]) == (0, 0, 0)
     assert report["runs"][0]["first"] == report["runs"][1]["first"] > 0
+
+
+def test_an_unlabeled_engine_beside_labeled_ones_is_measured_where_it_stands(finder, real_cache):
+    _repo, path = finder
+    proc = _run(
+        path, real_cache, "--engine", "sub=recall.toml", "--engine", "recall.toml", "--json"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert [r["label"] for r in json.loads(proc.stdout)["runs"]] == ["sub", "candidate"]
