@@ -500,12 +500,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+GLOBAL_VALUE_FLAGS = ("--cache", "--mirror", "--corpus")  # every command takes these
+
+
+def command_first(argv: list[str]) -> list[str]:
+    """The command name first, so that global flags may stand before it (`recall --mirror
+    DIR fetch gin`) as well as after it; no command named means `run`."""
+    i = 0
+    while i < len(argv):
+        if argv[i] in GLOBAL_VALUE_FLAGS:
+            i += 2
+        elif argv[i].startswith(tuple(f"{flag}=" for flag in GLOBAL_VALUE_FLAGS)):
+            i += 1
+        else:
+            break
+    if i < len(argv) and argv[i] in (*COMMANDS, "-h", "--help", "--version"):
+        return [argv[i], *argv[:i], *argv[i + 1 :]]
+    return ["run", *argv]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] not in (*COMMANDS, "-h", "--help", "--version"):
-        argv = ["run", *argv]
-    args = parser.parse_args(argv)
+    args = parser.parse_args(command_first(list(sys.argv[1:] if argv is None else argv)))
     restore = _raise_on_sigterm()
     try:
         return args.handler(args)
