@@ -124,6 +124,24 @@ def test_jumping_to_the_next_word_start_is_cheap_and_skipping_whole_words_costs(
     assert names.index(expected) == 0 and other in names
 
 
+PREFIXES = """
+def TestErr(): pass
+def TestError(): pass
+def TestErrorSlice(): pass
+def TestErrorLogger(): pass
+"""
+
+
+def test_names_that_start_with_the_query_come_first_the_shorter_first(tmp_path_factory):
+    # `testerro` is part way through typing a name: the names that start with it beat
+    # TestErr, one edit away, and among them the shortest is the likeliest end
+    db = indexed(tmp_path_factory, "prefixes", PREFIXES)
+    proc = finder("query", "testerro", "--db", str(db), "--json", "--limit", "0")
+    assert proc.returncode == 0, proc.stderr
+    names = [row["name"] for row in json.loads(proc.stdout)]
+    assert names[:3] == ["TestError", "TestErrorSlice", "TestErrorLogger"]
+
+
 @pytest.mark.parametrize("cols", [1, 99, 100, 257, 1999, 2000, 2100])
 @pytest.mark.parametrize("rows", [1, 2, 5, 33])
 def test_the_running_max_equals_accumulate_on_every_path(rows, cols):

@@ -18,6 +18,7 @@ milliseconds:
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -55,6 +56,8 @@ TYPO_ONE = 0.92  # one edit (a swap of neighbours counts as one) from the lowerc
 TYPO_LONG = 10  # ... for a query of this many characters or more; shorter ones get less:
 TYPO_SHORT = 0.05  # ... this much less per character short of TYPO_LONG
 TYPO_TWO = 0.0  # two edits: above poor alignments, below decent ones
+PREFIX = 1.5  # the name starts with the query as typed: progressive typing (`test_fl`);
+# above every alignment, below the exact name; among them shorter names first (tie-break)
 OWNER_EXACT = 0.6  # `Owner::name`: a definition whose scope names the owner
 OWNER_PREFIX = 0.4
 WEAK = -2.0  # near subsequences (one query character missing), after every real match
@@ -224,6 +227,8 @@ class Ranker:
             self.masks[filled] = np.bitwise_or.reduceat(bits, offsets[filled])
         self.lower_lengths = np.array([len(x) for x in self.lower], dtype=np.int64)
         self.lower_array = np.array(self.lower, dtype=object)
+        self.lower_order = np.array(sorted(range(count), key=self.lower.__getitem__), np.int64)
+        self.sorted_lower = [self.lower[i] for i in self.lower_order.tolist()]
 
     @staticmethod
     def _classes(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -290,6 +295,7 @@ class Ranker:
             near = self._subsequences(q, np.flatnonzero(missing <= 1), m - 1)
             self._add_weak(near, scores)
         self._add_typos(query, scores)
+        self._add_prefix(query, scores)
         self._add_exact(query, scores)
         return scores
 
@@ -448,6 +454,18 @@ class Ranker:
             value = one if d <= 1 else TYPO_TWO
             if value > scores.get(i, -10.0):
                 scores[i] = value
+
+    def _add_prefix(self, query: Query, scores: dict[int, float]) -> None:
+        """Names that start with the query, separators and all: someone typing a name from
+        its start is part way through it, and the shorter names are the likelier ends."""
+        text = query.raw.lower()
+        if len(text) < 2 or query.is_glob or query.owner:
+            return
+        start = bisect.bisect_left(self.sorted_lower, text)
+        end = bisect.bisect_left(self.sorted_lower, text + "\U0010ffff")
+        for i in self.lower_order[start:end].tolist():
+            if scores.get(i, -10.0) < PREFIX:
+                scores[i] = PREFIX
 
     def _add_exact(self, query: Query, scores: dict[int, float]) -> None:
         """The whole name typed, in any case or separator convention, always wins."""
