@@ -8,12 +8,14 @@ which every query quietly misses.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import re
 import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+from recall.corpus import LANGUAGES
 from recall.errors import RecallError
 
 PLACEHOLDERS = (
@@ -34,6 +36,13 @@ _ALLOWED = {
     "env": {"tree", "bin", "python", "db", "corpus", "names", "language"},
 }
 OUTPUTS = ("json", "lines")
+# Engine kinds other than "process", each the module whose process_table(table, source)
+# turns that kind's keys into a process engine's table (an adapter in recall/peers).
+KIND_MODULES = {
+    "python": "recall.peers.library",
+    "node": "recall.peers.node",
+    "lsp": "recall.peers.lsp",
+}
 
 
 @dataclass(frozen=True)
@@ -52,6 +61,8 @@ class Engine:
     env_remove: tuple[str, ...] = ()
     output: str = "json"
     no_match_exit: tuple[int, ...] = field(default=())
+    kind: str = "process"  # as written: process, python, node or lsp
+    languages: tuple[str, ...] = ()  # the corpus languages it serves; () for all
 
 
 def preset_names() -> list[str]:
@@ -99,7 +110,11 @@ def parse_engine(data: bytes, source: str) -> Engine:
         raise RecallError(f"{source}: not valid TOML: nested too deeply") from None
     if set(doc) != {"engine"} or not isinstance(doc["engine"], dict):
         raise RecallError(f"{source}: expected exactly one [engine] table")
-    table = doc["engine"]
+    table = dict(doc["engine"])
+    kind = table.pop("kind", "process")
+    languages = _languages(table.pop("languages", None), source)
+    if kind != "process":
+        table = _kind_table(kind, table, source)
     known = {*_ARGV_KEYS, "cwd", "stdin", "env", "env_remove", "output", "no_match_exit"}
     for key in table:
         if key not in known:
@@ -149,7 +164,39 @@ def parse_engine(data: bytes, source: str) -> Engine:
     if not any("{query}" in element for element in values["query"]):  # type: ignore[union-attr]
         raise RecallError(f"{source}: [engine] query must contain the placeholder {{query}}")
     digest = hashlib.sha256(data).hexdigest()
+    values["kind"], values["languages"] = kind, languages
     return Engine(source=source, digest=digest, **values)  # type: ignore[arg-type]
+
+
+def _languages(value: object, source: str) -> tuple[str, ...]:
+    """The corpus languages an engine serves (a language server serves its own); () is
+    every language."""
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+        raise RecallError(f"{source}: [engine] languages must be a non-empty list of strings")
+    unknown = [v for v in value if v not in LANGUAGES]
+    if unknown:
+        raise RecallError(
+            f"{source}: [engine] languages: {unknown[0]!r} is not a corpus language "
+            f"(one of {', '.join(sorted(LANGUAGES))})"
+        )
+    return tuple(value)
+
+
+def _kind_table(kind: object, table: dict, source: str) -> dict:
+    """An engine of another kind as the process engine that runs it: each kind's module
+    turns its own keys (a callable, a package, a server's argv) into the argv templates of
+    an adapter that speaks the batch protocol, so every kind is measured by one path."""
+    module = KIND_MODULES.get(kind) if isinstance(kind, str) else None
+    if module is None:
+        kinds = ", ".join(("process", *KIND_MODULES))
+        raise RecallError(f"{source}: [engine] kind must be one of {kinds}, got {kind!r}")
+    try:
+        adapter = importlib.import_module(module)
+    except ModuleNotFoundError:
+        raise RecallError(f"{source}: [engine] kind {kind!r} is not in this recall") from None
+    return adapter.process_table(table, source)
 
 
 def _string_list(value: object, source: str, key: str) -> list[str]:

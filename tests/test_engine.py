@@ -48,3 +48,25 @@ def test_a_prepared_query_argv_fills_as_expand_does_and_leaves_braces_in_values_
 def test_bad_engine_names_file_and_key(text, message):
     with pytest.raises(RecallError, match=f"e.toml: .*{message}"):
         parse_engine(text, "e.toml")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('kind = "zz"\nbin = ["x"]\nquery = ["{query}"]', "kind must be one of process"),
+        ('kind = 3\nbin = ["x"]\nquery = ["{query}"]', "kind must be one of process"),
+        ('languages = ["klingon"]\nbin = ["x"]\nquery = ["{query}"]', "not a corpus language"),
+        ('languages = []\nbin = ["x"]\nquery = ["{query}"]', "non-empty list of strings"),
+    ],
+)
+def test_a_kind_or_languages_that_cannot_be_served_names_the_key(text, message):
+    with pytest.raises(RecallError, match=message):
+        parse_engine(f"[engine]\n{text}\n".encode(), "e.toml")
+
+
+def test_languages_say_which_corpora_an_engine_serves():
+    engine = parse_engine(
+        b'[engine]\nlanguages = ["python"]\nbin = ["x"]\nquery = ["{query}"]\n', "e"
+    )
+    assert (engine.kind, engine.languages) == ("process", ("python",))
+    assert parse_engine(b'[engine]\nbin = ["x"]\nquery = ["{query}"]\n', "e").languages == ()
