@@ -109,3 +109,20 @@ def gin_source(real_cache: Path, gin: Checkout):
     from recall.derive import name_source
 
     return name_source(checkout_symbols(gin, real_cache), gin.pin.language)
+
+
+@pytest.fixture(scope="session")
+def subsequence_bin(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The fixture finder as a hand-built binary (an executable script) and an engine file
+    that runs it as `--bin`: cached by the script's content, as a real finder's build is,
+    with nothing to install."""
+    folder = tmp_path_factory.mktemp("subsequence-bin")
+    script = folder / "finder"
+    script.write_text(f"#!{sys.executable}\n{SUBSEQUENCE_FINDER}")
+    script.chmod(0o755)
+    engine = folder / "engine.toml"
+    engine.write_text(
+        '[engine]\nbin = ["/bin/false"]\nquery = ["{bin}", "{query}", "{names}"]\n'
+        'output = "lines"\n'
+    )
+    return engine, script

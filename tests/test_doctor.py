@@ -2,7 +2,7 @@ import os
 import shutil
 from pathlib import Path
 
-from conftest import ROOT, make_repo, mirror_dir, run_recall
+from conftest import ROOT, make_repo, mirror_dir, needs_mirror, run_recall
 
 from recall.corpus import Pin
 from recall.doctor import FAIL, OK, WARN, check_cache, check_corpora, check_sources, healthy
@@ -31,6 +31,7 @@ def test_doctor_passes_with_a_mirror_and_names_each_corpus(real_cache, gin):
     assert proc.stdout.splitlines()[-1].startswith("recall doctor: the default run has")
 
 
+@needs_mirror
 def test_doctor_without_ctags_fails_with_the_install_command_and_fzf_only_warns(tmp_path):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()

@@ -100,11 +100,14 @@ def _env(world: dict, fault: str = "") -> dict[str, str]:
 
 
 def _start(world: dict, fault: str, *extra: str) -> subprocess.Popen:
-    """The CLI in a session of its own, as a terminal's foreground process group."""
+    """The CLI in a session of its own, as a terminal's foreground process group: with
+    SIGINT at its default, as a terminal gives it, even when the suite itself was started
+    in the background (where the shell ignores SIGINT, and children inherit that)."""
     return subprocess.Popen(
         [sys.executable, "-m", "recall", *_args(world, *extra)], cwd=world["finder"],
         env={**os.environ, **_env(world, fault)}, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True, start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
 
 

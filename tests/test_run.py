@@ -70,25 +70,21 @@ def test_many_binaries_keep_the_order_given_and_each_candidate_gets_its_diff(
     wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} {path / "finder.py"} "$@"\n')
     wrapper.chmod(0o755)
     script = str(wrapper)
-    proc = _run(
-        path, real_cache, "--base", "HEAD", "--engine", "fzy=fzy", "--bin", f"mine={script}",
-        "--json",
-    )  # fmt: skip
+    flags = ("--base", "HEAD", "--engine", "sub=recall.toml", "--bin", f"mine={script}")
+    proc = _run(path, real_cache, *flags, "--json")
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
-    assert [r["label"] for r in report["runs"]][1:] == ["fzy", "mine"]
-    assert [d["new"] for d in report["diffs"]] == ["fzy", "mine"]
+    assert [r["label"] for r in report["runs"]][1:] == ["sub", "mine"]
+    assert [d["new"] for d in report["diffs"]] == ["sub", "mine"]
     assert report["diff"] == report["diffs"][0]
     assert report["diffs"][1]["up"] == report["diffs"][1]["down"] == 0
-    text = _run(
-        path, real_cache, "--base", "HEAD", "--engine", "fzy=fzy", "--bin", f"mine={script}"
-    )
+    text = _run(path, real_cache, *flags)
     header = next(line for line in text.stdout.splitlines() if line.startswith("type "))
-    assert header.split()[-2:] == ["fzy", "mine"]
+    assert header.split()[-2:] == ["sub", "mine"]
 
 
 def test_two_binaries_with_one_label_are_refused(finder, real_cache):
-    proc = _run(finder[1], real_cache, "--engine", "a=fzf", "--engine", "a=fzy")
+    proc = _run(finder[1], real_cache, "--engine", "a=recall.toml", "--engine", "a=recall.toml")
     assert proc.returncode == 2 and "two binaries are labeled 'a'" in proc.stderr
 
 
@@ -169,7 +165,9 @@ def test_reference_base_head_runs_both_sides_and_shows_no_change(real_cache, gin
     assert report["runs"][0]["first"] == report["runs"][1]["first"] > 0
 
 
-def test_an_unlabeled_engine_beside_labeled_ones_is_measured_where_it_stands(finder, real_cache):
+def test_an_unlabeled_engine_beside_labeled_ones_is_measured_where_it_stands(
+    finder, real_cache, gin
+):
     _repo, path = finder
     proc = _run(
         path, real_cache, "--engine", "sub=recall.toml", "--engine", "recall.toml", "--json"

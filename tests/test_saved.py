@@ -126,34 +126,42 @@ def test_a_file_that_is_not_a_saved_run_is_refused(tmp_path):
         load_against(path, ROWS, data_key(PINS, ROWS))
 
 
-def _gin(cache: Path, *extra: str):
+def _gin(cache: Path, finder: tuple[Path, Path], *extra: str):
+    engine, script = finder
     return run_recall(
         "--cache", str(cache), "--repo", "gin", "--type", "abbr3", "--no-regress",
-        "--engine", "fzf", "--json", *extra,
+        "--engine", str(engine), "--bin", str(script), "--json", *extra,
     )  # fmt: skip
 
 
-def test_a_second_run_reuses_the_cached_results_and_no_cache_runs_again(real_cache, gin):
-    first = _gin(real_cache, "--no-cache")
+def test_a_second_run_reuses_the_cached_results_and_no_cache_runs_again(
+    real_cache, gin, subsequence_bin
+):
+    first = _gin(real_cache, subsequence_bin, "--no-cache")
     assert first.returncode == 0, first.stderr
-    second, forced = _gin(real_cache), _gin(real_cache, "--no-cache")
+    second = _gin(real_cache, subsequence_bin)
+    forced = _gin(real_cache, subsequence_bin, "--no-cache")
     runs = [json.loads(p.stdout)["runs"][0] for p in (first, second, forced)]
     assert [r["cached"] for r in runs] == [False, True, False]
     assert runs[0]["by_type"] == runs[1]["by_type"] == runs[2]["by_type"]
 
 
-def test_save_then_against_diffs_with_nothing_run_for_the_baseline(real_cache, gin, tmp_path):
-    path = tmp_path / "fzf.json"
-    assert _gin(real_cache, "--save", str(path)).returncode == 0
-    proc = _gin(real_cache, "--against", str(path), "--fail-on-loss")
+def test_save_then_against_diffs_with_nothing_run_for_the_baseline(
+    real_cache, gin, tmp_path, subsequence_bin
+):
+    path = tmp_path / "mine.json"
+    assert _gin(real_cache, subsequence_bin, "--save", str(path)).returncode == 0
+    proc = _gin(real_cache, subsequence_bin, "--against", str(path), "--fail-on-loss")
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert (
-        report["runs"][0]["cached"] and report["runs"][0]["label"] == "saved fzf.json (candidate)"
+        report["runs"][0]["cached"] and report["runs"][0]["label"] == "saved mine.json (candidate)"
     )
     assert (report["diff"]["up"], report["diff"]["down"]) == (0, 0)
+    engine, script = subsequence_bin
     other = run_recall("--cache", str(real_cache), "--repo", "gin", "--type", "typo",
-                       "--no-regress", "--engine", "fzf", "--against", str(path))  # fmt: skip
+                       "--no-regress", "--engine", str(engine), "--bin", str(script),
+                       "--against", str(path))  # fmt: skip
     assert other.returncode == 2 and "query set differs" in other.stderr
 
 
