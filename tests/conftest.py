@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -10,7 +11,8 @@ import git
 import pytest
 
 from recall.corpus import Checkout, Pin, fetch, load_pins
-from recall.symbols import checkout_symbols, distinct_names
+from recall.errors import RecallError
+from recall.symbols import checkout_symbols, ctags_version, distinct_names
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -42,6 +44,34 @@ def mirror_dir() -> Path | None:
 needs_mirror = pytest.mark.skipif(
     mirror_dir() is None, reason="the offline corpus mirrors (../shared/corpora) are absent"
 )
+
+
+def _ctags_works() -> bool:
+    try:
+        ctags_version()
+    except RecallError:
+        return False
+    return True
+
+
+# What a test needs beyond Python and git, each skip saying what is missing: make test
+# passes on a machine with only the README's prerequisites, and CI installs the rest.
+HAVE_CTAGS = _ctags_works()
+needs_ctags = pytest.mark.skipif(
+    not HAVE_CTAGS, reason="Universal Ctags is not installed (apt-get install universal-ctags)"
+)
+
+
+def needs_tool(program: str, package: str | None = None) -> pytest.MarkDecorator:
+    """Skip unless program is on PATH (package: the Debian package that brings it)."""
+    return pytest.mark.skipif(
+        shutil.which(program) is None,
+        reason=f"{program} is not installed (apt-get install {package or program}; "
+        ".ci/run installs it)",
+    )
+
+
+needs_chromium = needs_tool("chromium")
 
 
 def make_repo(path: Path, files: dict[str, str], message: str = "init") -> git.Repo:
@@ -88,6 +118,8 @@ def gin(real_cache: Path, pins: dict[str, Pin]) -> Checkout:
     mirror = mirror_dir()
     if mirror is None:
         pytest.skip("the offline corpus mirrors (../shared/corpora) are absent")
+    if not HAVE_CTAGS:
+        pytest.skip("Universal Ctags is not installed (apt-get install universal-ctags)")
     return fetch(pins["gin"], real_cache, mirror)
 
 
@@ -96,6 +128,8 @@ def all_names(real_cache: Path, pins: dict[str, Pin]) -> dict[str, list[str]]:
     mirror = mirror_dir()
     if mirror is None:
         pytest.skip("the offline corpus mirrors (../shared/corpora) are absent")
+    if not HAVE_CTAGS:
+        pytest.skip("Universal Ctags is not installed (apt-get install universal-ctags)")
     names = {}
     for pin in pins.values():
         checkout = fetch(pin, real_cache, mirror)

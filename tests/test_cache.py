@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, commit_files, make_repo, needs_mirror, run_recall
+from conftest import ROOT, commit_files, make_repo, needs_ctags, needs_mirror, run_recall
 
 from recall.build import build_base
 from recall.cache import entries, stale
@@ -45,6 +45,7 @@ def _cache(where: Path, *args: str):
     return run_recall("cache", *args, "--cache", str(where / "cache"), cwd=where)
 
 
+@needs_ctags
 def test_list_shows_every_checkout_build_symbols_and_results_entry_with_size_and_use(filled):
     where, _, _ = filled
     proc = _cache(where, "list")
@@ -63,6 +64,7 @@ def test_list_shows_every_checkout_build_symbols_and_results_entry_with_size_and
     assert all(r[3].startswith(stamp) for r in rows[:7])
 
 
+@needs_ctags
 def test_prune_removes_unpinned_checkouts_their_symbols_and_surplus_builds_only(filled):
     where, cache, _ = filled
     builds = sorted((cache / "builds").glob("*.inuse"), key=lambda p: p.stat().st_mtime)
@@ -88,6 +90,7 @@ def test_prune_removes_unpinned_checkouts_their_symbols_and_surplus_builds_only(
     )
 
 
+@needs_ctags
 def test_prune_older_than_removes_entries_unused_that_long(filled):
     _, cache, pins = filled
     os.utime(cache / "results" / "r1.json", (OLD, OLD))
@@ -98,6 +101,7 @@ def test_prune_older_than_removes_entries_unused_that_long(filled):
     ]
 
 
+@needs_ctags
 def test_prune_skips_an_entry_a_running_harness_holds(filled):
     where, cache, _ = filled
     holder = subprocess.Popen(
@@ -122,6 +126,7 @@ def test_prune_skips_an_entry_a_running_harness_holds(filled):
     assert not (cache / "corpora" / "gone").exists()
 
 
+@needs_ctags
 def test_explain_marks_its_checkout_in_use(filled):
     where, cache, _ = filled
     mark = cache / "corpora" / "demo.inuse"

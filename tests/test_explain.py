@@ -8,6 +8,7 @@ from conftest import (
     SUBSEQUENCE_FINDER,
     commit_files,
     make_repo,
+    needs_ctags,
     needs_mirror,
     run_recall,
 )
@@ -46,6 +47,7 @@ def _explain(where: Path, *extra: str):
     )  # fmt: skip
 
 
+@needs_ctags
 def test_explain_shows_both_sides_and_where_the_query_sets_source_stands(setup):
     proc = _explain(setup, "pcfg", "--repo", "demo", "--base", "HEAD~1")
     assert proc.returncode == 0, proc.stderr
@@ -58,6 +60,7 @@ def test_explain_shows_both_sides_and_where_the_query_sets_source_stands(setup):
     assert lines[-1].split() == ["parse_config", "is", "#1", "parse_config", "is", "#2"]
 
 
+@needs_ctags
 def test_explain_json_is_the_same_as_one_object(setup):
     proc = _explain(setup, "pcfg", "--repo", "demo", "--base", "HEAD~1", "--json")
     assert proc.returncode == 0, proc.stderr
@@ -70,6 +73,7 @@ def test_explain_json_is_the_same_as_one_object(setup):
     assert base["top"][0] == {"rank": 1, "name": "parse_config", "file": None, "line": None}
 
 
+@needs_ctags
 def test_explain_source_flag_overrides_and_a_query_outside_the_set_has_no_source(setup):
     given = json.loads(_explain(setup, "pcfg", "--repo", "demo", "--source",
                                 "parse_config_file", "--json").stdout)  # fmt: skip
@@ -122,6 +126,7 @@ def test_explain_on_gin_gives_locations_that_define_the_names(gin, real_cache):
         assert hit["name"] in text
 
 
+@needs_ctags
 def test_a_lost_row_in_the_report_prints_an_explain_command_that_runs(setup):
     proc = run_recall(
         "--base", "HEAD~1", "--finder", str(setup / "finder"),

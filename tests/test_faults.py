@@ -12,7 +12,7 @@ from pathlib import Path
 
 import git
 import pytest
-from conftest import ROOT, commit_files, make_repo, run_recall
+from conftest import ROOT, commit_files, make_repo, needs_ctags, run_recall
 
 from recall.corpus import Pin, fetch, is_clean
 
@@ -147,6 +147,7 @@ def _run_ok(world: dict, *extra: str) -> dict:
 
 
 @pytest.mark.parametrize("stage", ["build", "basebuild", "index", "query"])
+@needs_ctags
 def test_ctrl_c_at_each_stage_leaves_no_temporary_folder_and_the_next_run_works(world, stage):
     extra = ("--base", "HEAD") if "build" in stage else ()
     proc = _start(world, stage, *extra)
@@ -164,6 +165,7 @@ def test_ctrl_c_at_each_stage_leaves_no_temporary_folder_and_the_next_run_works(
 
 
 @pytest.mark.parametrize("stage", ["build", "basebuild", "index", "query", "batch"])
+@needs_ctags
 def test_sigterm_at_each_stage_kills_what_it_started_cleans_up_and_exits_143(world, stage):
     extra = ("--base", "HEAD") if "build" in stage else ()
     engine = world["finder"] / "recall.toml"
@@ -227,6 +229,7 @@ def test_a_build_timeout_of_zero_is_a_usage_error(world, command):
 
 
 @pytest.mark.parametrize("stage", ["build", "basebuild", "index", "query"])
+@needs_ctags
 def test_sigkill_at_each_stage_is_recovered_by_the_next_run(world, stage):
     extra = ("--base", "HEAD") if "build" in stage else ()
     proc = _start(world, stage, *extra)
@@ -242,6 +245,7 @@ def test_sigkill_at_each_stage_is_recovered_by_the_next_run(world, stage):
     assert _leftovers(world) == []  # the killed run's folders were swept
 
 
+@needs_ctags
 def test_sigint_after_the_fetch_leaves_a_clean_checkout(world, tmp_path):
     """Interrupted just after the fetch (in the index stage): the checkout stays clean."""
     pin = json.loads(world["corpus"].read_text())["tiny"]
@@ -253,6 +257,7 @@ def test_sigint_after_the_fetch_leaves_a_clean_checkout(world, tmp_path):
     assert is_clean(checkout)
 
 
+@needs_ctags
 def test_finder_that_writes_into_the_checkout_is_named_and_the_checkout_rebuilt(world):
     proc = run_recall(*_args(world), cwd=world["finder"], env=_env(world, "dirty"))
     assert proc.returncode == 0, proc.stderr
@@ -272,6 +277,7 @@ def test_finder_that_writes_into_the_checkout_is_named_and_the_checkout_rebuilt(
 AWKWARD = ["a b", 'it\'s "q"', "$HOME", "`id`", "x;y", "-rf", "--output=x", "naïve", "\\n*"]
 
 
+@needs_ctags
 def test_awkward_queries_reach_the_finder_unchanged_never_through_a_shell(world):
     hand = [f"tiny\t{q}\thand\t" for q in AWKWARD]
     with world["queries"].open("a", encoding="utf-8") as queries:
@@ -289,6 +295,7 @@ def _snapshot(folder: Path) -> list[tuple[str, int]]:
     return sorted((str(p), p.stat().st_size) for p in folder.rglob("*"))
 
 
+@needs_ctags
 def test_nothing_is_written_outside_the_cache_the_temporary_folder_and_the_report(world):
     repo = git.Repo(world["finder"])
     before = repo.git.status("--porcelain", "--ignored")
@@ -327,6 +334,7 @@ def test_a_full_cache_disk_is_one_line_exit_2(world, tmp_path):
         subprocess.run(["umount", str(mount)])
 
 
+@needs_ctags
 def test_two_runs_at_once_on_one_fresh_cache_agree(world):
     procs = [_start(world, "", "--base", "HEAD") for _ in range(2)]
     outs = [p.communicate(timeout=120) for p in procs]
@@ -354,6 +362,7 @@ def test_a_build_that_fails_or_produces_no_binary_is_one_line_exit_2(world, buil
     assert proc.stdout == ""
 
 
+@needs_ctags
 def test_names_holding_a_tab_or_newline_never_break_the_report(world):
     finder = 'import json\nprint(json.dumps([{"name": "bad\\tna\\nme"}]))\n'
     (world["finder"] / "finder.py").write_text(finder)
@@ -371,6 +380,7 @@ def test_names_holding_a_tab_or_newline_never_break_the_report(world):
     assert json.loads(proc.stdout)["misses"][0]["first"] == "bad\tna\nme"
 
 
+@needs_ctags
 def test_a_query_that_errors_in_the_candidate_counts_as_a_loss(world):
     repo = git.Repo(world["finder"])
     crash = FINDER.replace(
@@ -389,6 +399,7 @@ def test_a_query_that_errors_in_the_candidate_counts_as_a_loss(world):
     assert [e["query"] for e in report["diffs"][0]["new_errors"]] == ["beta"]
 
 
+@needs_ctags
 def test_a_checkout_edited_by_hand_is_rebuilt_before_the_first_query(world):
     _run_ok(world)
     alpha = world["cache"] / "corpora" / "tiny" / "lib" / "alpha.py"
@@ -400,6 +411,7 @@ def test_a_checkout_edited_by_hand_is_rebuilt_before_the_first_query(world):
     assert json.loads(proc.stdout)["runs"][0]["dirtied"] == []
 
 
+@needs_ctags
 def test_a_source_that_is_no_name_of_its_corpus_is_a_bad_row_with_its_line(world):
     with world["queries"].open("a") as queries:
         queries.write("tiny\talfun\texact\talpha_function \n")
@@ -419,6 +431,7 @@ def test_a_source_that_is_no_name_of_its_corpus_is_a_bad_row_with_its_line(world
     ],
     ids=["every-query-errors", "answers-nothing", "a-directory", "not-executable"],
 )
+@needs_ctags
 def test_an_engine_that_answers_nothing_is_exit_2_with_the_reason(world, finder, bin_, message):
     (world["finder"] / "finder.py").write_text(finder)
     engine = ENGINE.replace('index = ["{bin}", "index"]\n', "")
@@ -440,6 +453,7 @@ for line in sys.stdin:
 """
 
 
+@needs_ctags
 def test_a_batch_finder_out_of_step_is_one_line_exit_2_and_no_report(world):
     (world["finder"] / "batch.py").write_text(BANNER_FINDER)
     (world["finder"] / "recall.toml").write_text(

@@ -1,5 +1,6 @@
 import json
 import re
+import shutil
 import struct
 import subprocess
 import zlib
@@ -8,12 +9,11 @@ from pathlib import Path
 import git
 import numpy as np
 import pytest
-from conftest import ROOT, run_recall
+from conftest import ROOT, needs_chromium, run_recall
 
 from recall.html import render_html, source_link
 
-CHROMIUM = Path("/usr/bin/chromium")
-needs_chromium = pytest.mark.skipif(not CHROMIUM.exists(), reason="chromium is not installed")
+CHROMIUM = shutil.which("chromium") or "chromium"
 FIRST_BLUE, UP_GREEN, DOWN_RED = (8, 81, 156), (49, 163, 84), (222, 45, 38)
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import make_repo, run_recall
+from conftest import make_repo, needs_ctags, run_recall
 from test_faults import BUILD, CORPUS_FILES, ENGINE, FINDER, _args, _env
 from test_faults import ROWS as TINY_ROWS
 
@@ -260,6 +260,7 @@ def test_cache_list_and_prune_survive_a_checkout_marker_of_the_wrong_shape(tmp_p
     assert [(e.key, e.note) for e in chosen] == [("tiny", "holds another sha than the pin")]
 
 
+@needs_ctags
 def test_a_symbols_cache_entry_of_the_wrong_shape_is_a_warning_and_a_rerun(tmp_path, capsys):
     pin = _tiny_pin(tmp_path)
     cache = tmp_path / "cache"

@@ -6,7 +6,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, commit_files, make_repo, mirror_dir, needs_mirror, run_recall
+from conftest import (
+    ROOT,
+    commit_files,
+    make_repo,
+    mirror_dir,
+    needs_ctags,
+    needs_mirror,
+    run_recall,
+)
 
 from recall.queryset import read_queries
 
@@ -39,6 +47,7 @@ def _pin(where: Path, *args: str):
     )  # fmt: skip
 
 
+@needs_ctags
 def test_pin_of_a_new_repo_writes_the_pin_its_n_and_rows_that_derive_all_agrees_with(project):
     tmp, url, first, _ = project
     where = tmp / "project"
@@ -58,6 +67,7 @@ def test_pin_of_a_new_repo_writes_the_pin_its_n_and_rows_that_derive_all_agrees_
     assert check.returncode == 0, check.stderr
 
 
+@needs_ctags
 def test_moving_a_pin_keeps_hand_rows_and_names_those_whose_target_is_gone(project):
     tmp, url, first, second = project
     where = tmp / "project"
@@ -84,6 +94,7 @@ def test_moving_a_pin_keeps_hand_rows_and_names_those_whose_target_is_gone(proje
     assert json.loads((where / "derive.json").read_text())["repos"]["demo"]["n"] == 10
 
 
+@needs_ctags
 def test_a_pin_that_cannot_be_fetched_or_is_malformed_changes_no_file(project):
     tmp, url, first, _ = project
     where = tmp / "project"
@@ -125,6 +136,7 @@ def _start_pin(where: Path, *args: str) -> subprocess.Popen:
     )  # fmt: skip
 
 
+@needs_ctags
 def test_two_pins_of_different_repos_at_once_both_land(project):
     tmp, url, first, second = project
     where = tmp / "project"
@@ -139,6 +151,7 @@ def test_two_pins_of_different_repos_at_once_both_land(project):
     assert check.returncode == 0, check.stderr
 
 
+@needs_ctags
 def test_a_pin_whose_query_set_cannot_be_written_changes_no_file(project):
     tmp, url, first, second = project
     where = tmp / "project"
@@ -152,6 +165,7 @@ def test_a_pin_whose_query_set_cannot_be_written_changes_no_file(project):
     assert sorted(p.name for p in where.iterdir()) == sorted([*files, "blocker"])
 
 
+@needs_ctags
 def test_a_language_that_leaves_a_repo_no_rows_needs_force(project):
     tmp, url, first, _ = project
     where = tmp / "project"

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, needs_ctags
 
 SOURCE = """
 class HTTPServer:
@@ -53,6 +53,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ("HTTPServer.serve_forever", "serve_forever"),
     ],
 )
+@needs_ctags
 def test_sloppy_queries_rank_the_intended_name_first(db, query, expected):
     proc = finder("query", query, "--db", str(db), "--json", "--limit", "5")
     assert proc.returncode == 0, proc.stderr
@@ -61,6 +62,7 @@ def test_sloppy_queries_rank_the_intended_name_first(db, query, expected):
     assert rows[0]["file"] == "mod.py" and isinstance(rows[0]["line"], int)
 
 
+@needs_ctags
 def test_batch_answers_each_line_in_order_and_survives_a_bad_line(db):
     lines = [json.dumps({"query": "tesflolim", "limit": 0}), "not json",
              json.dumps({"query": "parcon", "limit": 2})]  # fmt: skip
@@ -75,6 +77,7 @@ def test_batch_answers_each_line_in_order_and_survives_a_bad_line(db):
     assert json.loads(single.stdout) == answers[0]
 
 
+@needs_ctags
 def test_batch_echoes_the_id_it_received_with_the_answer_or_the_error(db):
     lines = [json.dumps({"id": 7, "query": "tesflolim", "limit": 0}),
              json.dumps({"id": "x", "query": "parcon", "limit": -1}),
@@ -115,6 +118,7 @@ def word_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ("tstrnn", "TestUriInnerBinding", "TestRenderHTMLTemplateEmptyName"),
     ],
 )
+@needs_ctags
 def test_jumping_to_the_next_word_start_is_cheap_and_skipping_whole_words_costs(
     word_db, query, expected, other
 ):
@@ -132,6 +136,7 @@ def TestErrorLogger(): pass
 """
 
 
+@needs_ctags
 def test_names_that_start_with_the_query_come_first_the_shorter_first(tmp_path_factory):
     # `testerro` is part way through typing a name: the names that start with it beat
     # TestErr, one edit away, and among them the shortest is the likeliest end

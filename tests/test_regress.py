@@ -2,7 +2,14 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SUBSEQUENCE_ENGINE, SUBSEQUENCE_FINDER, make_repo, run_recall
+from conftest import (
+    ROOT,
+    SUBSEQUENCE_ENGINE,
+    SUBSEQUENCE_FINDER,
+    make_repo,
+    needs_ctags,
+    run_recall,
+)
 
 from recall.corpus import load_pins
 from recall.errors import RecallError
@@ -124,6 +131,7 @@ def _mine(project: Path, *extra: str):
     )  # fmt: skip
 
 
+@needs_ctags
 def test_the_default_regress_file_skips_cases_of_repos_the_corpus_does_not_pin_and_says_so(mine):
     committed = len(read_cases(ROOT / "regress.tsv", None))
     proc = _mine(mine, "--json")

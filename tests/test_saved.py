@@ -4,7 +4,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import ROOT, run_recall
+from conftest import ROOT, needs_ctags, run_recall
 
 from recall import saved
 from recall.corpus import Pin
@@ -33,6 +33,7 @@ def _key(**changes) -> dict:
     return run_key(asked=asked, **args)
 
 
+@needs_ctags
 def test_a_stored_run_comes_back_whole_under_its_key_with_this_runs_label(tmp_path):
     store_run(tmp_path, _key(), RUN)
     back = cached_run(tmp_path, _key(), "base main (cccc)")
@@ -43,6 +44,7 @@ def test_a_stored_run_comes_back_whole_under_its_key_with_this_runs_label(tmp_pa
     "part",
     ["identity", "engine", "pins", "rows", "timeout", "format", "ctags", "python"],
 )
+@needs_ctags
 def test_a_change_to_any_key_part_misses(tmp_path, monkeypatch, part):
     store_run(tmp_path, _key(), RUN)
     fzy = resolve_engine("fzy", ROOT)
@@ -62,11 +64,13 @@ def test_a_change_to_any_key_part_misses(tmp_path, monkeypatch, part):
     assert cached_run(tmp_path, key, "base") is None
 
 
+@needs_ctags
 def test_the_pins_of_repos_the_rows_do_not_use_are_not_part_of_the_key():
     moved = {**PINS, "flask": dataclasses.replace(PINS["flask"], sha="e" * 40)}
     assert _key(pins=moved) == _key()
 
 
+@needs_ctags
 def test_a_corrupt_entry_is_ignored_with_a_warning_and_rewritten(tmp_path, capsys):
     store_run(tmp_path, _key(), RUN)
     (entry,) = (tmp_path / "results").iterdir()
@@ -77,6 +81,7 @@ def test_a_corrupt_entry_is_ignored_with_a_warning_and_rewritten(tmp_path, capsy
     assert cached_run(tmp_path, _key(), "base") is not None
 
 
+@needs_ctags
 def test_an_entry_whose_stored_key_differs_is_not_trusted(tmp_path, capsys):
     store_run(tmp_path, _key(), RUN)
     (entry,) = (tmp_path / "results").iterdir()
@@ -87,6 +92,7 @@ def test_an_entry_whose_stored_key_differs_is_not_trusted(tmp_path, capsys):
     assert "its key does not match" in capsys.readouterr().err
 
 
+@needs_ctags
 def test_a_run_with_an_errored_query_is_not_cached(tmp_path):
     errored = dataclasses.replace(RUN, results=(RESULTS[0], QueryResult(None, (), "timed out")))
     store_run(tmp_path, _key(), errored)
@@ -99,18 +105,21 @@ def _saved(tmp_path: Path) -> Path:
     return path
 
 
+@needs_ctags
 def test_a_saved_run_stands_in_for_the_baseline_of_the_same_rows(tmp_path):
     run, key = load_against(_saved(tmp_path), ROWS, data_key(PINS, ROWS))
     assert run.results == RESULTS and run.cached and key == _key()
     assert run.label == "saved main.json (base)"
 
 
+@needs_ctags
 def test_a_saved_run_with_other_pins_is_refused_naming_the_repo(tmp_path):
     moved = {**PINS, "gin": dataclasses.replace(PINS["gin"], sha="d" * 40)}
     with pytest.raises(RecallError, match=r"main.json: its corpus pins differ .*\(gin\)"):
         load_against(_saved(tmp_path), ROWS, data_key(moved, ROWS))
 
 
+@needs_ctags
 def test_a_saved_run_with_another_query_set_is_refused_naming_the_first_differing_row(tmp_path):
     rows = [ROWS[0], QueryRow("gin", "ctx", "hand", "")]
     with pytest.raises(

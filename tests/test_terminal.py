@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import make_repo, run_recall
+from conftest import make_repo, needs_ctags, run_recall
 from test_faults import CORPUS_FILES
 
 from recall import saved
@@ -64,6 +64,7 @@ def test_shown_escapes_every_c0_c1_and_del_as_repr_does_and_safe_output_keeps_la
     assert safe_output("a\tb\nc\x1bd\re") == "a\tb\nc\\x1bd\\re"
 
 
+@needs_ctags
 def test_control_characters_from_a_finder_or_the_query_set_are_escaped_in_text_and_markdown(
     tiny,
 ):
@@ -76,6 +77,7 @@ def test_control_characters_from_a_finder_or_the_query_set_are_escaped_in_text_a
         assert "\\x1b[31mboom\\x07" in proc.stdout  # the finder's stderr, in the error row
 
 
+@needs_ctags
 def test_the_json_report_keeps_control_characters_exactly(tiny):
     proc = _recall(tiny, "--queries", str(tiny["queries"]), "--allow-empty", "--misses", "--json")
     assert proc.returncode == 0, proc.stderr
@@ -85,6 +87,7 @@ def test_the_json_report_keeps_control_characters_exactly(tiny):
     assert "\x1b[31mboom\x07" in report["runs"][0]["error_rows"][0]["error"]
 
 
+@needs_ctags
 def test_explain_text_shows_control_characters_escaped(tiny):
     proc = _recall(
         tiny, "explain", QUERY, "--repo", "tiny", "--queries", str(tiny["queries"]),
@@ -98,6 +101,7 @@ def test_explain_text_shows_control_characters_escaped(tiny):
     assert not RAW.search(crash.stdout) and "\\x1b[31mboom\\x07" in crash.stdout
 
 
+@needs_ctags
 def test_a_saved_runs_label_holding_an_escape_is_shown_escaped(tiny, tmp_path):
     rows = [QueryRow("tiny", "alpha", "exact", "alpha_function")]
     tiny["queries"].write_text("repo\tquery\ttype\tsource\ntiny\talpha\texact\talpha_function\n")
@@ -129,6 +133,7 @@ def test_a_nul_in_a_query_is_refused_at_its_row(tiny, column):
     )
 
 
+@needs_ctags
 def test_an_error_line_quoting_a_finders_stderr_stays_one_line_with_escapes_shown(tiny):
     engine = tiny["finder"] / "recall.toml"
     failing = "import sys; sys.stderr.write('\\x1b[31mno\\x07 index'); sys.exit(1)"
