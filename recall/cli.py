@@ -15,6 +15,7 @@ from types import FrameType
 import orjson
 
 from recall import __version__, doctor, explain, history, history_page, init
+from recall import bisect as bisection
 from recall import cache as cache_cmd
 from recall import pin as pinning
 from recall.build import BUILD_TIMEOUT_S, check_build_timeout, finder_root, make_binaries
@@ -55,7 +56,7 @@ from recall.symbols import checkout_symbols, ctags_version, write_atomic
 from recall.terminal import shown
 
 COMMANDS = (
-    "run", "fetch", "derive", "doctor", "init", "explain", "pin", "cache", "history",
+    "run", "fetch", "derive", "doctor", "init", "explain", "pin", "cache", "history", "bisect",
 )  # fmt: skip
 
 
@@ -484,7 +485,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_commits_run(p: argparse.ArgumentParser) -> None:
-    """The run flags that history measures each commit with."""
+    """The run flags that history and bisect measure each commit with."""
     _add_common(p)
     _add_finder(p)
     p.add_argument(
@@ -579,6 +580,48 @@ def _cmd_history(args: argparse.Namespace) -> int:
     return EXIT_OK if any(point.ok for point in points) else EXIT_FAILURE
 
 
+def _add_bisect(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("bisect", help="the first commit where a query's rank or #1 rate changed")
+    p.add_argument("--good", required=True, metavar="REF", help="a commit before the change")
+    p.add_argument("--bad", required=True, metavar="REF", help="a commit after it")
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument(
+        "--query",
+        metavar="REPO:QUERY",
+        help="bad = the query's rank differs from its rank at --good",
+    )
+    what.add_argument(
+        "--metric",
+        choices=("first_pct",),
+        help="bad = the #1 rate fell by --drop points or more from --good's",
+    )
+    p.add_argument("--drop", type=float, metavar="PTS", help="with --metric: points of #1 %%")
+    _add_commits_run(p)
+    p.set_defaults(handler=_cmd_bisect)
+
+
+def _cmd_bisect(args: argparse.Namespace) -> int:
+    check_build_timeout(args.build_timeout)
+    if args.metric and (args.drop is None or not args.drop > 0):
+        raise RecallError("--metric first_pct needs --drop PTS, above 0")
+    if args.drop is not None and not args.metric:
+        raise RecallError("--drop goes with --metric first_pct")
+    if args.query and not args.repo:
+        args.repo = [args.query.partition(":")[0]]
+    plan = history.make_plan(args)
+    row = bisection.query_row(plan, args.query) if args.query else None
+    if row is not None:
+        what, value = f"rank of {row.source} ({row.repo}:{row.query})", bisection.rank_of(plan, row)
+        verdict = bisection.bisect(plan, args.good, args.bad, value, lambda g, v: v != g)
+    else:
+        what, value = "#1 %", bisection.first_pct(plan)
+        verdict = bisection.bisect(
+            plan, args.good, args.bad, value, lambda g, v: g - v >= args.drop - 1e-9
+        )
+    sys.stdout.write(bisection.render(plan, verdict, what, row))
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="recall",
@@ -596,6 +639,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_pin(sub)
     _add_cache(sub)
     _add_history(sub)
+    _add_bisect(sub)
     return parser
 
 

@@ -172,3 +172,37 @@ def test_every_n_keeps_the_newest_commit_and_ranges_are_told_from_refs():
     assert [c.sha for c in thin(commits, 3)] == ["0", "3", "6"]
     assert [c.sha for c in thin(commits, 4)] == ["2", "6"]
     assert is_range(["0.5..0.6"]) and is_range(["^0.5", "0.6"]) and not is_range(["0.5", "0.6"])
+
+
+def test_bisect_finds_the_fzy_commit_where_a_query_lost_a_place(fzy: Path, real_cache: Path):
+    proc = recall(fzy, real_cache, "bisect", "--good", "0.5", "--bad", "0.6",
+                  "--query", "gin:tescongetintsli")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert f"first bad commit: {FIRST_BAD_05_06[:12]} 2016-07-10 " in out
+    assert "Don't consider numbers word separators" in out
+    assert "3 at 95eb1c06231c (before), 4 at 5c2d67ca7a14 (after)" in out
+    assert (
+        f"recall explain tescongetintsli --repo gin --finder /tmp/recall-bisect-"
+        f"{FIRST_BAD_05_06[:12]} --base 95eb1c06231c5a32724402a589f9b07274194a2f"
+    ) in out
+    assert f"worktree add --detach /tmp/recall-bisect-{FIRST_BAD_05_06[:12]} " in out
+
+
+def test_bisect_skips_a_commit_that_does_not_build(
+    broken: tuple[Path, list[str]], real_cache: Path
+):
+    clone, shas = broken
+    proc = recall(clone, real_cache, "bisect", "--good", shas[0], "--bad", shas[4],
+                  "--metric", "first_pct", "--drop", "1")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert f"first bad commit: {shas[4][:12]} " in proc.stdout
+    assert "Penalise consecutive matches" in proc.stdout
+    assert f"skipped {shas[2][:12]} Break the Makefile" in proc.stdout
+
+
+def test_bisect_refuses_a_bad_ref_that_is_not_bad(fzy: Path, real_cache: Path):
+    proc = recall(fzy, real_cache, "bisect", "--good", "0.1", "--bad", "0.2",
+                  "--query", "gin:tescongetintsli")  # fmt: skip
+    assert proc.returncode == 2
+    assert "nothing to bisect" in proc.stderr
