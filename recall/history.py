@@ -16,6 +16,7 @@ from __future__ import annotations
 import fnmatch
 import sys
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -59,8 +60,9 @@ class Plan:
     allow_empty: bool
     corpora: dict[str, Corpus] = field(default_factory=dict)
 
-    @property
+    @cached_property
     def asked(self) -> dict:
+        """What every commit is asked: the key part shared by all of them."""
         return data_key(self.pins, self.rows)
 
 

@@ -126,7 +126,7 @@ def chart(commits: list[dict], series: Series, title: str) -> str:
     colour, values); a None value (a commit that failed, or has no such rows) is a gap:
     the line stops at the point before and starts again after. Every point is a link to
     its commit when the commit has a url, else it carries the sha as its title."""
-    left, right, top, plot_h, bottom = 44, 20, 24, 240, 90
+    left, right, top, plot_h, bottom = 44, 100, 24, 240, 90  # right: the last tilted label
     step = 56 if len(commits) < 25 else max(8, 1400 // max(1, len(commits)))
     plot_w = step * max(1, len(commits) - 1)
     width, height = left + plot_w + right, top + plot_h + bottom
