@@ -210,14 +210,16 @@ def measure(plan: Plan, commit: Commit) -> Point:
                                    plan.build_timeout)  # fmt: skip
     except RecallError as exc:
         return Point(commit, None, _one_line(str(exc)), built, False)
-    label = f"{commit.sha[:12]}"
-    run = None if plan.no_cache else cached_run(plan.cache, key, label)
+    run = None if plan.no_cache else cached_run(plan.cache, key, commit.sha[:12])
     cached = run is not None
-    try:
-        if run is None:
-            _open_corpora(plan)
+    if run is None:
+        _open_corpora(plan)  # outside the try: a fetch or a bad source ends the history
+        try:
             run = run_binary(binary, plan.rows, plan.corpora, jobs=plan.jobs, timeout=plan.timeout)
-            store_run(plan.cache, key, run)
+        except RecallError as exc:
+            return Point(commit, None, _one_line(str(exc)), built, False)
+        store_run(plan.cache, key, run)
+    try:
         check_answered(run, allow_empty=plan.allow_empty)
     except RecallError as exc:
         return Point(commit, None, _one_line(str(exc)), built, cached)

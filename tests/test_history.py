@@ -149,6 +149,17 @@ def test_history_chart_draws_each_line_with_a_gap_at_a_failed_build(
     assert gaps.max() > 56, "no gap where the build failed"  # one x step is 56 px
 
 
+def test_a_fault_of_the_harness_ends_the_history_instead_of_failing_one_commit(
+    fzy: Path, real_cache: Path, tmp_path: Path
+):
+    queries = tmp_path / "queries.tsv"
+    queries.write_text("repo\tquery\ttype\tsource\ngin\tnotnam\tabbr3\tNotANameOfGin\n")
+    proc = recall(fzy, real_cache, "history", "--queries", str(queries), "0.5", "0.6")
+    assert proc.returncode == 2
+    assert f"{queries}:2: source 'NotANameOfGin' is not a name of gin at its pin" in proc.stderr
+    assert proc.stdout == ""
+
+
 def test_a_point_links_to_its_commit_when_origin_is_on_github():
     sha = "5c2d67ca7a14cfad94a5718ea62ad1b4d31f73b6"
     url = f"https://github.com/jhawthorn/fzy/commit/{sha}"
