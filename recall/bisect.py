@@ -37,17 +37,24 @@ class Verdict:
     tested: int
 
 
-def query_row(plan: Plan, spec: str) -> QueryRow:
-    """--query REPO:QUERY as the sourced row of the selection it names."""
+def query_row(plan: Plan, spec: str, source: str | None = None) -> QueryRow:
+    """--query REPO:QUERY as the sourced row of the selection it names; a query derived
+    from two names (gin's `getuinsli`) needs --source to say which one is meant."""
     repo, sep, query = spec.partition(":")
     if not sep or not repo or not query:
         raise RecallError(f"--query {spec}: give REPO:QUERY")
-    for row in plan.rows:
-        if (row.repo, row.query) == (repo, query):
-            return row
-    raise RecallError(
-        f"--query {spec}: no sourced row of {plan.queries_path} in the selection has it"
-    )
+    rows = [row for row in plan.rows if (row.repo, row.query) == (repo, query)]
+    if source is not None:
+        rows = [row for row in rows if row.source == source]
+    if not rows:
+        given = f" with source {source}" if source is not None else ""
+        raise RecallError(
+            f"--query {spec}: no sourced row of {plan.queries_path} in the selection has it{given}"
+        )
+    if len(rows) > 1:
+        sources = ", ".join(row.source for row in rows)
+        raise RecallError(f"--query {spec}: rows for several sources ({sources}): give --source")
+    return rows[0]
 
 
 def rank_of(plan: Plan, row: QueryRow) -> Callable[[Point], int | None]:
@@ -150,14 +157,14 @@ def explain_lines(plan: Plan, verdict: Verdict, row: QueryRow | None) -> list[st
         f" --queries {shlex.quote(str(plan.queries_path))}"
     )
     if row is None:
-        query = "QUERY"
-        repo = "REPO"
+        query, repo, source = "QUERY", "REPO", ""
     else:
         query, repo = shlex.quote(row.query), shlex.quote(row.repo)
+        source = f" --source {shlex.quote(row.source)}"
     return [
         f"git -C {shlex.quote(str(plan.root))} worktree add --detach {worktree} {commit}",
         f"recall explain {query} --repo {repo} --finder {worktree} --base {parent}"
-        f"{engine_flag}{paths}",
+        f"{source}{engine_flag}{paths}",
     ]
 
 

@@ -596,6 +596,8 @@ def _add_bisect(sub: argparse._SubParsersAction) -> None:
         help="bad = the #1 rate fell by --drop points or more from --good's",
     )
     p.add_argument("--drop", type=float, metavar="PTS", help="with --metric: points of #1 %%")
+    p.add_argument("--source", metavar="NAME", help="with --query: the intended name, when the "
+                   "query set has the query for several")  # fmt: skip
     _add_commits_run(p)
     p.set_defaults(handler=_cmd_bisect)
 
@@ -606,10 +608,12 @@ def _cmd_bisect(args: argparse.Namespace) -> int:
         raise RecallError("--metric first_pct needs --drop PTS, above 0")
     if args.drop is not None and not args.metric:
         raise RecallError("--drop goes with --metric first_pct")
+    if args.source is not None and not args.query:
+        raise RecallError("--source goes with --query")
     if args.query and not args.repo:
         args.repo = [args.query.partition(":")[0]]
     plan = history.make_plan(args)
-    row = bisection.query_row(plan, args.query) if args.query else None
+    row = bisection.query_row(plan, args.query, args.source) if args.query else None
     if row is not None:
         what, value = f"rank of {row.source} ({row.repo}:{row.query})", bisection.rank_of(plan, row)
         verdict = bisection.bisect(plan, args.good, args.bad, value, lambda g, v: v != g)

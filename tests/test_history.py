@@ -200,6 +200,20 @@ def test_bisect_finds_the_fzy_commit_where_a_query_lost_a_place(fzy: Path, real_
     assert f"worktree add --detach /tmp/recall-bisect-{FIRST_BAD_05_06[:12]} " in out
 
 
+def test_bisect_asks_which_source_when_a_query_has_several(fzy: Path, real_cache: Path):
+    proc = recall(fzy, real_cache, "bisect", "--good", "0.5", "--bad", "0.6",
+                  "--query", "gin:getuinsli")  # fmt: skip
+    assert proc.returncode == 2
+    assert "rows for several sources (GetUint64Slice, GetUint8Slice): give --source" in (
+        proc.stderr
+    )
+    proc = recall(fzy, real_cache, "bisect", "--good", "0.5", "--bad", "0.6",
+                  "--query", "gin:getuinsli", "--source", "GetUint8Slice")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "rank of GetUint8Slice (gin:getuinsli): 1 at " in proc.stdout
+    assert "--source GetUint8Slice --engine " in proc.stdout
+
+
 def test_bisect_skips_a_commit_that_does_not_build(
     broken: tuple[Path, list[str]], real_cache: Path
 ):
