@@ -14,7 +14,8 @@ from types import FrameType
 
 import orjson
 
-from recall import __version__, doctor, explain, init
+from recall import __version__, doctor, explain, history, history_page, init
+from recall import bisect as bisection
 from recall import cache as cache_cmd
 from recall import pin as pinning
 from recall.build import BUILD_TIMEOUT_S, check_build_timeout, finder_root, make_binaries
@@ -54,7 +55,9 @@ from recall.run import DEFAULT_REGRESS, check_timeout, cmd_run
 from recall.symbols import checkout_symbols, ctags_version, write_atomic
 from recall.terminal import shown
 
-COMMANDS = ("run", "fetch", "derive", "doctor", "init", "explain", "pin", "cache")
+COMMANDS = (
+    "run", "fetch", "derive", "doctor", "init", "explain", "pin", "cache", "history", "bisect",
+)  # fmt: skip
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
@@ -481,6 +484,148 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=cmd_run, candidates=[])
 
 
+def _add_commits_run(p: argparse.ArgumentParser) -> None:
+    """The run flags that history and bisect measure each commit with."""
+    _add_common(p)
+    _add_finder(p)
+    p.add_argument(
+        "--engine",
+        metavar="E",
+        help="preset name or engine TOML file "
+        "(default: recall.toml in the finder repo, else the reference finder)",
+    )
+    _add_queries(p)
+    p.add_argument("--repo", action="append", metavar="R", help="only this repo (repeatable)")
+    p.add_argument("--type", action="append", metavar="T", help="only this type (repeatable)")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=30.0,
+        help="seconds per query before it counts as an error (default: %(default)s)",
+    )
+    _add_build_timeout(p)
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="parallel queries in per-query mode (default: %(default)s, the cores)",
+    )
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="run every commit even when the results cache holds its results",
+    )
+    p.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="accept a commit that returns nothing for 95%% of queries",
+    )
+
+
+def _add_history(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("history", help="measure the finder at many commits of its repo")
+    p.add_argument(
+        "revs", nargs="*", metavar="RANGE|REF",
+        help="a range as git rev-list takes it (A..B), or refs (default with --tags: tags)",
+    )  # fmt: skip
+    p.add_argument(
+        "--tags",
+        nargs="?",
+        const="*",
+        metavar="PATTERN",
+        help="every tag matching PATTERN (a glob; default: all), oldest first",
+    )
+    p.add_argument("--first-parent", action="store_true", help="a range's first parents only")
+    p.add_argument(
+        "--every",
+        type=int,
+        default=1,
+        metavar="N",
+        help="every Nth commit, counted back from the newest (default: 1)",
+    )
+    p.add_argument("--by", choices=("type", "repo"), help="also a table and chart per type or repo")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print the history as one JSON object")
+    out.add_argument("--markdown", action="store_true", help="print the history as Markdown")
+    p.add_argument("--html", metavar="FILE", help="also write a page with SVG charts to FILE")
+    _add_commits_run(p)
+    p.set_defaults(handler=_cmd_history)
+
+
+def _cmd_history(args: argparse.Namespace) -> int:
+    check_build_timeout(args.build_timeout)
+    plan = history.make_plan(args)
+    if args.tags is not None and args.revs:
+        raise RecallError("history: give --tags or RANGE|REF..., not both")
+    if args.tags is not None:
+        commits = history.tag_commits(plan.root, args.tags)
+    elif not args.revs:
+        raise RecallError("history: give a RANGE (A..B), REFs, or --tags [PATTERN]")
+    elif history.is_range(args.revs):
+        commits = history.range_commits(plan.root, args.revs, first_parent=args.first_parent)
+    else:
+        commits = history.listed_commits(plan.root, args.revs)
+    points = history.history(plan, history.thin(commits, args.every))
+    data = history.as_json(plan, points)
+    if args.html:
+        page = history_page.render_html(data, by=args.by).encode("utf-8")
+        try:
+            write_atomic(Path(args.html), page)
+        except OSError as exc:
+            raise RecallError(f"--html {args.html}: cannot write: {exc.strerror or exc}") from None
+    if args.json:
+        sys.stdout.buffer.write(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
+    else:
+        sys.stdout.write(history_page.render(data, by=args.by, markdown=args.markdown))
+    return EXIT_OK if any(point.ok for point in points) else EXIT_FAILURE
+
+
+def _add_bisect(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("bisect", help="the first commit where a query's rank or #1 rate changed")
+    p.add_argument("--good", required=True, metavar="REF", help="a commit before the change")
+    p.add_argument("--bad", required=True, metavar="REF", help="a commit after it")
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument(
+        "--query",
+        metavar="REPO:QUERY",
+        help="bad = the query's rank differs from its rank at --good",
+    )
+    what.add_argument(
+        "--metric",
+        choices=("first_pct",),
+        help="bad = the #1 rate fell by --drop points or more from --good's",
+    )
+    p.add_argument("--drop", type=float, metavar="PTS", help="with --metric: points of #1 %%")
+    p.add_argument("--source", metavar="NAME", help="with --query: the intended name, when the "
+                   "query set has the query for several")  # fmt: skip
+    _add_commits_run(p)
+    p.set_defaults(handler=_cmd_bisect)
+
+
+def _cmd_bisect(args: argparse.Namespace) -> int:
+    check_build_timeout(args.build_timeout)
+    if args.metric and (args.drop is None or not args.drop > 0):
+        raise RecallError("--metric first_pct needs --drop PTS, above 0")
+    if args.drop is not None and not args.metric:
+        raise RecallError("--drop goes with --metric first_pct")
+    if args.source is not None and not args.query:
+        raise RecallError("--source goes with --query")
+    if args.query and not args.repo:
+        args.repo = [args.query.partition(":")[0]]
+    plan = history.make_plan(args)
+    row = bisection.query_row(plan, args.query, args.source) if args.query else None
+    if row is not None:
+        what, value = f"rank of {row.source} ({row.repo}:{row.query})", bisection.rank_of(plan, row)
+        verdict = bisection.bisect(plan, args.good, args.bad, value, lambda g, v: v != g)
+    else:
+        what, value = "#1 %", bisection.first_pct(plan)
+        verdict = bisection.bisect(
+            plan, args.good, args.bad, value, lambda g, v: g - v >= args.drop - 1e-9
+        )
+    sys.stdout.write(bisection.render(plan, verdict, what, row))
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="recall",
@@ -497,6 +642,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_explain(sub)
     _add_pin(sub)
     _add_cache(sub)
+    _add_history(sub)
+    _add_bisect(sub)
     return parser
 
 

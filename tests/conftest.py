@@ -160,3 +160,55 @@ def subsequence_bin(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Pat
         'output = "lines"\n'
     )
     return engine, script
+
+
+FZY_PATH = Path("finders", "github.com", "jhawthorn", "fzy.git")
+FZY_ENGINE = """[engine]
+build = {build}
+bin = ["{{tree}}/fzy"]
+query = ["{{bin}}", "--show-matches={{query}}"]
+stdin = "{{names}}"
+output = "lines"
+"""
+
+
+@pytest.fixture(scope="session")
+def fzy_origin(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """fzy's real repository (451 commits, tags 0.1 ... 1.1) as a bare repo git accepts:
+    the shared mirror lacks its empty refs/ folder, so a copy gets one."""
+    corpora = mirror_dir()
+    shared = [corpora.parent] if corpora else []
+    mirrors = [folder / FZY_PATH for folder in [*shared, ROOT.parent / "shared"]]
+    found = [mirror for mirror in mirrors if (mirror / "objects").is_dir()]
+    if not found:
+        pytest.skip(f"fzy's mirror is absent (looked in {', '.join(map(str, mirrors))})")
+    for tool in ("make", "cc"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"{tool} is not installed: fzy cannot be built")
+    bare = tmp_path_factory.mktemp("fzy") / "fzy.git"
+    shutil.copytree(found[0], bare, symlinks=True)
+    for folder, _dirs, files in os.walk(bare):
+        os.chmod(folder, 0o755)
+        for name in files:
+            os.chmod(os.path.join(folder, name), 0o644)
+    (bare / "refs" / "heads").mkdir(parents=True, exist_ok=True)
+    (bare / "refs" / "tags").mkdir(parents=True, exist_ok=True)
+    return bare
+
+
+def fzy_clone(origin: Path, dest: Path, build: str = '["make"]') -> Path:
+    """A clone of fzy with an uncommitted recall.toml: the engine comes from the working
+    tree, as it does for a user of --base, while each commit's archive lacks it."""
+    repo = git.Repo.clone_from(str(origin), dest)
+    with repo.config_writer() as config:
+        config.set_value("user", "name", "test")
+        config.set_value("user", "email", "test@example.com")
+    repo.close()
+    (dest / "recall.toml").write_text(FZY_ENGINE.format(build=build))
+    return dest
+
+
+@pytest.fixture(scope="session")
+def fzy(fzy_origin: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One clone of fzy shared by the tests that only read it."""
+    return fzy_clone(fzy_origin, tmp_path_factory.mktemp("fzy-clone") / "fzy")

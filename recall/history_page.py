@@ -1,0 +1,259 @@
+"""A history (history.as_json's object) as a text or Markdown table, and as one
+self-contained HTML page with SVG line charts of #1 / top 10 / MRR over commits.
+
+Works on the JSON object alone, so a saved `--json` history renders the same page. As
+the report page (html.py) does, it fetches nothing when viewed and escapes every string
+that came from a repository (subjects, tags, names), since a stranger wrote them.
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+from recall.terminal import safe_output, shown
+
+METRICS = (("first_pct", "#1 %"), ("top10_pct", "top 10 %"), ("mrr", "MRR ×100"))
+METRIC_COLORS = {"first_pct": "#08519c", "top10_pct": "#6baed6", "mrr": "#e6550d"}
+GROUP_COLORS = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d",
+                "#666666", "#1f78b4", "#b2df8a")  # fmt: skip
+CSS = """
+body { font: 14px/1.4 system-ui, sans-serif; margin: 2em; color: #222; max-width: 1200px; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 1.8em; }
+table { border-collapse: collapse; margin: .5em 0; }
+th, td { padding: 3px 8px; border-bottom: 1px solid #ddd; text-align: right; }
+th.text, td.text { text-align: left; }
+th { background: #f3f3f3; }
+.meta { color: #666; font-size: 12px; }
+.legend span { display: inline-block; width: 12px; height: 12px; margin: 0 4px 0 12px;
+               vertical-align: middle; }
+svg text { font: 11px system-ui, sans-serif; fill: #222; }
+"""
+HEAD = ["commit", "date", "subject", "#1", "top 10", "found", "MRR", "errors"]
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _name(commit: dict) -> str:
+    """The short sha, with the tags that named it."""
+    refs = commit.get("refs") or []
+    return f"{commit['short'][:7]} ({', '.join(refs)})" if refs else commit["short"][:7]
+
+
+def _cells(commit: dict, c: dict | None) -> list[str]:
+    head = [_name(commit), commit["date"][:10], commit["subject"]]
+    if commit["error"] is not None:
+        return [*head, "-", "-", "-", "-", f"failed: {commit['error']}"]
+    if c is None:
+        return [*head, "-", "-", "-", "-", "-"]
+    return [
+        *head, f"{c['first']} ({c['first_pct']:.1f}%)", f"{c['top10']} ({c['top10_pct']:.1f}%)",
+        f"{c['found']} ({c['found_pct']:.1f}%)", f"{c['mrr']:.3f}", str(c["errors"]),
+    ]  # fmt: skip
+
+
+def groups(data: dict, by: str | None) -> list[str]:
+    """The keys of --by type|repo, as the measured commits have them."""
+    if by is None:
+        return []
+    keys: dict[str, None] = {}
+    for commit in data["commits"]:
+        keys.update(dict.fromkeys(commit.get(f"by_{by}", {})))
+    return sorted(keys)
+
+
+def render(data: dict, *, by: str | None = None, markdown: bool = False) -> str:
+    """The history table (all rows together), then one per type or repo with --by."""
+    out = [f"recall history: {_count(len(data['commits']), 'commit')} of {data['finder']}, "
+           f"{data['sourced']} sourced queries ({', '.join(data['repos'])}; "
+           f"{', '.join(data['types'])}), engine {data['engine']['source']}", ""]  # fmt: skip
+    for key in [None, *groups(data, by)]:
+        if key is not None:
+            out += [f"## {by} {key}" if markdown else f"{by} {key}:", ""]
+        body = [
+            _cells(commit, commit if key is None else commit.get(f"by_{by}", {}).get(key))
+            for commit in data["commits"]
+        ]
+        out += [*_table(body, markdown), ""]
+    failed = sum(1 for commit in data["commits"] if commit["error"] is not None)
+    if failed:
+        out.append(f"{failed} of {_count(len(data['commits']), 'commit')} could not be measured")
+    return safe_output("\n".join(out).rstrip("\n") + "\n")
+
+
+def _table(body: list[list[str]], markdown: bool) -> list[str]:
+    if markdown:
+
+        def cell(text: str) -> str:
+            return shown(text).replace("|", "\\|")
+
+        lines = ["| " + " | ".join(HEAD) + " |",
+                 "|" + "|".join(["---"] * 3 + ["---:"] * 5) + "|"]  # fmt: skip
+        return lines + ["| " + " | ".join(cell(c) for c in row) + " |" for row in body]
+    rows = [HEAD, *([shown(c) for c in row] for row in body)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(HEAD))]
+    widths[2] = min(widths[2], 40)
+
+    def line(row: list[str]) -> str:
+        cells = [c[:40] if i == 2 else c for i, c in enumerate(row)]
+        return "  ".join(
+            c.ljust(w) if i < 3 else c.rjust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ).rstrip()
+
+    return [line(row) for row in rows]
+
+
+# The page ------------------------------------------------------------------------------
+
+
+def _e(value: object) -> str:
+    return escape(str(value), quote=True)
+
+
+def _value(c: dict | None, metric: str) -> float | None:
+    if c is None or not c.get("n"):
+        return None
+    return c[metric] * 100 if metric == "mrr" else c[metric]
+
+
+Series = list[tuple[str, str, list[float | None]]]
+
+
+def chart(commits: list[dict], series: Series, title: str) -> str:
+    """One SVG line chart, 0 to 100 on y, one x step per commit. Each series is (label,
+    colour, values); a None value (a commit that failed, or has no such rows) is a gap:
+    the line stops at the point before and starts again after. Every point is a link to
+    its commit when the commit has a url, else it carries the sha as its title."""
+    left, right, top, plot_h, bottom = 44, 100, 24, 240, 90  # right: the last tilted label
+    step = 56 if len(commits) < 25 else max(8, 1400 // max(1, len(commits)))
+    plot_w = step * max(1, len(commits) - 1)
+    width, height = left + plot_w + right, top + plot_h + bottom
+
+    def x(i: int) -> float:
+        return left + (step * i if len(commits) > 1 else plot_w / 2)
+
+    def y(v: float) -> float:
+        return top + plot_h * (1 - v / 100)
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="{_e(title)}">',
+        f'<rect x="0" y="0" width="{width}" height="{height}" fill="#ffffff"/>',
+        f'<text x="{left}" y="14">{_e(title)}</text>',
+    ]
+    for tick in (0, 25, 50, 75, 100):
+        parts.append(
+            f'<line x1="{left}" y1="{y(tick):.1f}" x2="{left + plot_w}" y2="{y(tick):.1f}" '
+            f'stroke="#e5e5e5"/><text x="{left - 6}" y="{y(tick) + 4:.1f}" '
+            f'text-anchor="end">{tick}</text>'
+        )
+    for i, commit in enumerate(commits):
+        label = _name(commit)
+        cx = x(i)
+        parts.append(
+            f'<text transform="translate({cx:.1f},{top + plot_h + 10}) rotate(45)" '
+            f'font-size="10">{_e(label)}</text>'
+        )
+        if commit["error"] is not None:
+            parts.append(
+                f'<text x="{cx:.1f}" y="{top + plot_h - 4}" text-anchor="middle" fill="#999">'
+                f"×<title>{_e(commit['sha'])}: {_e(commit['error'])}</title></text>"
+            )
+    for label, color, values in series:
+        segments: list[list[tuple[float, float]]] = [[]]
+        for i, v in enumerate(values):
+            if v is None:
+                segments.append([])
+            else:
+                segments[-1].append((x(i), y(v)))
+        for seg in segments:
+            if len(seg) > 1:
+                points = " ".join(f"{px:.1f},{py:.1f}" for px, py in seg)
+                parts.append(
+                    f'<polyline points="{points}" fill="none" stroke="{color}" '
+                    f'stroke-width="2" data-series="{_e(label)}"/>'
+                )
+        for i, v in enumerate(values):
+            if v is None:
+                continue
+            commit = commits[i]
+            tip = f"{commit['sha']} {commit['subject']}: {label} {v:.1f}"
+            dot = (
+                f'<circle cx="{x(i):.1f}" cy="{y(v):.1f}" r="3.5" fill="{color}">'
+                f"<title>{_e(tip)}</title></circle>"
+            )
+            if commit.get("url"):
+                dot = f'<a href="{_e(commit["url"])}">{dot}</a>'
+            parts.append(dot)
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _legend(items: list[tuple[str, str]]) -> str:
+    spans = "".join(f'<span style="background:{color}"></span>{_e(t)}' for t, color in items)
+    return f'<p class="legend">{spans}</p>'
+
+
+def charts(data: dict, by: str | None) -> str:
+    """Without --by: one chart, a line per metric. With --by: a chart per metric, a line
+    per type or repo."""
+    commits = data["commits"]
+    keys = groups(data, by)
+    if not keys:
+        series = [
+            (name, METRIC_COLORS[metric], [_value(c, metric) for c in commits])
+            for metric, name in METRICS
+        ]
+        legend = _legend([(name, color) for name, color, _values in series])
+        return legend + chart(commits, series, "all sourced queries")
+    out = []
+    colors = {key: GROUP_COLORS[i % len(GROUP_COLORS)] for i, key in enumerate(keys)}
+    for metric, name in METRICS:
+        series = [
+            (key, colors[key], [_value(c.get(f"by_{by}", {}).get(key), metric) for c in commits])
+            for key in keys
+        ]
+        out.append(f"<h2>{_e(name)} by {_e(by)}</h2>")
+        out.append(_legend([(key, colors[key]) for key in keys]))
+        out.append(chart(commits, series, f"{name} by {by}"))
+    return "".join(out)
+
+
+def _html_table(data: dict) -> str:
+    out = ["<table><tr>", *(f'<th class="text">{_e(h)}</th>' if i < 3 else f"<th>{_e(h)}</th>"
+                            for i, h in enumerate(HEAD)), "</tr>"]  # fmt: skip
+    for commit in data["commits"]:
+        cells = _cells(commit, commit)
+        name = _e(cells[0])
+        if commit.get("url"):
+            name = f'<a href="{_e(commit["url"])}">{name}</a>'
+        else:
+            name = f'<span title="{_e(commit["sha"])}">{name}</span>'
+        out.append(f'<tr><td class="text">{name}</td>')
+        out += [f'<td class="text">{_e(c)}</td>' for c in cells[1:3]]
+        out += [f"<td>{_e(c)}</td>" for c in cells[3:]]
+        out.append("</tr>")
+    out.append("</table>")
+    return "".join(out)
+
+
+def render_html(data: dict, *, by: str | None = None) -> str:
+    """The whole page: what was measured, the charts, the table."""
+    engine = data["engine"]["source"]
+    return "\n".join([
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>recall history: {_count(len(data['commits']), 'commit')}</title>",
+        f"<style>{CSS}</style></head><body>",
+        f"<h1>recall history: {_count(len(data['commits']), 'commit')}</h1>",
+        f'<p class="meta">finder {_e(data["finder"])} · engine {_e(engine)} · '
+        f"{_e(data['sourced'])} sourced queries ({_e(', '.join(data['repos']))}; "
+        f"{_e(', '.join(data['types']))})</p>",
+        charts(data, by),
+        "<h2>Commits</h2>",
+        _html_table(data),
+        "</body></html>\n",
+    ])  # fmt: skip
