@@ -40,6 +40,7 @@ class Peer:
     preset: str
     note: str
     bin: str | None = None
+    package: str | None = None  # the PyPI distribution a library peer runs
 
 
 def iterfzf_fzf() -> str | None:
@@ -59,8 +60,36 @@ def default_peers() -> list[Peer]:
         Peer("fzf (Debian)", "fzf", "default scheme, one process per query"),
         Peer("fzf (iterfzf)", "fzf", "the binary inside the iterfzf wheel", bundled),
         Peer("fzy", "fzy", "one process per query"),
-        Peer("frizbee", "frizbee", "`max_typos=0`, other options frizbee's defaults"),
-        Peer("frizbee typo", "frizbee-typo", "`max_typos=1`, other options frizbee's defaults"),
+        Peer(
+            "frizbee",
+            "frizbee",
+            "`max_typos=0`, other options frizbee's defaults",
+            package="frizbee",
+        ),
+        Peer(
+            "frizbee typo",
+            "frizbee-typo",
+            "`max_typos=1`, other options frizbee's defaults",
+            package="frizbee",
+        ),
+        Peer(
+            "RapidFuzz",
+            "rapidfuzz",
+            "`process.extract`, its defaults (scorer `WRatio`, no processor)",
+            package="rapidfuzz",
+        ),
+        Peer(
+            "RapidFuzz partial",
+            "rapidfuzz-partial",
+            "`process.extract`, scorer `fuzz.partial_ratio`",
+            package="rapidfuzz",
+        ),
+        Peer(
+            "thefuzz",
+            "thefuzz",
+            "`process.extract`, its defaults (`WRatio`, `full_process`)",
+            package="thefuzz",
+        ),
     ]
 
 
@@ -81,8 +110,8 @@ def finder_version(peer: Peer, engine: Engine, root: Path) -> str:
         with git.Repo(root) as repo:
             dirty = " with uncommitted changes" if repo.is_dirty() else ""
             return f"recall commit {repo.head.commit.hexsha[:12]}{dirty}"
-    if peer.preset.startswith("frizbee"):
-        return f"frizbee {importlib.metadata.version('frizbee')} (PyPI)"
+    if peer.package:
+        return f"{peer.package} {importlib.metadata.version(peer.package)} (PyPI)"
     program = peer.bin or shutil.which(engine.bin[0]) or engine.bin[0]
     line = _first_line([program, "--version"])
     name = Path(program).name

@@ -85,11 +85,3 @@ def test_frizbee_presets_on_gin_typo_mode_finds_the_typo_queries(real_cache, gin
     assert typo["by_type"]["typo"]["first_pct"] > 50
     assert strict["by_type"]["abbr3"]["first_pct"] > 50
     assert strict["by_type"]["abbr3"]["first"] == typo["by_type"]["abbr3"]["first"]
-
-
-def test_names_are_split_on_newlines_only(tmp_path):
-    from recall.peers.frizbee import read_names
-
-    path = tmp_path / "names.txt"
-    path.write_text("odd\u2028name\nplain\n\n", encoding="utf-8")
-    assert read_names(path) == ["odd\u2028name", "plain"]

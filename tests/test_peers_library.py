@@ -1,0 +1,206 @@
+"""kind = "python": the library worker as a real process, the engine table it is made
+from, and the RapidFuzz and thefuzz presets on gin checked against the libraries called
+directly."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, run_recall
+
+from recall.engine import load_preset, parse_engine
+from recall.errors import RecallError
+from recall.peers.library import read_names
+from recall.symbols import checkout_symbols, distinct_names
+
+NAMES = ["TestFloatLimits", "foo_bar", "test_float_limits", "tesla"]
+
+
+def _worker(
+    tmp_path: Path, *args: str, stdin: str = "", path: str = ""
+) -> subprocess.CompletedProcess:
+    names = tmp_path / "names.txt"
+    names.write_text("".join(f"{n}\n" for n in NAMES))
+    return subprocess.run(
+        [sys.executable, "-P", "-m", "recall.peers.library", "--names", str(names), *args],
+        input=stdin, capture_output=True, text=True, timeout=60,
+        env={"PYTHONPATH": f"{ROOT}:{path}" if path else str(ROOT)},
+    )  # fmt: skip
+
+
+def _request(query: str, limit: int = 0, **extra: object) -> str:
+    return json.dumps({**extra, "query": query, "limit": limit}) + "\n"
+
+
+def test_the_worker_answers_as_rapidfuzz_does_with_ids_and_limits(tmp_path):
+    from rapidfuzz import process
+
+    stdin = _request("tesflolim", id=0) + _request("fobar", 2, id=1) + _request("tes", 1)
+    proc = _worker(tmp_path, "--callable", "rapidfuzz.process:extract", stdin=stdin)
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    expected = [
+        [hit[0] for hit in process.extract(q, NAMES, limit=limit)]
+        for q, limit in [("tesflolim", None), ("fobar", 2), ("tes", 1)]
+    ]
+    assert [line["id"] for line in lines[:2]] == [0, 1]
+    assert [row["name"] for row in lines[0]["results"]] == expected[0]
+    assert [row["name"] for row in lines[1]["results"]] == expected[1]
+    assert [row["name"] for row in lines[2]] == expected[2]  # no id: the bare list
+
+
+def test_options_pass_keyword_arguments_and_a_callable_table_names_an_object(tmp_path):
+    from rapidfuzz import fuzz, process
+
+    options = json.dumps({"scorer": {"callable": "rapidfuzz.fuzz:partial_ratio"}})
+    proc = _worker(tmp_path, "--callable", "rapidfuzz.process:extract", "--options", options,
+                   "--query", "flo", "--limit", "2")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    expected = process.extract("flo", NAMES, scorer=fuzz.partial_ratio, limit=2)
+    assert json.loads(proc.stdout) == [{"name": hit[0]} for hit in expected]
+
+
+FLAKY_LIBRARY = """
+def find(query, names, limit=None):
+    if query == "boom":
+        raise RuntimeError("the library fell over")
+    if query == "odd":
+        return [3]
+    hits = [{"name": n, "file": "f.py", "line": 7} for n in names if n.startswith(query)]
+    return hits[:limit] if limit else hits
+"""
+
+
+def test_a_failing_call_or_a_bad_hit_is_that_query_s_error_and_the_worker_goes_on(tmp_path):
+    (tmp_path / "flaky.py").write_text(FLAKY_LIBRARY)
+    stdin = _request("boom", id=0) + _request("odd", id=1) + "not json\n" + _request("tesl", id=2)
+    proc = _worker(tmp_path, "--callable", "flaky:find", stdin=stdin, path=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert lines[0] == {"id": 0, "error": "RuntimeError: the library fell over"}
+    assert lines[1]["id"] == 1 and "a hit must be a name" in lines[1]["error"]
+    assert "bad request" in lines[2]["error"]
+    assert lines[3] == {"id": 2, "results": [{"name": "tesla", "file": "f.py", "line": 7}]}
+
+
+@pytest.mark.parametrize(
+    "target", ["nosuch_module_zz:find", "rapidfuzz.process:no_such_function", "rapidfuzz"]
+)
+def test_a_callable_that_cannot_be_loaded_is_one_line_on_stderr_and_exit_2(tmp_path, target):
+    proc = _worker(tmp_path, "--callable", target, stdin=_request("tes"))
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert proc.stderr.startswith(f"library worker: cannot load {target}: ")
+    assert len(proc.stderr.splitlines()) == 1
+
+
+def test_names_are_split_on_newlines_only(tmp_path):
+    path = tmp_path / "names.txt"
+    path.write_text("odd\u2028name\nplain\n\n", encoding="utf-8")
+    assert read_names(path) == ["odd\u2028name", "plain"]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "needs callable"),
+        ('callable = "rapidfuzz.process"', "needs callable"),
+        ("callable = 3", "needs callable"),
+        ('callable = "a:b"\nbin = ["x"]', "unknown key 'bin' for kind 'python'"),
+        ('callable = "a:b"\noptions = 3', "options must be a table"),
+        ('callable = "a:b"\nenv = "X=1"', "env must be a table"),
+    ],
+)
+def test_a_python_engine_table_that_cannot_run_names_the_key(text, message):
+    with pytest.raises(RecallError, match=message):
+        parse_engine(f'[engine]\nkind = "python"\n{text}\n'.encode(), "lib.toml")
+
+
+def test_a_python_engine_runs_the_worker_of_the_tree_under_test():
+    engine = load_preset("rapidfuzz")
+    assert engine.kind == "python"
+    assert engine.bin == ("{python}", "-P", "-m", "recall.peers.library")
+    assert dict(engine.env)["PYTHONPATH"] == "{tree}"
+    assert "--callable" in engine.batch and "rapidfuzz.process:extract" in engine.batch
+
+
+def _direct(preset: str):
+    """The library call each preset makes, made here without the harness."""
+    from rapidfuzz import fuzz, process
+
+    if preset == "rapidfuzz":
+        return lambda q, names: process.extract(q, names, limit=None)
+    if preset == "rapidfuzz-partial":
+        return lambda q, names: process.extract(q, names, scorer=fuzz.partial_ratio, limit=None)
+    thefuzz_process = pytest.importorskip("thefuzz.process")
+    return lambda q, names: thefuzz_process.extract(q, names, limit=None)
+
+
+@pytest.mark.parametrize("preset", ["rapidfuzz", "rapidfuzz-partial", "thefuzz"])
+def test_each_library_preset_on_gin_ranks_as_the_library_called_directly(
+    preset, real_cache, gin, tmp_path
+):
+    call = _direct(preset)
+    saved = tmp_path / "saved.json"
+    proc = run_recall(
+        "--engine", preset, "--repo", "gin", "--type", "abbr3", "--type", "typo",
+        "--cache", str(real_cache), "--save", str(saved), "--no-regress",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    document = json.loads(saved.read_text())
+    results = document["runs"][-1]["results"]
+    names = tuple(distinct_names(checkout_symbols(gin, real_cache)))
+    assert len(results) == len(document["rows"]) > 150
+    for (_repo, query, _type, source), (rank, top, error) in zip(
+        document["rows"], results, strict=True
+    ):
+        hits = [hit[0] for hit in call(query, names)]
+        assert error is None
+        assert rank == hits.index(source) + 1, query
+        assert [row[0] for row in top] == hits[:10], query
+
+
+DYING_LIBRARY = """
+import os
+
+def find(query, names, limit=None):
+    if query.startswith("t"):
+        os._exit(3)
+    return [n for n in names if n.lower().startswith(query[:1])][: limit or None]
+"""
+
+
+def _library_engine(tmp_path: Path, target: str) -> Path:
+    (tmp_path / "dying.py").write_text(DYING_LIBRARY)
+    engine = tmp_path / "engine.toml"
+    engine.write_text(
+        f'[engine]\nkind = "python"\ncallable = "{target}"\n'
+        f'env = {{ PYTHONPATH = "{{tree}}:{tmp_path}" }}\n'
+    )
+    return engine
+
+
+def test_a_library_that_kills_its_worker_costs_the_query_in_flight_only(real_cache, gin, tmp_path):
+    engine = _library_engine(tmp_path, "dying:find")
+    proc = run_recall(
+        "--engine", str(engine), "--repo", "gin", "--type", "abbr3",
+        "--cache", str(real_cache), "--json", "--no-regress",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    run = json.loads(proc.stdout)["runs"][0]
+    queries = [row["query"] for row in run["error_rows"]]
+    assert queries and all(q.startswith("t") for q in queries)
+    assert all(row["error"].startswith("exit 3") for row in run["error_rows"])
+    assert run["found"] > 0  # the restarted worker answered the queries after each death
+
+
+def test_a_library_that_cannot_be_imported_is_exit_2_naming_it(real_cache, gin, tmp_path):
+    engine = _library_engine(tmp_path, "nosuchmod_zz:find")
+    proc = run_recall(
+        "--engine", str(engine), "--repo", "gin", "--type", "abbr3",
+        "--cache", str(real_cache), "--no-regress",
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert "cannot load nosuchmod_zz:find: No module named 'nosuchmod_zz'" in proc.stderr
