@@ -21,7 +21,7 @@ from pathlib import Path
 
 from recall.corpus import MARKER, Pin, read_marker, try_exclusive, use_lock
 
-KINDS = ("corpora", "builds", "interpreters", "symbols", "results")
+KINDS = ("corpora", "builds", "interpreters", "symbols", "results", "ceilings")
 DAY_S = 86400.0
 LEFTOVER = (".tmp-", ".trash-")  # folders a killed fetch, build or prune left behind
 

@@ -250,3 +250,51 @@ def ceilings(
         for axis, key in keys.items():
             groups[axis].setdefault(key, []).append(chances)
     return {axis: {key: ceiling(v) for key, v in by.items()} for axis, by in groups.items()}
+
+
+def summary(
+    rows: list[QueryRow], per_row: dict[QueryRow, RowCeiling], languages: dict[str, str]
+) -> dict:
+    """The ceiling as a report holds it: overall and by type, repo and language, each
+    with its expected counts at best (fractions: sums of chances) and their percentages."""
+
+    def cell(c: Ceiling) -> dict:
+        return {
+            "n": c.n,
+            "first": round(c.first, 2),
+            "top10": round(c.top10, 2),
+            "first_pct": round(c.first_pct, 1),
+            "top10_pct": round(c.top10_pct, 1),
+        }
+
+    by = ceilings(rows, per_row, languages)
+    out: dict = cell(by["all"]["all"]) if by["all"] else cell(Ceiling(0, 0.0, 0.0))
+    for axis in ("type", "repo", "language"):
+        out[f"by_{axis}"] = {key: cell(c) for key, c in by[axis].items()}
+    return out
+
+
+def encode_rows(rows: list[QueryRow], per_row: dict[QueryRow, RowCeiling]) -> list:
+    """Per-row chances in row order, for the cache: [k, first, top10] or None."""
+    return [
+        [c.k, c.first, c.top10] if (c := per_row.get(row)) is not None else None for row in rows
+    ]
+
+
+def decode_rows(rows: list[QueryRow], data: object) -> dict[QueryRow, RowCeiling] | None:
+    """The cache's per-row chances back, or None when they do not fit these rows."""
+    if not isinstance(data, list) or len(data) != len(rows):
+        return None
+    out: dict[QueryRow, RowCeiling] = {}
+    for row, item in zip(rows, data, strict=True):
+        if item is None:
+            continue
+        if not (
+            isinstance(item, list)
+            and len(item) == 3
+            and isinstance(item[0], int)
+            and all(isinstance(x, float) for x in item[1:])
+        ):
+            return None
+        out[row] = RowCeiling(item[0], item[1], item[2])
+    return out

@@ -63,14 +63,25 @@ def _pct(c: dict, key: str) -> str:
     return f"{c[key]} ({c[key + '_pct']:.1f}%)"
 
 
-def _headline(runs: list[dict]) -> str:
+def _headline(runs: list[dict], ceiling: dict | None) -> str:
     head = ["binary", "n", "#1", "top 10", "found", "MRR", "errors", "index s", "query s"]
-    rows = [
+    rows: list[list[object]] = [
         [run["label"], run["n"], _pct(run, "first"), _pct(run, "top10"), _pct(run, "found"),
          f"{run['mrr']:.3f}", run["errors"], f"{run['index_s']:.1f}", f"{run['query_s']:.1f}"]
         for run in runs
     ]  # fmt: skip
+    if ceiling:
+        rows.append(["ceiling", ceiling["n"], f"{ceiling['first_pct']:.1f}%",
+                     f"{ceiling['top10_pct']:.1f}%", "-", "-", "-", "-", "-"])  # fmt: skip
     return _table(head, rows)
+
+
+def _ceiling_table(title: str, by: dict) -> str:
+    """The best expected #1 and top 10 per group: several names can make one query."""
+    rows = [
+        [key, c["n"], f"{c['first_pct']:.1f}%", f"{c['top10_pct']:.1f}%"] for key, c in by.items()
+    ]
+    return _table([title, "n", "ceiling #1", "ceiling top 10"], rows)
 
 
 def _table(head: list[str], rows: list[list[object]], text: frozenset[int] = frozenset({0})) -> str:
@@ -211,10 +222,12 @@ def render_html(report: dict) -> str:
         f"Python {_e(meta.get('python', ''))} · ctags {_e(meta.get('ctags', ''))} · "
         f"queries sha256 {_e(str(meta.get('queries_sha256', ''))[:12])}</p>",
         "<h2>Headline</h2>",
-        _headline(runs),
+        _headline(runs, report.get("ceiling")),
     ]
     for group, title in (("by_type", "type"), ("by_language", "language"), ("by_repo", "repo")):
         out += [f"<h2>By {_e(title)}</h2>", _legend(), bars(runs, group)]
+        if report.get("ceiling"):
+            out.append(_ceiling_table(title, report["ceiling"][group]))
     d = report.get("diff")
     if d:
         out += [

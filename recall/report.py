@@ -242,6 +242,39 @@ def _column_cell(c: dict) -> str:
     return f"{c['first_pct']:.1f} / {c['top10_pct']:.1f} / {c['found_pct']:.1f} / {c['mrr']:.3f}"
 
 
+CEILING_CELL = "ceiling #1% / top 10%"
+
+
+def _ceiling_cells(c: dict) -> list[str]:
+    """The ceiling as a row of the binaries' table: expected counts at best, no MRR."""
+    return [
+        f"{c['n']}",
+        f"{c['first']:.1f} ({c['first_pct']:.1f}%)",
+        f"{c['top10']:.1f} ({c['top10_pct']:.1f}%)",
+        "-", "-", "-", "-",
+    ]  # fmt: skip
+
+
+def _ceiling_cell(c: dict | None) -> str:
+    return f"{c['first_pct']:.1f} / {c['top10_pct']:.1f}" if c else "-"
+
+
+def _ceiling_note(c: dict, runs: list[dict]) -> list[str]:
+    """What the row means, and each binary's distance to it in points."""
+    gaps = ", ".join(
+        f"{run['label']} {c['first_pct'] - run['first_pct']:.1f} / "
+        f"{c['top10_pct'] - run['top10_pct']:.1f}"
+        if run["n"] == c["n"]
+        else f"{run['label']} not comparable (the ceiling covers {c['n']} of its {run['n']})"
+        for run in runs
+    )
+    return [
+        "ceiling: the best #1 and top 10 any finder can expect, since several names can make "
+        "one query (docs/queries.md)",
+        f"points below it (#1 / top 10): {gaps}",
+    ]
+
+
 def render(report: dict, *, markdown: bool = False, show_misses: list[dict] | None = None) -> str:
     """The report as text or Markdown; in text, each lost row of a diff that carries
     `explain_flags` is followed by the `recall explain` command that looks at it."""
@@ -252,23 +285,42 @@ def render(report: dict, *, markdown: bool = False, show_misses: list[dict] | No
         [run["label"], *_cells(run), f"{run['index_s']:.1f}", f"{run['query_s']:.1f}"]
         for run in runs
     ]
+    top = report.get("ceiling")
+    if top:
+        body.append(["ceiling", *_ceiling_cells(top), "-", "-"])
     out += _table(["binary", *METRIC_HEADER, "index s", "query s"], body, markdown)
+    if top:
+        out += ["", *_ceiling_note(top, runs)]
     for run in runs:
         if run.get("cached"):
             out += ["", f"{run['label']}: results reused, not run now (times are from then)"]
     for group, title in (("by_type", "type"), ("by_repo", "repo"), ("by_language", "language")):
         out += _heading(f"By {title}", markdown)
         keys = [k for k in runs[0][group] if runs[0][group][k]["n"]]  # hand rows: churn only
+        bound = top[group] if top else None
         if len(runs) == 1:
             body = [[key, *_cells(runs[0][group][key])] for key in keys]
-            out += _table([title, *METRIC_HEADER], body, markdown)
+            header = [title, *METRIC_HEADER]
+            if bound is not None:
+                body = [
+                    [*row, _ceiling_cell(bound.get(key))]
+                    for row, key in zip(body, keys, strict=True)
+                ]
+                header.append(CEILING_CELL)
+            out += _table(header, body, markdown)
             continue
         out += [f"each cell: {COLUMN_CELL}", ""] if markdown else [f"each cell: {COLUMN_CELL}"]
         body = [
             [key, str(runs[0][group][key]["n"]), *(_column_cell(run[group][key]) for run in runs)]
             for key in keys
         ]
-        out += _table([title, "n", *(run["label"] for run in runs)], body, markdown)
+        header = [title, "n", *(run["label"] for run in runs)]
+        if bound is not None:
+            body = [
+                [*row, _ceiling_cell(bound.get(key))] for row, key in zip(body, keys, strict=True)
+            ]
+            header.append(CEILING_CELL)
+        out += _table(header, body, markdown)
     for run in runs:
         if run.get("dirtied"):
             out.append(

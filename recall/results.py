@@ -251,9 +251,24 @@ def render_results(entries: list[dict], host: dict[str, str]) -> str:
             _count(run, "found"), f"{run['mrr']:.3f}", str(run["errors"]),
             f"{latency_ms(entry['report']):.2f}", f"{run['index_s']:.1f}",
         ])  # fmt: skip
+    bound = first.get("ceiling")
+    if bound:
+        body.append([
+            "ceiling", str(bound["n"]), f"{bound['first']:.1f} ({bound['first_pct']:.1f}%)",
+            f"{bound['top10']:.1f} ({bound['top10_pct']:.1f}%)", "-", "-", "-", "-", "-",
+        ])  # fmt: skip
     out += _table(
         ["finder", "n", "#1", "top 10", "found", "MRR", "errors", "ms / query", "index s"], body
     )
+    if bound:
+        out += [
+            "",
+            "ceiling is the best #1 and top 10 any finder can expect from these queries: "
+            "several names can make one query (`tstcnt` from `test_count` and "
+            "`TestContent`), and given only the query, a finder can at best rank the likeliest "
+            "of them first (docs/queries.md). It is computed from the recipes over every "
+            "name of each corpus, with no finder involved.",
+        ]
     out += [
         "",
         "ms / query is the time per query: the run's `query_s` (wall time of the query "
@@ -274,7 +289,11 @@ def render_results(entries: list[dict], host: dict[str, str]) -> str:
                 cells.append(f"{c['first_pct']:.1f} / {c['top10_pct']:.1f} / {c['found_pct']:.1f}")
             n = str(first["runs"][0][group][key]["n"])
             body.append([key, n, *cells, _best(entries, group, key)])
-        out += _table([title, "n", *labels, "best peer (#1)"], body)
+            if bound:
+                c = bound[group].get(key)
+                body[-1].append(f"{c['first_pct']:.1f} / {c['top10_pct']:.1f}" if c else "-")
+        ceiling_column = ["ceiling (#1 / top 10)"] if bound else []
+        out += _table([title, "n", *labels, "best peer (#1)", *ceiling_column], body)
         out += ["", f"## By {title}: MRR", ""]
         body = [
             [key, *(f"{e['report']['runs'][0][group][key]['mrr']:.3f}" for e in entries)]

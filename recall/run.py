@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import hashlib
 import platform
@@ -17,7 +18,7 @@ from pathlib import Path
 import git
 import orjson
 
-from recall import __version__
+from recall import __version__, ceiling, derive
 from recall.accept import apply_accepted, read_accepted
 from recall.bench import run_bench
 from recall.build import base_binary, check_build_timeout, finder_root, run_build, with_bin
@@ -48,7 +49,7 @@ from recall.saved import (
     save_runs,
     store_run,
 )
-from recall.symbols import ctags_version, write_atomic
+from recall.symbols import checkout_symbols, ctags_version, write_atomic
 
 DEFAULT_REGRESS = "regress.tsv"
 MAX_TIMEOUT_S = 86400.0  # a day: poll() and time_t overflow long before inf
@@ -149,6 +150,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     diffs = [_diff(rows, cases, measured[0], m, accepted) for m in measured[1:]] if has_base else []
     meta = _meta(engine, corpus_path, queries_path)
     report = build_report(meta, pins, rows, [m.run for m in measured], diffs)
+    report["ceiling"] = query_set_ceiling(rows, pins, cache, mirror, corpora)
     if cases or skipped:
         report["regress"] = {"file": args.regress or DEFAULT_REGRESS, "cases": len(cases)}
         report["regress"]["skipped"] = skipped
@@ -349,6 +351,35 @@ def check_sources(
             raise RecallError(
                 f"{path}:{line}: source {row.source!r} is not a name of {row.repo} at its pin"
             )
+
+
+def query_set_ceiling(
+    rows: list[QueryRow], pins: dict[str, Pin], cache: Path, mirror: Path | None,
+    corpora: dict[str, Corpus],
+) -> dict:  # fmt: skip
+    """The best #1 and top 10 any finder can expect on these rows (recall/ceiling.py). It
+    depends on the pins, the rows and the recipes alone, so it is kept in the cache under
+    those and the code of the recipes, and a run from the results cache needs no corpus."""
+    code = hashlib.sha256()
+    for module in (ceiling, derive):
+        code.update(Path(module.__file__ or "").read_bytes())
+    key = {"data": data_key(pins, rows), "code": code.hexdigest()}
+    digest = hashlib.sha256(orjson.dumps(key, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    path = cache / "ceilings" / f"{digest}.json"
+    per_row = None
+    with contextlib.suppress(OSError, orjson.JSONDecodeError):  # absent or torn: made anew
+        per_row = ceiling.decode_rows(rows, orjson.loads(path.read_bytes()))
+    if per_row is None:
+        _fetch_corpora(rows, pins, cache, mirror, corpora)
+        sources = {
+            repo: derive.name_source(
+                checkout_symbols(corpora[repo].checkout, cache), pins[repo].language
+            )
+            for repo in dict.fromkeys(row.repo for row in rows)
+        }
+        per_row = ceiling.row_ceilings(rows, sources)
+        write_atomic(path, orjson.dumps(ceiling.encode_rows(rows, per_row)))
+    return ceiling.summary(rows, per_row, {name: pin.language for name, pin in pins.items()})
 
 
 def _fetch_corpora(rows, pins, cache, mirror, corpora: dict[str, Corpus]) -> None:  # type: ignore[no-untyped-def]

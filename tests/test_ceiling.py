@@ -120,3 +120,34 @@ def test_ceiling_sums_the_chances_of_its_rows():
     by = ceilings(queries, dict(zip(queries, rows[:2], strict=True)), {"r": "ruby"})
     assert by["language"]["ruby"].first == pytest.approx(1.5)
     assert by["type"]["abbr3"].top10_pct == pytest.approx(100.0)
+
+
+def test_the_report_s_ceiling_row_is_the_query_set_s_and_its_cache_is_never_trusted_torn(
+    real_cache, gin_source, tmp_path
+):
+    import json
+
+    from conftest import ROOT, run_recall
+
+    from recall.corpus import load_pins
+    from recall.queryset import read_queries, select
+
+    def report() -> dict:
+        flags = ("--repo", "gin", "--type", "abbr3", "--type", "typo", "--no-regress")
+        proc = run_recall(*flags, "--cache", str(real_cache), "--json")
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)["ceiling"]
+
+    pins = load_pins(ROOT / "corpus.json")
+    rows = select(read_queries(ROOT / "queries.tsv", set(pins)), ["gin"], ["abbr3", "typo"])
+    expected = ceilings(rows, row_ceilings(rows, {"gin": gin_source}), {"gin": "go"})
+    for old in (real_cache / "ceilings").glob("*.json"):  # other tests' selections
+        old.unlink()
+    first = report()
+    assert first["n"] == expected["all"]["all"].n == len(rows)
+    assert first["first"] == round(expected["all"]["all"].first, 2)
+    assert first["by_type"]["typo"]["top10_pct"] == round(expected["type"]["typo"].top10_pct, 1)
+    [stored] = (real_cache / "ceilings").glob("*.json")  # one per rows, pins and recipes
+    stored.write_bytes(stored.read_bytes()[:10])
+    assert report() == first
+    assert json.loads(stored.read_bytes())  # made anew, whole

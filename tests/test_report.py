@@ -4,6 +4,8 @@ from pathlib import Path
 import pytest
 
 from recall.accept import apply_accepted
+from recall.ceiling import RowCeiling
+from recall.ceiling import summary as ceiling_summary
 from recall.corpus import Pin
 from recall.measure import Hit, QueryResult, RunResult, rank_by_name
 from recall.queryset import QueryRow
@@ -92,6 +94,10 @@ def _golden_report() -> dict:
     cases = [Case("gin", "ctx", r"^Gin1\.go:7 Gin1$"), Case("flask", "app", "!_test")]
     d["regress_broken"] = broken(cases, [base[1], base[5]], [new[0], new[5]])
     report = build_report({}, PINS, rows, runs, [d])
+    chances = [RowCeiling(1, 1.0, 1.0), RowCeiling(2, 0.5, 1.0), RowCeiling(12, 0.25, 0.9)]
+    per_row = {row: chances[i % 3] for i, row in enumerate(rows[:-1])}
+    languages = {name: pin.language for name, pin in PINS.items()}
+    report["ceiling"] = ceiling_summary(rows, per_row, languages)
     report["regress"] = {"file": "regress.tsv", "cases": len(cases)}
     for summary, results in zip(
         report["runs"], ([base[1], base[5]], [new[0], new[5]]), strict=True
@@ -120,3 +126,12 @@ def test_text_report_prints_a_pasteable_explain_line_under_each_lost_row():
     assert "  recall explain 'it'\"'\"'s' --repo gin --base main" in text.splitlines()
     assert "recall explain 'q1'" not in text and "recall explain q1" not in text
     assert "recall explain" not in render(report, markdown=True)
+
+
+def test_the_distance_to_a_ceiling_over_other_rows_is_not_shown_as_a_number():
+    report = _golden_report()
+    rows = [QueryRow("gin", "gi0", "abbr3", "Gin0")]
+    report["ceiling"] = ceiling_summary(rows, {rows[0]: RowCeiling(2, 0.5, 1.0)}, {"gin": "go"})
+    text = render(report)
+    assert "candidate not comparable (the ceiling covers 1 of its 10)" in text
+    assert any(line.split()[:3] == ["ceiling", "1", "0.5"] for line in text.splitlines())

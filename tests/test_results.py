@@ -185,3 +185,19 @@ def test_results_command_writes_the_page_and_rerenders_it_byte_identically(tmp_p
     missing = results("--render-only", "--out", str(tmp_path / "c.md"), "--only", "fzy")
     assert missing.returncode == 2 and "cannot read a kept report" in missing.stderr
     assert not (tmp_path / "c.md").exists()
+
+
+def test_the_reference_report_s_ceiling_is_a_row_and_a_column_of_the_page():
+    entries = json.loads(json.dumps(ENTRIES))
+    cell = {"n": 4, "first": 3.5, "top10": 4.0, "first_pct": 87.5, "top10_pct": 100.0}
+    entries[0]["report"]["ceiling"] = {
+        "n": 8, "first": 7.0, "top10": 8.0, "first_pct": 87.5, "top10_pct": 100.0,
+        "by_type": {"abbr3": cell}, "by_repo": {"gin": cell}, "by_language": {"go": cell},
+    }  # fmt: skip
+    page = render_results(entries, HOST)
+    assert "| ceiling | 8 | 7.0 (87.5%) | 8.0 (100.0%) | - | - | - | - | - |\n" in page
+    assert "| type | n | reference | fzf | fzy | best peer (#1) | ceiling (#1 / top 10) |" in page
+    assert "| fzf, fzy | 87.5 / 100.0 |\n" in page
+    assert (
+        "| typo | 4 | 100.0 / 100.0 / 100.0 | 0.0 / 0.0 / 0.0 | 0.0 / 0.0 / 0.0 | - | - |" in page
+    )

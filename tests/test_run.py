@@ -80,7 +80,8 @@ def test_many_binaries_keep_the_order_given_and_each_candidate_gets_its_diff(
     assert report["diffs"][1]["up"] == report["diffs"][1]["down"] == 0
     text = _run(path, real_cache, *flags)
     header = next(line for line in text.stdout.splitlines() if line.startswith("type "))
-    assert header.split()[-2:] == ["sub", "mine"]
+    assert header.split()[-7:-5] == ["sub", "mine"]  # after the base, before the ceiling
+    assert header.endswith("ceiling #1% / top 10%")
 
 
 def test_two_binaries_with_one_label_are_refused(finder, real_cache):
