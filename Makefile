@@ -10,7 +10,7 @@ MIRROR_FLAG := $(if $(MIRROR),--mirror $(MIRROR))
 BASE ?=
 ARGS ?=
 
-.PHONY: recall fetch results test check derive-check clean bench
+.PHONY: recall fetch results results-typed test check derive-check clean bench
 
 $(STAMP): pyproject.toml
 	@test -n "$(PYTHON_TAG)" || { echo "make: PYTHON=$(PYTHON) does not run" >&2; exit 2; }
@@ -29,6 +29,10 @@ recall: fetch
 # Every peer finder and the reference finder over the whole query set: docs/RESULTS.md.
 results: fetch
 	$(BIN)/python -m recall.results $(MIRROR_FLAG) --out docs/RESULTS.md $(ARGS)
+
+# The same finders over the typed query set (docs/queries.md): docs/RESULTS-typed.md.
+results-typed: fetch
+	$(BIN)/python -m recall.results $(MIRROR_FLAG) --queries typed --out docs/RESULTS-typed.md $(ARGS)
 
 # What the harness itself costs (not part of `make test`): a few minutes.
 bench: fetch

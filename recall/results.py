@@ -16,6 +16,7 @@ import platform
 import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +26,7 @@ import orjson
 from recall.build import finder_root
 from recall.engine import Engine, load_preset
 from recall.errors import EXIT_OK, RecallError
+from recall.queryset import DERIVED_TYPES, TYPED_TYPES
 from recall.symbols import write_atomic
 
 GROUPS = (("by_type", "type"), ("by_language", "language"))
@@ -154,19 +156,45 @@ def machine() -> dict[str, str]:
     }
 
 
-def run_peer(peer: Peer, args: argparse.Namespace) -> dict:
-    """One `recall run --json` over the whole query set; a failed run stops the page."""
+def run_peer(peer: Peer, args: argparse.Namespace) -> tuple[dict, list[str | None]]:
+    """One `recall run --json` over the whole query set, and the name each query got first;
+    a failed run stops the page."""
     argv = [sys.executable, "-m", "recall", "run", "--engine", peer.preset, "--json"]
     argv += ["--queries", args.queries, "--corpus", args.corpus, "--jobs", str(args.jobs)]
     for flag, value in (("--bin", peer.bin), ("--mirror", args.mirror), ("--cache", args.cache)):
         if value:
             argv += [flag, value]
     print(f"recall results: {peer.label}: {' '.join(argv[1:])}", file=sys.stderr, flush=True)
-    proc = subprocess.run(argv, capture_output=True)
-    if proc.returncode != 0:
-        tail = " ".join(proc.stderr.decode("utf-8", "replace").split())[-TAIL:]
-        raise RecallError(f"{peer.label}: recall run exited {proc.returncode}: {tail}")
-    return orjson.loads(proc.stdout)
+    with tempfile.TemporaryDirectory(prefix="recall-results-") as scratch:
+        saved = Path(scratch) / "saved.json"
+        proc = subprocess.run([*argv, "--save", str(saved)], capture_output=True)
+        if proc.returncode != 0:
+            tail = " ".join(proc.stderr.decode("utf-8", "replace").split())[-TAIL:]
+            raise RecallError(f"{peer.label}: recall run exited {proc.returncode}: {tail}")
+        report = orjson.loads(proc.stdout)
+        return report, first_names(orjson.loads(saved.read_bytes()), report["queries"])
+
+
+def first_names(saved: dict, queries: int) -> list[str | None]:
+    """The name each query of the set got first (None: no answer), from a --save file whose
+    rows are the set's queries followed by any regress cases."""
+    results = saved["runs"][-1]["results"][:queries]
+    return [top[0][0] if top else None for _rank, top, _error in results]
+
+
+def agreement(entries: list[dict]) -> list[list[float | None]]:
+    """The pairwise top-1 agreement: the percent of the set's queries on which two finders
+    put the same name first (a query either answers with nothing is not an agreement);
+    None on the diagonal."""
+    firsts = [entry["firsts"] for entry in entries]
+    matrix: list[list[float | None]] = []
+    for a in firsts:
+        row: list[float | None] = []
+        for b in firsts:
+            same = sum(1 for x, y in zip(a, b, strict=True) if x is not None and x == y)
+            row.append(None if a is b else 100.0 * same / len(a) if a else 0.0)
+        matrix.append(row)
+    return matrix
 
 
 def check_comparable(entries: list[dict]) -> None:
@@ -203,7 +231,7 @@ def latency_ms(report: dict) -> float:
     return 1000.0 * run["query_s"] / report["queries"] if report["queries"] else 0.0
 
 
-TYPE_ORDER = ("abbr3", "abbr2", "first+last", "consonants", "typo", "glob")
+TYPE_ORDER = (*DERIVED_TYPES, *TYPED_TYPES)
 
 
 def _keys(counts: dict[str, dict], group: str) -> list[str]:
@@ -300,6 +328,18 @@ def render_results(entries: list[dict], host: dict[str, str]) -> str:
             for key in keys
         ]
         out += _table([title, *labels], body)
+    if all("firsts" in e and len(e["firsts"]) == first["queries"] for e in entries):
+        out += [
+            "",
+            "## Top-1 agreement: percent of the queries on which two finders put the same "
+            "name first",
+            "",
+        ]
+        body = [
+            [entries[i]["label"], *("-" if v is None else f"{v:.1f}" for v in row)]
+            for i, row in enumerate(agreement(entries))
+        ]
+        out += _table(["finder", *labels], body)
     out += ["", "## Finders", ""]
     body = [[e["label"], e["version"], f"`{e['command']}`", e["note"]] for e in entries]
     out += _table(["finder", "version", "command", "options"], body, numeric=False)
@@ -398,10 +438,11 @@ def _entries(args: argparse.Namespace) -> list[dict]:
             entries.append(_read_entry(_report_path(folder, peer)))
             continue
         engine = load_preset(peer.preset)
+        report, firsts = run_peer(peer, args)
         entry = {
             "label": peer.label, "version": finder_version(peer, engine, root),
             "command": command_line(peer, engine), "note": peer.note,
-            "report": run_peer(peer, args),
+            "report": report, "firsts": firsts,
         }  # fmt: skip
         if folder is not None:
             write_atomic(

@@ -14,6 +14,7 @@ from recall.engine import load_preset
 from recall.errors import RecallError
 from recall.results import (
     Peer,
+    agreement,
     check_comparable,
     command_line,
     iterfzf_fzf,
@@ -201,3 +202,17 @@ def test_the_reference_report_s_ceiling_is_a_row_and_a_column_of_the_page():
     assert (
         "| typo | 4 | 100.0 / 100.0 / 100.0 | 0.0 / 0.0 / 0.0 | 0.0 / 0.0 / 0.0 | - | - |" in page
     )
+
+
+def test_the_agreement_matrix_counts_queries_two_finders_put_the_same_name_first():
+    entries = json.loads(json.dumps(ENTRIES))
+    names = [["A", "B", "C", None, "E", "F", "G", "H", "I"],
+             ["A", "X", "C", None, "E", "F", "G", "H", "I"],
+             ["A", "B", None, None, None, None, None, None, None]]  # fmt: skip
+    for entry, firsts in zip(entries, names, strict=True):
+        entry["firsts"] = firsts
+    assert agreement(entries)[0] == [None, pytest.approx(700 / 9), pytest.approx(200 / 9)]
+    page = render_results(entries, HOST)
+    assert "| reference | - | 77.8 | 22.2 |\n| fzf | 77.8 | - | 11.1 |" in page
+    del entries[2]["firsts"]  # a kept report from before: no matrix rather than a wrong one
+    assert "agreement" not in render_results(entries, HOST)
