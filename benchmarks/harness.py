@@ -9,7 +9,7 @@ what is left is the harness.
 
     python benchmarks/harness.py [--mirror DIR] [--cache DIR] [ITEM ...]
 
-ITEM is any of spawn, batch, reference, base, scaling (default: all of them).
+ITEM is any of spawn, batch, reference, base, scaling, shards (default: all of them).
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ int main(int argc, char **argv) {
 """
 PER_QUERY_TOML = '[engine]\nbin = ["{null}"]\nquery = ["{{bin}}", "{{query}}"]\n'
 BATCH_TOML = PER_QUERY_TOML + 'batch = ["{{bin}}", "--batch"]\n'
-ITEMS = ("spawn", "batch", "reference", "base", "scaling")
+ITEMS = ("spawn", "batch", "reference", "base", "scaling", "shards")
 
 
 class Bench:
@@ -324,6 +324,25 @@ def item_scaling(bench: Bench) -> None:
           f"{verdict(rss < 200)})")  # fmt: skip
 
 
+def item_shards(bench: Bench, jobs: int) -> None:
+    """The reference finder's whole run, and `--base HEAD` with the base's results cached,
+    as one batch process per corpus (--jobs 1: every run before shards) against --jobs N
+    batch processes over shards of each corpus's rows, in alternating rounds."""
+    whole = alternate(
+        lambda: bench.recall("--jobs", "1", "--json")[0],
+        lambda: bench.recall("--jobs", str(jobs), "--json")[0],
+    )
+    bench.recall("--base", "HEAD", "--json")  # the base's results into the cache
+    based = alternate(
+        lambda: bench.recall("--base", "HEAD", "--jobs", "1", "--json")[0],
+        lambda: bench.recall("--base", "HEAD", "--jobs", str(jobs), "--json")[0],
+    )
+    for label, (one, many) in (("whole run", whole), ("--base HEAD, base cached", based)):
+        ratio = many / one
+        print(f"6. reference finder, {label}: --jobs 1 {one:.1f} s, --jobs {jobs} {many:.1f} s: "
+              f"{ratio:.2f}x (target 0.6x or less: {verdict(ratio <= 0.6)})")  # fmt: skip
+
+
 def machine() -> str:
     model = results.machine()["cpu_model"]
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
@@ -357,6 +376,8 @@ def main() -> int:
                 item_base(bench)
             elif item == "scaling":
                 item_scaling(bench)
+            elif item == "shards":
+                item_shards(bench, jobs)
             sys.stdout.flush()
     print(f"bench: {time.perf_counter() - started:.0f} s in all")
     return 0

@@ -61,6 +61,9 @@ class Engine:
     env_remove: tuple[str, ...] = ()
     output: str = "json"
     no_match_exit: tuple[int, ...] = field(default=())
+    # --jobs batch processes per corpus over shards of its rows, sharing {db} read-only;
+    # false for a finder that writes into {db} while it answers, or that is costly to start
+    batch_jobs: bool = True
     kind: str = "process"  # as written: process, python, node or lsp
     languages: tuple[str, ...] = ()  # the corpus languages it serves; () for all
 
@@ -115,7 +118,9 @@ def parse_engine(data: bytes, source: str) -> Engine:
     languages = _languages(table.pop("languages", None), source)
     if kind != "process":
         table = _kind_table(kind, table, source)
-    known = {*_ARGV_KEYS, "cwd", "stdin", "env", "env_remove", "output", "no_match_exit"}
+    known = {
+        *_ARGV_KEYS, "cwd", "stdin", "env", "env_remove", "output", "no_match_exit", "batch_jobs",
+    }  # fmt: skip
     for key in table:
         if key not in known:
             raise RecallError(f"{source}: [engine] unknown key {key!r}")
@@ -161,6 +166,10 @@ def parse_engine(data: bytes, source: str) -> Engine:
     ):
         raise RecallError(f"{source}: [engine] no_match_exit must be a list of integers")
     values["no_match_exit"] = tuple(codes)
+    batch_jobs = table.get("batch_jobs", True)
+    if not isinstance(batch_jobs, bool):
+        raise RecallError(f"{source}: [engine] batch_jobs must be true or false")
+    values["batch_jobs"] = batch_jobs
     if not any("{query}" in element for element in values["query"]):  # type: ignore[union-attr]
         raise RecallError(f"{source}: [engine] query must contain the placeholder {{query}}")
     digest = hashlib.sha256(data).hexdigest()

@@ -21,6 +21,9 @@ import json
 import sys, os, resource, signal, sys, time
 names, mode = open(sys.argv[1]).read().splitlines(), sys.argv[2]
 resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crash leaves no core file behind
+if os.environ.get("PIDS"):  # which processes served the corpus
+    with open(os.environ["PIDS"], "a") as log:
+        log.write(f"{os.getpid()}\n")
 
 def send(obj):
     sys.stdout.write(json.dumps(obj) + "\n")
@@ -68,13 +71,44 @@ def gin_corpus(gin, real_cache: Path) -> dict[str, Corpus]:
     return {"gin": Corpus(gin, distinct_names(checkout_symbols(gin, real_cache)))}
 
 
-def _run(tmp_path: Path, corpora: dict, mode: str, queries: list[str], timeout: float = 1):
+def _run(
+    tmp_path: Path, corpora: dict, mode: str, queries: list[str], timeout: float = 1,
+    jobs: int = 1, extra: str = "",
+) -> RunResult:  # fmt: skip
     (tmp_path / "finder.py").write_text(FINDER)
     engine = ENGINE.replace("FINDER", str(tmp_path / "finder.py")).replace("MODE", mode)
-    (tmp_path / "engine.toml").write_text(engine)
+    (tmp_path / "engine.toml").write_text(engine + extra)
     binary = Binary("batchy", load_engine(tmp_path / "engine.toml"), tmp_path, sys.executable)
     rows = [QueryRow("gin", q, "exact", "Context") for q in queries]
-    return run_binary(binary, rows, corpora, jobs=1, timeout=timeout)
+    return run_binary(binary, rows, corpora, jobs=jobs, timeout=timeout)
+
+
+SHARDED = ["Context", "Engine", "exit3", "Default", "Contex", "Render", "segv", "Bind", "Get"]
+
+
+def _pids(
+    tmp_path: Path, corpora: dict, name: str, jobs: int, extra: str = ""
+) -> tuple[RunResult, int]:
+    """A run over SHARDED with the processes it started counted, with and without faults."""
+    (tmp_path / name).mkdir()
+    log = tmp_path / name / "pids"
+    env = f'env = {{ PIDS = "{log}" }}\n'
+    run = _run(tmp_path / name, corpora, "ids", SHARDED, jobs=jobs, extra=env + extra)
+    return run, len(set(log.read_text().split()))
+
+
+def test_jobs_shard_a_corpus_over_batch_processes_that_answer_as_one_process_does(
+    tmp_path, gin_corpus
+):
+    one, started_one = _pids(tmp_path, gin_corpus, "one", jobs=1)
+    three, started_three = _pids(tmp_path, gin_corpus, "three", jobs=3)
+    assert three.results == one.results  # the faults too: in shards 1 and 3, each restarted
+    assert _errors(three, SHARDED).keys() == {"exit3", "segv"}
+    # one process, restarted after each fault; three shards, the third restarted after segv
+    # (exit3 is the last row of the first shard: nothing is left to restart it for)
+    assert (started_one, started_three) == (3, 4)
+    single, started = _pids(tmp_path, gin_corpus, "single", 3, extra="batch_jobs = false\n")
+    assert single.results == one.results and started == 3
 
 
 def _errors(run: RunResult, queries: list[str]) -> dict[str, str]:
