@@ -28,11 +28,11 @@ recall: fetch
 
 # Every peer finder and the reference finder over the whole query set: docs/RESULTS.md.
 results: fetch
-	$(BIN)/python -m recall.results $(MIRROR_FLAG) --out docs/RESULTS.md $(ARGS)
+	$(BIN)/recall results $(MIRROR_FLAG) --out docs/RESULTS.md $(ARGS)
 
 # The same finders over the typed query set (docs/queries.md): docs/RESULTS-typed.md.
 results-typed: fetch
-	$(BIN)/python -m recall.results $(MIRROR_FLAG) --queries typed --out docs/RESULTS-typed.md $(ARGS)
+	$(BIN)/recall results $(MIRROR_FLAG) --queries typed --out docs/RESULTS-typed.md $(ARGS)
 
 # What the harness itself costs (not part of `make test`): a few minutes.
 bench: fetch

@@ -14,7 +14,7 @@ from types import FrameType
 
 import orjson
 
-from recall import __version__, doctor, explain, history, history_page, init
+from recall import __version__, doctor, explain, history, history_page, init, results
 from recall import bisect as bisection
 from recall import cache as cache_cmd
 from recall import pin as pinning
@@ -57,6 +57,7 @@ from recall.terminal import shown
 
 COMMANDS = (
     "run", "fetch", "derive", "doctor", "init", "explain", "pin", "cache", "history", "bisect",
+    "results",
 )  # fmt: skip
 
 
@@ -245,6 +246,18 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
     )  # fmt: skip
     sys.stdout.write(doctor.render(checks))
     return EXIT_OK if doctor.healthy(checks) else EXIT_FAILURE
+
+
+def _add_results(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "results",
+        help="every peer finder and the reference over a query set: docs/RESULTS.md",
+        description="Run every peer finder and the reference finder over the query set "
+        "(recall run --json each) and write the results page.",
+    )
+    _add_common(parser)
+    results.add_arguments(parser)
+    parser.set_defaults(handler=results.write_page)
 
 
 def _add_init(sub: argparse._SubParsersAction) -> None:
@@ -646,6 +659,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_cache(sub)
     _add_history(sub)
     _add_bisect(sub)
+    _add_results(sub)
     return parser
 
 

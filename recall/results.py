@@ -374,16 +374,12 @@ def render_results(entries: list[dict], host: dict[str, str]) -> str:
 # Command line ------------------------------------------------------------------------
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m recall.results",
-        description="Run every peer finder over the query set and write docs/RESULTS.md.",
-    )
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """`recall results`'s own flags; --cache, --mirror and --corpus are every command's."""
     parser.add_argument("--out", default="docs/RESULTS.md", help="the page to write")
-    parser.add_argument("--mirror", help="passed to recall run")
-    parser.add_argument("--cache", help="passed to recall run")
-    parser.add_argument("--queries", default="queries.tsv", help="the query set")
-    parser.add_argument("--corpus", default="corpus.json", help="the pinned corpora")
+    parser.add_argument(
+        "--queries", default="queries.tsv", help="the query set: a file or a committed set's name"
+    )
     parser.add_argument(
         "--jobs", type=int, default=1,
         help="parallel queries for per-query finders (default: 1, so latency is per query)",
@@ -400,7 +396,6 @@ def _parser() -> argparse.ArgumentParser:
         "--only", action="append", metavar="PRESET",
         help="run only the peers of this preset (repeatable), e.g. while trying a change",
     )  # fmt: skip
-    return parser
 
 
 def _report_path(folder: Path, peer: Peer) -> Path:
@@ -452,23 +447,21 @@ def _entries(args: argparse.Namespace) -> list[dict]:
     return entries
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    try:
-        if args.jobs < 1:
-            raise RecallError("--jobs must be 1 or more")
-        entries = _entries(args)
-        check_comparable(entries)
-        page = render_results(entries, {**machine(), "jobs": str(args.jobs)})
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(out, page.encode("utf-8"))
-    except RecallError as exc:
-        print(f"recall results: {exc}", file=sys.stderr)
-        return 2
+def write_page(args: argparse.Namespace) -> int:
+    """Run (or read back) every finder's report and write the page; RecallError for the CLI."""
+    if args.jobs < 1:
+        raise RecallError("--jobs must be 1 or more")
+    entries = _entries(args)
+    check_comparable(entries)
+    page = render_results(entries, {**machine(), "jobs": str(args.jobs)})
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(out, page.encode("utf-8"))
     print(f"recall results: wrote {args.out} ({len(entries)} finders)", file=sys.stderr)
     return EXIT_OK
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # the command's old spelling, kept for scripts
+    from recall.cli import main
+
+    sys.exit(main(["results", *sys.argv[1:]]))

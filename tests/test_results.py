@@ -165,7 +165,7 @@ def test_results_command_writes_the_page_and_rerenders_it_byte_identically(tmp_p
 
     def results(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run(
-            [sys.executable, "-m", "recall.results", "--only", "frizbee",
+            [sys.executable, "-m", "recall", "results", "--only", "frizbee",
              "--only", "frizbee-typo", "--queries", str(queries), "--reports",
              str(tmp_path / "kept"), *args],
             cwd=ROOT, capture_output=True, text=True, timeout=300,
