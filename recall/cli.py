@@ -51,13 +51,13 @@ from recall.errors import (
 )
 from recall.measure import open_corpus
 from recall.queryset import QUERY_SETS, format_queries, query_set_path, read_queries
-from recall.run import DEFAULT_REGRESS, check_timeout, cmd_run
+from recall.run import DEFAULT_REGRESS, check_timeout, cmd_merge, cmd_run
 from recall.symbols import checkout_symbols, ctags_version, write_atomic
 from recall.terminal import shown
 
 COMMANDS = (
     "run", "fetch", "derive", "doctor", "init", "explain", "pin", "cache", "history", "bisect",
-    "results",
+    "results", "merge",
 )  # fmt: skip
 
 
@@ -246,6 +246,34 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
     )  # fmt: skip
     sys.stdout.write(doctor.render(checks))
     return EXIT_OK if doctor.healthy(checks) else EXIT_FAILURE
+
+
+def _add_merge(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "merge",
+        help="one report from the files of recall run --shard K/N --save FILE",
+        description="Merge the saved runs of every shard of a run into the report the "
+        "unsharded run prints (the seconds are the shards' sums). Give the selection "
+        "(--queries, --repo, --type, --regress) the shards ran with.",
+    )
+    _add_common(p)
+    p.add_argument("files", nargs="+", metavar="FILE", help="each shard's --save file")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    out.add_argument("--markdown", action="store_true", help="print the report as Markdown")
+    p.add_argument(
+        "--fail-on-loss", action="store_true",
+        help="exit 1 on a loss against the baseline, as recall run does",
+    )  # fmt: skip
+    p.add_argument("--accept", metavar="FILE", help="reviewed losses, as recall run takes")
+    p.add_argument("--regress", metavar="FILE", help="the regress cases the shards ran")
+    p.add_argument("--no-regress", action="store_true", help="the shards ran no regress cases")
+    p.add_argument("--misses", action="store_true", help="list every source not ranked #1")
+    p.add_argument("--html", metavar="FILE", help="also write the report as an HTML page")
+    _add_queries(p)
+    p.add_argument("--repo", action="append", metavar="R", help="only this repo (repeatable)")
+    p.add_argument("--type", action="append", metavar="T", help="only this type (repeatable)")
+    p.set_defaults(handler=cmd_merge)
 
 
 def _add_results(sub: argparse._SubParsersAction) -> None:
@@ -495,6 +523,11 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="accept a binary that returns nothing for 95%% of queries",
     )
+    p.add_argument(
+        "--shard", type=shard_spec, metavar="K/N",
+        help="run shard K of N only (every N-th repo of the selection) and --save its runs "
+        "for recall merge; prints no report",
+    )  # fmt: skip
     p.set_defaults(handler=cmd_run, candidates=[])
 
 
@@ -660,7 +693,16 @@ def build_parser() -> argparse.ArgumentParser:
     _add_history(sub)
     _add_bisect(sub)
     _add_results(sub)
+    _add_merge(sub)
     return parser
+
+
+def shard_spec(text: str) -> tuple[int, int]:
+    """K/N with 1 <= K <= N, for --shard."""
+    k, sep, n = text.partition("/")
+    if not (sep and k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n)):
+        raise argparse.ArgumentTypeError(f"{text!r}: give K/N with 1 <= K <= N, as 2/3")
+    return int(k), int(n)
 
 
 GLOBAL_VALUE_FLAGS = ("--cache", "--mirror", "--corpus")  # every command takes these

@@ -36,11 +36,13 @@ from recall.measure import (
     open_corpus,
     run_binary,
 )
+from recall.merge import merge_saved
 from recall.queryset import HAND, QueryRow, query_set_path, read_queries, select
 from recall.regress import Case, broken, read_cases
 from recall.regress import summarize as summarize_regress
 from recall.report import build_report, diff, misses, render
 from recall.saved import (
+    Flags,
     cached_run,
     data_key,
     file_identity,
@@ -53,7 +55,6 @@ from recall.symbols import checkout_symbols, ctags_version, write_atomic
 
 DEFAULT_REGRESS = "regress.tsv"
 MAX_TIMEOUT_S = 86400.0  # a day: poll() and time_t overflow long before inf
-Flags = tuple[tuple[str, str], ...]
 LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
 
 
@@ -110,6 +111,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise RecallError(f"--bench: {queries_path} has no hand rows in the selected repos")
     if not rows:
         raise RecallError(f"{queries_path}: no rows match the selection")
+    if args.shard:
+        rows = shard_rows(rows, *args.shard)
+        hand = [r for r in hand if r.repo in {row.repo for row in rows}]
     cases, skipped = _regress_cases(args, pins, rows)
     asked = rows + [case.row for case in cases]
     accepted = read_accepted(Path(args.accept)) if args.accept else None
@@ -147,21 +151,67 @@ def cmd_run(args: argparse.Namespace) -> int:
         measured.append(result)
 
     has_base = bool(args.against or args.base or args.base_bin)
-    diffs = [_diff(rows, cases, measured[0], m, accepted) for m in measured[1:]] if has_base else []
     meta = _meta(engine, corpus_path, queries_path)
-    report = build_report(meta, pins, rows, [m.run for m in measured], diffs)
-    report["ceiling"] = query_set_ceiling(rows, pins, cache, mirror, corpora)
-    if cases or skipped:
-        report["regress"] = {"file": args.regress or DEFAULT_REGRESS, "cases": len(cases)}
-        report["regress"]["skipped"] = skipped
-        for summary, m in zip(report["runs"], measured, strict=True):
-            summary["regress"] = summarize_regress(cases, list(m.cases))
+    if args.save:
+        save_runs(
+            Path(args.save), meta, asked, [(m.whole, m.key) for m in measured],
+            baseline=has_base, explain=[m.explain for m in measured],
+        )  # fmt: skip
+    if args.shard:
+        k, n = args.shard
+        repos = ", ".join(dict.fromkeys(row.repo for row in rows))
+        print(
+            f"recall: shard {k}/{n} ({repos}): {len(rows)} rows, {len(measured)} runs saved to "
+            f"{args.save}; recall merge with the other shards' files makes the report"
+        )
+        return EXIT_OK
+    bench = None
     if args.bench:
         _fetch_corpora(hand, pins, cache, mirror, corpora)
         binaries = [side.binary for side in sides]
-        report["bench"] = run_bench(binaries, hand, corpora, args.bench, args.timeout)
-    if args.save:
-        save_runs(Path(args.save), meta, asked, [(m.whole, m.key) for m in measured])
+        bench = run_bench(binaries, hand, corpora, args.bench, args.timeout)
+    return finish(
+        args, Plan(pins, rows, cases, skipped, accepted, cache, mirror, corpora), measured,
+        has_base=has_base, meta=meta, bench=bench,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a report is over: the rows and regress cases measured, and where the corpora
+    are when the ceiling needs their names."""
+
+    pins: dict[str, Pin]
+    rows: list[QueryRow]
+    cases: list[Case]
+    skipped: int  # the default regress file's cases for repos the corpus does not pin
+    accepted: list | None
+    cache: Path
+    mirror: Path | None
+    corpora: dict[str, Corpus]
+
+
+def finish(
+    args: argparse.Namespace, plan: Plan, measured: list[Measured], *, has_base: bool,
+    meta: dict, bench: dict | None = None,
+) -> int:  # fmt: skip
+    """Measured runs to the report, printed as asked, and the exit status: shared by a run
+    and by `recall merge` of its shards, so both print the same report."""
+    rows, cases = plan.rows, plan.cases
+    diffs = (
+        [_diff(rows, cases, measured[0], m, plan.accepted) for m in measured[1:]]
+        if has_base
+        else []
+    )
+    report = build_report(meta, plan.pins, rows, [m.run for m in measured], diffs)
+    report["ceiling"] = query_set_ceiling(rows, plan.pins, plan.cache, plan.mirror, plan.corpora)
+    if cases or plan.skipped:
+        report["regress"] = {"file": args.regress or DEFAULT_REGRESS, "cases": len(cases)}
+        report["regress"]["skipped"] = plan.skipped
+        for summary, m in zip(report["runs"], measured, strict=True):
+            summary["regress"] = summarize_regress(cases, list(m.cases))
+    if bench is not None:
+        report["bench"] = bench
     if args.html:
         _write_html(Path(args.html), report)
     last = measured[-1].run
@@ -178,7 +228,55 @@ def cmd_run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_merge(args: argparse.Namespace) -> int:
+    """The report of a run from the files its shards saved, as the unsharded run prints
+    it (the seconds are the shards' sums)."""
+    corpus_path, queries_path = Path(args.corpus), query_set_path(args.queries)
+    pins = load_pins(corpus_path)
+    rows = select(read_queries(queries_path, set(pins)), args.repo, args.type)
+    if not rows:
+        raise RecallError(f"{queries_path}: no rows match the selection")
+    cases, skipped = _regress_cases(args, pins, rows)
+    merged = merge_saved([Path(f) for f in args.files], rows + [case.row for case in cases])
+    digests = _meta_digests(corpus_path, queries_path)
+    for key, path in (("corpus_sha256", corpus_path), ("queries_sha256", queries_path)):
+        if merged.meta.get(key) != digests[key]:
+            raise RecallError(f"merge {args.files[0]}: ran other data than {path} has now")
+    if (args.fail_on_loss or args.accept) and not merged.baseline:
+        raise RecallError("--fail-on-loss and --accept need shards run with a baseline")
+    accepted = read_accepted(Path(args.accept)) if args.accept else None
+    explain = merged.explain or [None] * len(merged.runs)
+    measured = [
+        Measured(run, key, len(rows), flags)
+        for (run, key), flags in zip(merged.runs, explain, strict=True)
+    ]
+    plan = Plan(pins, rows, cases, skipped, accepted, cache_root(args.cache),
+                mirror_root(args.mirror), {})  # fmt: skip
+    return finish(args, plan, measured, has_base=merged.baseline, meta=merged.meta)
+
+
+def shard_rows(rows: list[QueryRow], k: int, n: int) -> list[QueryRow]:
+    """Shard k of n: the rows of every n-th repo of the selection (repos in sorted order,
+    so every machine given the same selection makes the same split)."""
+    repos = sorted({row.repo for row in rows})
+    mine = {repo for i, repo in enumerate(repos) if i % n == k - 1}
+    if not mine:
+        raise RecallError(
+            f"--shard {k}/{n}: the selection has {len(repos)} repos, so shard {k} has none"
+        )
+    return [row for row in rows if row.repo in mine]
+
+
 def _check_flags(args: argparse.Namespace) -> None:
+    if args.shard:
+        if not args.save:
+            raise RecallError("--shard needs --save FILE: a shard's runs go to recall merge")
+        for flag in ("against", "json", "markdown", "html", "fail_on_loss", "misses", "bench"):
+            if getattr(args, flag):
+                raise RecallError(
+                    f"--shard and --{flag.replace('_', '-')}: a shard prints no report; "
+                    f"give --{flag.replace('_', '-')} to recall merge"
+                )
     if args.fail_on_loss and not (args.base or args.base_bin or args.against):
         raise RecallError(
             "--fail-on-loss needs a baseline (--base REF, --base-bin PATH or --against FILE)"
@@ -427,15 +525,18 @@ def _write_html(path: Path, report: dict) -> None:
 
 
 def _meta(engine: Engine, corpus: Path, queries: Path) -> dict:
-    def digest(path: Path) -> str:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-
     return {
         "recall": __version__,
         "python": platform.python_version(),
         "git": ".".join(map(str, git.Git().version_info)),
         "ctags": ctags_version(),
         "engine": {"source": engine.source, "sha256": engine.digest},
-        "corpus_sha256": digest(corpus),
-        "queries_sha256": digest(queries),
+        **_meta_digests(corpus, queries),
     }
+
+
+def _meta_digests(corpus: Path, queries: Path) -> dict[str, str]:
+    def digest(path: Path) -> str:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+
+    return {"corpus_sha256": digest(corpus), "queries_sha256": digest(queries)}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import platform
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
@@ -26,6 +27,7 @@ from recall.symbols import ctags_version, write_atomic
 # a run must pass before it is stored: 2 checks every source against its corpus's names).
 FORMAT = 2
 SAVED_KIND = "recall-saved-run"
+Flags = tuple[tuple[str, str], ...]  # command-line flags and their values, in order
 
 
 def run_key(identity: str, engine: Engine, asked: dict, timeout: float) -> dict:
@@ -187,12 +189,19 @@ def _warn(message: str) -> None:
 # Saved runs ---------------------------------------------------------------------------
 
 
-def save_runs(path: Path, meta: dict, rows: list[QueryRow], runs: list[tuple[RunResult, dict]]):
-    """Write --save FILE: the rows and every run with its key."""
+def save_runs(
+    path: Path, meta: dict, rows: list[QueryRow], runs: list[tuple[RunResult, dict]],
+    *, baseline: bool = False, explain: list[Flags | None] | None = None,
+) -> None:  # fmt: skip
+    """Write --save FILE: the rows and every run with its key; baseline says the first run
+    is the baseline the others were diffed against, and explain holds the flags with which
+    `recall explain` runs each binary again, so a merge of shards reports as the run did."""
     data = {
         "kind": SAVED_KIND,
         "format": FORMAT,
         "meta": meta,
+        "baseline": baseline,
+        "explain": [None if f is None else [list(pair) for pair in f] for f in explain or []],
         "rows": [[r.repo, r.query, r.type, r.source] for r in rows],
         "runs": [encode_run(run, key) for run, key in runs],
     }
@@ -202,32 +211,72 @@ def save_runs(path: Path, meta: dict, rows: list[QueryRow], runs: list[tuple[Run
         raise RecallError(f"--save {path}: cannot write: {exc.strerror or exc}") from None
 
 
-def load_against(path: Path, rows: list[QueryRow], key: dict) -> tuple[RunResult, dict]:
-    """The last run of a saved file, as a baseline for these rows; refused with the reason
-    when its corpus pins or query set differ from this run's."""
+@dataclass(frozen=True)
+class Saved:
+    """A --save file read back whole and checked field by field."""
+
+    meta: dict
+    baseline: bool  # the first run is the baseline the others were diffed against
+    rows: list[QueryRow]
+    runs: list[tuple[RunResult, dict]]  # each run and its key
+    explain: list[Flags | None]  # each run's flags for `recall explain`; [] if not saved
+
+
+def load_saved(path: Path, flag: str) -> Saved:
+    """A file written by --save, or a RecallError naming flag, the file and the field."""
+    where = f"{flag} {path}"
     try:
         data = orjson.loads(path.read_bytes())
     except OSError as exc:
-        raise RecallError(f"--against {path}: cannot read: {exc.strerror}") from None
+        raise RecallError(f"{where}: cannot read: {exc.strerror}") from None
     except orjson.JSONDecodeError:
-        raise RecallError(f"--against {path}: not JSON") from None
+        raise RecallError(f"{where}: not JSON") from None
     if not isinstance(data, dict) or data.get("kind") != SAVED_KIND:
-        raise RecallError(f"--against {path}: not a file written by recall --save")
+        raise RecallError(f"{where}: not a file written by recall --save")
     if not isinstance(data.get("runs"), list) or not data["runs"]:
-        raise RecallError(f"--against {path}: runs must be a list of one run or more")
+        raise RecallError(f"{where}: runs must be a list of one run or more")
     if data.get("format") != FORMAT:
         raise RecallError(
-            f"--against {path}: saved with results format {data.get('format')}, "
+            f"{where}: saved with results format {data.get('format')}, "
             f"this recall reads {FORMAT}: save it again"
         )
-    try:
-        run, saved_key = decode_run(data["runs"][-1])
-    except ValueError as exc:
-        raise RecallError(f"--against {path}: runs[-1]: {exc}") from None
-    saved_rows = _decode_rows(path, data.get("rows"))
+    runs = []
+    for i, item in enumerate(data["runs"]):
+        try:
+            runs.append(decode_run(item))
+        except ValueError as exc:
+            raise RecallError(f"{where}: runs[{i}]: {exc}") from None
+    rows = _decode_rows(where, data.get("rows"))
+    for i, (run, _key) in enumerate(runs):
+        if len(run.results) != len(rows):
+            raise RecallError(
+                f"{where}: runs[{i}]: {len(run.results)} results for {len(rows)} rows"
+            )
+    meta, baseline = data.get("meta"), data.get("baseline", False)
+    if not isinstance(meta, dict) or not isinstance(baseline, bool):
+        raise RecallError(f"{where}: meta must be an object and baseline true or false")
+    return Saved(meta, baseline, rows, runs, _decode_explain(where, data.get("explain", [])))
+
+
+def _decode_explain(where: str, value: object) -> list[Flags | None]:
+    def pairs(item: object) -> bool:
+        return isinstance(item, list) and all(
+            isinstance(p, list) and len(p) == 2 and all(isinstance(v, str) for v in p) for p in item
+        )
+
+    if not isinstance(value, list) or not all(item is None or pairs(item) for item in value):
+        raise RecallError(f"{where}: explain must be a list of [flag, value] lists or nulls")
+    return [None if item is None else tuple((a, b) for a, b in item) for item in value]
+
+
+def load_against(path: Path, rows: list[QueryRow], key: dict) -> tuple[RunResult, dict]:
+    """The last run of a saved file, as a baseline for these rows; refused with the reason
+    when its corpus pins or query set differ from this run's."""
+    saved = load_saved(path, "--against")
+    run, saved_key = saved.runs[-1]
     for part in ("pins", "queries"):
         if saved_key.get(part) != key[part]:
-            reason = _difference(part, saved_key, key, saved_rows, rows)
+            reason = _difference(part, saved_key, key, saved.rows, rows)
             raise RecallError(f"--against {path}: {reason}")
     if len(run.results) != len(rows):
         raise RecallError(f"--against {path}: {len(run.results)} results for {len(rows)} rows")
@@ -235,15 +284,14 @@ def load_against(path: Path, rows: list[QueryRow], key: dict) -> tuple[RunResult
     return RunResult(label, run.bin, run.index_s, run.query_s, run.results, cached=True), saved_key
 
 
-def _decode_rows(path: Path, rows: object) -> list[QueryRow]:
+def _decode_rows(where: str, rows: object) -> list[QueryRow]:
     """The saved rows, each [repo, query, type, source] of strings, or the field named."""
     if not isinstance(rows, list):
-        raise RecallError(f"--against {path}: rows must be a list, not {_shown(rows)}")
+        raise RecallError(f"{where}: rows must be a list, not {_shown(rows)}")
     for i, row in enumerate(rows):
         if not isinstance(row, list) or len(row) != 4 or not all(isinstance(v, str) for v in row):
             raise RecallError(
-                f"--against {path}: rows[{i}] must be [repo, query, type, source] strings, "
-                f"not {_shown(row)}"
+                f"{where}: rows[{i}] must be [repo, query, type, source] strings, not {_shown(row)}"
             )
     return [QueryRow(*row) for row in rows]
 

@@ -197,7 +197,7 @@ def test_a_saved_run_of_the_wrong_shape_is_refused_naming_the_file_and_field(
 ):
     path = tmp_path / "main.json"
     _save(path, _encoded(**change))
-    with pytest.raises(RecallError, match=f"^--against {_escape(str(path))}: runs\\[-1\\]: "):
+    with pytest.raises(RecallError, match=f"^--against {_escape(str(path))}: runs\\[0\\]: "):
         load_against(path, ROWS, KEY)
     with pytest.raises(RecallError, match=_escape(message)):
         load_against(path, ROWS, KEY)

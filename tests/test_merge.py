@@ -1,0 +1,100 @@
+"""`recall run --shard K/N --save F` and `recall merge F...`: shards of a run, merged into
+the report the unsharded run prints, and every mix-up of files refused."""
+
+import json
+from pathlib import Path
+
+import orjson
+import pytest
+from conftest import mirror_dir, needs_ctags, run_recall
+
+from recall.queryset import QueryRow
+from recall.run import shard_rows
+
+SELECTION = ("--repo", "gin", "--repo", "pytest", "--repo", "tokio", "--type", "abbr3")
+
+
+def test_every_repo_lands_in_exactly_one_shard_the_same_on_every_machine():
+    rows = [QueryRow(repo, f"q{i}", "abbr3", "S") for i, repo in enumerate("cabcab")]
+    shards = [shard_rows(rows, k, 2) for k in (1, 2)]
+    assert [{r.repo for r in shard} for shard in shards] == [{"a", "c"}, {"b"}]
+    assert sorted(shards[0] + shards[1], key=rows.index) == rows
+    with pytest.raises(Exception, match="--shard 4/4: the selection has 3 repos"):
+        shard_rows(rows, 4, 4)
+
+
+def _without_seconds(report: dict) -> dict:
+    for run in report["runs"]:
+        for key in ("index_s", "query_s", "cached"):
+            run.pop(key, None)
+    return report
+
+
+@pytest.fixture(scope="module")
+def shards(tmp_path_factory, real_cache) -> dict:
+    if mirror_dir() is None:
+        pytest.skip("the offline corpus mirrors (../shared/corpora) are absent")
+    tmp = tmp_path_factory.mktemp("shards")
+    flags = (*SELECTION, "--base", "HEAD", "--cache", str(real_cache))
+    whole = run_recall("run", *flags, "--json", "--save", str(tmp / "whole.json"))
+    assert whole.returncode == 0, whole.stderr
+    for k in (1, 2):
+        proc = run_recall("run", *flags, "--shard", f"{k}/2", "--save", str(tmp / f"{k}.json"))
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.startswith(f"recall: shard {k}/2 (")
+    return {"whole": json.loads(whole.stdout), "tmp": tmp, "cache": str(real_cache)}
+
+
+def _merge(shards: dict, *files: str, extra: tuple[str, ...] = ()):
+    paths = [str(shards["tmp"] / f) for f in files]
+    return run_recall("merge", *paths, *SELECTION, "--cache", shards["cache"], *extra)
+
+
+@needs_ctags
+def test_merged_shards_report_what_the_unsharded_run_does_but_the_seconds(shards):
+    merged = _merge(shards, "2.json", "1.json", extra=("--json",))
+    assert merged.returncode == 0, merged.stderr
+    report = json.loads(merged.stdout)
+    assert _without_seconds(report) == _without_seconds(shards["whole"])
+    assert report["diff"]["explain_flags"] == "--base HEAD"
+    assert report["runs"][1]["n"] == shards["whole"]["runs"][1]["n"] > 200
+
+
+@needs_ctags
+@pytest.mark.parametrize(
+    ("files", "message"),
+    [
+        (("1.json",), "no file has repo pytest: give every shard's file"),
+        (("1.json", "1.json"), "is in"),
+        (("1.json", "2.json", "whole.json"), "is in"),
+    ],
+)
+def test_a_shard_missing_or_given_twice_is_refused(shards, files, message):
+    proc = _merge(shards, *files)
+    assert proc.returncode == 2 and message in proc.stderr and proc.stdout == ""
+
+
+@needs_ctags
+def test_shards_that_ran_other_code_or_another_selection_are_refused(shards):
+    data = orjson.loads((shards["tmp"] / "2.json").read_bytes())
+    data["meta"]["engine"]["sha256"] = "0" * 64
+    (shards["tmp"] / "other.json").write_bytes(orjson.dumps(data))
+    proc = _merge(shards, "1.json", "other.json")
+    assert proc.returncode == 2 and "ran other code or data than" in proc.stderr
+    paths = [str(shards["tmp"] / f) for f in ("1.json", "2.json")]
+    narrower = run_recall("merge", *paths, *SELECTION, "--type", "glob", "--cache", shards["cache"])
+    assert narrower.returncode == 2 and "its rows of" in narrower.stderr
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (("--shard", "1/2"), "--shard needs --save FILE"),
+        (("--shard", "1/2", "--save", "x.json", "--json"), "a shard prints no report"),
+        (("--shard", "3/2", "--save", "x.json"), "give K/N with 1 <= K <= N"),
+    ],
+)
+def test_a_shard_that_could_only_print_a_partial_report_is_refused(flags, message, tmp_path):
+    proc = run_recall("run", *flags, "--cache", str(tmp_path))
+    assert proc.returncode == 2 and message in proc.stderr
+    assert not Path(tmp_path, "x.json").exists()
