@@ -102,18 +102,26 @@ def session_env(tree: Path, cache: Path) -> dict[str, str]:
     return {MODULES_ENV: str(node_modules(folder, cache))}
 
 
+def install_folder(folder: Path, cache: Path) -> Path:
+    """Where folder's package-lock.json is (or will be) installed: one folder per lock."""
+    try:
+        key = hashlib.sha256((folder / LOCK).read_bytes()).hexdigest()[:24]
+    except OSError as exc:
+        raise RecallError(f"{folder / LOCK}: cannot read: {exc.strerror}") from None
+    return cache / KIND / key
+
+
 def node_modules(folder: Path, cache: Path) -> Path:
     """The node_modules folder of folder's package-lock.json, installed once per lock.
     npm ci runs in a temporary folder of the cache that is renamed into place once
     complete, under a lock, so a killed or concurrent install never leaves a half
     folder that looks installed; npm's own cache goes inside recall's too."""
+    final = install_folder(folder, cache)
+    root, key = final.parent, final.name
     try:
-        key = hashlib.sha256((folder / LOCK).read_bytes()).hexdigest()[:24]
         manifest = (folder / MANIFEST).read_bytes()
     except OSError as exc:
-        raise RecallError(f"{folder}: cannot read {LOCK} or {MANIFEST}: {exc.strerror}") from None
-    root = cache / KIND
-    final = root / key
+        raise RecallError(f"{folder / MANIFEST}: cannot read: {exc.strerror}") from None
     hold_in_use(use_lock(cache, KIND, key))
     try:
         root.mkdir(parents=True, exist_ok=True)
