@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, needs_tool, run_recall
+from conftest import ROOT, commit_files, make_repo, needs_tool, run_recall
 
 from recall.engine import load_preset, parse_engine
 from recall.errors import RecallError
@@ -204,7 +204,7 @@ def test_a_failed_install_is_one_line_naming_npm_s_reason_and_leaves_nothing(tmp
     assert "\n" not in str(caught.value)
     assert "complete log" not in str(caught.value)
     left = [p.name for p in (cache / "node").iterdir()]
-    assert all(name.endswith((".lock", ".inuse")) or name == ".npm" for name in left), left
+    assert all(name.endswith((".lock", ".inuse")) for name in left), left
 
 
 def test_a_tree_without_the_adapter_is_not_a_tree_of_this_finder(tmp_path):
@@ -260,3 +260,43 @@ def test_each_node_preset_on_gin_ranks_as_the_package_called_directly(
         assert error is None
         assert rank == (hits.index(source) + 1 if source in hits else None), query
         assert [row[0] for row in top] == hits[:10], query
+
+
+def test_a_base_runs_its_own_adapter(tmp_path, modules, real_cache, gin):
+    """The base commit's adapter answers in reverse; the working tree's is recall's own:
+    the base's numbers are its adapter's, not the working tree's."""
+    files = {
+        f"recall/peers/node/{name}": (FOLDER / name).read_text()
+        for name in ("adapter.js", "package.json", "package-lock.json")
+    }
+    good = files["recall/peers/node/adapter.js"]
+    reversed_cut = "return (limit ? list.slice(0, limit) : list).reverse();"
+    files["recall/peers/node/adapter.js"] = good.replace(
+        "return limit ? list.slice(0, limit) : list;", reversed_cut
+    )
+    assert reversed_cut in files["recall/peers/node/adapter.js"]
+    repo = make_repo(tmp_path / "finder", files, "an adapter that answers backwards")
+    commit_files(repo, {"recall/peers/node/adapter.js": good}, "the real adapter")
+    proc = run_recall(
+        "--finder", str(tmp_path / "finder"), "--engine", "match-sorter", "--base", "HEAD~1",
+        "--repo", "gin", "--type", "abbr3", "--cache", str(real_cache), "--json", "--no-regress",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    base, candidate = json.loads(proc.stdout)["runs"]
+    assert base["found"] == candidate["found"] > 0
+    assert base["first"] < candidate["first"]
+
+
+def test_node_missing_from_path_is_one_line_and_exit_2(tmp_path):
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    (folder / "git").symlink_to(shutil.which("git"))
+    proc = run_recall(
+        "--engine", "fusejs", "--repo", "gin", "--type", "abbr3", "--no-regress",
+        "--cache", str(tmp_path / "cache"), env={"PATH": str(folder)},
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        "recall: preset:fusejs: program 'node' not found on PATH "
+        "(kind 'node' runs Node.js: apt-get install nodejs npm)\n"
+    )

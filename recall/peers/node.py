@@ -38,6 +38,7 @@ TREE_FOLDER = ("recall", "peers", "node")
 ADAPTER = "adapter.js"
 MANIFEST, LOCK = "package.json", "package-lock.json"
 MODULES_ENV = "RECALL_NODE_MODULES"
+NPM_CACHE = ".npm"  # npm's own cache and logs, inside the install's temporary folder
 INSTALL_TIMEOUT_S = 600.0
 _NPM_NOISE = ("code ", "errno ", "syscall ", "path ", "dest ", "A complete log of this run")
 
@@ -115,7 +116,9 @@ def node_modules(folder: Path, cache: Path) -> Path:
     """The node_modules folder of folder's package-lock.json, installed once per lock.
     npm ci runs in a temporary folder of the cache that is renamed into place once
     complete, under a lock, so a killed or concurrent install never leaves a half
-    folder that looks installed; npm's own cache goes inside recall's too."""
+    folder that looks installed. npm's own cache and logs go in that temporary folder
+    and are removed with it: nothing is written outside recall's cache, and each entry of
+    <cache>/node is one lock's install, which `recall cache` lists and prunes."""
     final = install_folder(folder, cache)
     root, key = final.parent, final.name
     try:
@@ -133,7 +136,8 @@ def node_modules(folder: Path, cache: Path) -> Path:
             try:
                 (tmp / MANIFEST).write_bytes(manifest)
                 shutil.copyfile(folder / LOCK, tmp / LOCK)
-                _npm_ci(tmp, root / ".npm")
+                _npm_ci(tmp, tmp / NPM_CACHE)
+                shutil.rmtree(tmp / NPM_CACHE, ignore_errors=True)
                 (tmp / MARKER).write_text(f"{folder / LOCK}\n")
                 tmp.rename(final)
             finally:
