@@ -150,7 +150,10 @@ def node_modules(folder: Path, cache: Path) -> Path:
 def _npm_ci(folder: Path, npm_cache: Path) -> None:
     npm = shutil.which("npm")
     if npm is None:
-        raise RecallError("npm not found on PATH: kind 'node' installs its packages with npm ci")
+        raise RecallError(
+            "npm not found on PATH: kind 'node' installs its packages with npm ci "
+            "(apt-get install npm)"
+        )
     env = {**os.environ, "npm_config_cache": str(npm_cache), "npm_config_update_notifier": "false"}
     argv = [npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund"]
     try:
