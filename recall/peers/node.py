@@ -105,11 +105,18 @@ def session_env(tree: Path, cache: Path) -> dict[str, str]:
 
 def install_folder(folder: Path, cache: Path) -> Path:
     """Where folder's package-lock.json is (or will be) installed: one folder per lock."""
+    return cache / KIND / _lock_key(_read(folder / LOCK))
+
+
+def _lock_key(lock: bytes) -> str:
+    return hashlib.sha256(lock).hexdigest()[:24]
+
+
+def _read(path: Path) -> bytes:
     try:
-        key = hashlib.sha256((folder / LOCK).read_bytes()).hexdigest()[:24]
+        return path.read_bytes()
     except OSError as exc:
-        raise RecallError(f"{folder / LOCK}: cannot read: {exc.strerror}") from None
-    return cache / KIND / key
+        raise RecallError(f"{path}: cannot read: {exc.strerror}") from None
 
 
 def node_modules(folder: Path, cache: Path) -> Path:
@@ -119,12 +126,10 @@ def node_modules(folder: Path, cache: Path) -> Path:
     folder that looks installed. npm's own cache and logs go in that temporary folder
     and are removed with it: nothing is written outside recall's cache, and each entry of
     <cache>/node is one lock's install, which `recall cache` lists and prunes."""
-    final = install_folder(folder, cache)
-    root, key = final.parent, final.name
-    try:
-        manifest = (folder / MANIFEST).read_bytes()
-    except OSError as exc:
-        raise RecallError(f"{folder / MANIFEST}: cannot read: {exc.strerror}") from None
+    lock, manifest = _read(folder / LOCK), _read(folder / MANIFEST)
+    key = _lock_key(lock)  # of the bytes installed, read once
+    root = cache / KIND
+    final = root / key
     hold_in_use(use_lock(cache, KIND, key))
     try:
         root.mkdir(parents=True, exist_ok=True)
@@ -135,7 +140,7 @@ def node_modules(folder: Path, cache: Path) -> Path:
             tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{key}-", dir=root))
             try:
                 (tmp / MANIFEST).write_bytes(manifest)
-                shutil.copyfile(folder / LOCK, tmp / LOCK)
+                (tmp / LOCK).write_bytes(lock)
                 _npm_ci(tmp, tmp / NPM_CACHE)
                 shutil.rmtree(tmp / NPM_CACHE, ignore_errors=True)
                 (tmp / MARKER).write_text(f"{folder / LOCK}\n")

@@ -145,7 +145,7 @@ function answer(search, line) {
       throw new TypeError("a request must be a JSON object");
     }
     query = request.query;
-    limit = request.limit ?? 0;
+    limit = "limit" in request ? request.limit : 0;
     if (typeof query !== "string" || !Number.isInteger(limit) || limit < 0) {
       throw new TypeError("query must be a string and limit a whole number >= 0");
     }
