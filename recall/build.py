@@ -157,7 +157,12 @@ def run_build(engine: Engine, tree: Path, python: str, timeout: float = BUILD_TI
     if ("/" in program) and not _is_program(Path(program)):
         raise RecallError(f"{engine.source}: {program} is not an executable file")
     if "/" not in program and shutil.which(program) is None:
-        raise RecallError(f"{engine.source}: program {program!r} not found on PATH")
+        hint = (
+            " (kind 'node' runs Node.js: apt-get install nodejs npm)"
+            if engine.kind == "node"
+            else ""
+        )
+        raise RecallError(f"{engine.source}: program {program!r} not found on PATH{hint}")
     _check_python_module(engine, values, tree)
 
 

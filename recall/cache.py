@@ -21,7 +21,7 @@ from pathlib import Path
 
 from recall.corpus import MARKER, Pin, read_marker, try_exclusive, use_lock
 
-KINDS = ("corpora", "builds", "interpreters", "symbols", "results", "ceilings")
+KINDS = ("corpora", "builds", "interpreters", "node", "symbols", "results", "ceilings")
 DAY_S = 86400.0
 LEFTOVER = (".tmp-", ".trash-")  # folders a killed fetch, build or prune left behind
 
@@ -66,6 +66,7 @@ def entries(cache: Path) -> list[Entry]:
         "corpora": Path(".git") / MARKER,
         "builds": Path(".recall-built"),
         "interpreters": Path(".recall-made"),
+        "node": Path(".recall-installed"),  # recall.peers.node.MARKER
     }
     found: list[Entry] = []
     for kind in KINDS:
@@ -130,7 +131,7 @@ def stale(
                 pick(entry, "symbols of no current checkout")
     builds = [e for e in found if e.kind == "builds"]
     for entry in found:
-        if entry.kind in ("builds", "interpreters") and entry.key.startswith(LEFTOVER):
+        if entry.kind in ("builds", "interpreters", "node") and entry.key.startswith(LEFTOVER):
             pick(entry, "left over from an interrupted build")
     if keep_builds is not None:
         complete = [e for e in builds if not e.key.startswith(LEFTOVER)]
@@ -147,7 +148,7 @@ def stale(
 @contextlib.contextmanager
 def _claimed(cache: Path, entry: Entry) -> Iterator[bool]:
     """True while no run holds the entry and no fetch or build is making it."""
-    if entry.kind not in ("corpora", "builds", "interpreters"):
+    if entry.kind not in ("corpora", "builds", "interpreters", "node"):
         yield True
         return
     name = entry.key

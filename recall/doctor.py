@@ -30,9 +30,10 @@ from recall.corpus import (
     load_pins,
     mirror_source,
 )
-from recall.engine import fill, load_preset, preset_names
+from recall.engine import Engine, fill, load_preset, preset_names
 from recall.errors import RecallError
 from recall.interpreter import SUPPORTED, finder_python
+from recall.peers.node import ADAPTER, MARKER, TREE_FOLDER, install_folder, locked_version, pinned
 from recall.queryset import read_queries
 from recall.spawn import method
 from recall.symbols import ctags_version
@@ -40,6 +41,7 @@ from recall.symbols import ctags_version
 OK, WARN, FAIL = "ok", "warn", "FAIL"
 PACKAGES = ("GitPython", "rapidfuzz", "orjson", "numpy", "platformdirs")
 PROBE_TIMEOUT_S = 5.0
+NODE_FIX = "apt-get install nodejs npm"
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,9 @@ def check_presets(tree: Path, python: str) -> list[Check]:
         engine = load_preset(name)
         argv = [fill(part, values) for part in engine.bin]
         label = f"preset {name}"
+        if engine.kind == "node":
+            checks.append(_check_node_preset(label, engine, tree))
+            continue
         if engine.bin[0] == "{python}":
             status = FAIL if name == "reference" else WARN
             checks.append(_check_python_finder(label, argv, engine.env, values, status))
@@ -142,6 +147,41 @@ def _check_python_finder(
             "python3 -m pip install -e '.[dev]' (or make recall)",
         )  # fmt: skip
     return Check(label, OK, f"{' '.join(argv)} (recall {__version__})")
+
+
+def _check_node_preset(label: str, engine: Engine, tree: Path) -> Check:
+    """A node preset runs node on the tree's adapter: without node it is a warning, as a
+    missing fzf is, since the default run does not need it."""
+    package = engine.batch[engine.batch.index("--package") + 1]
+    if shutil.which("node") is None:
+        return Check(label, WARN, f"node: not found ({package})", NODE_FIX)
+    adapter = tree.joinpath(*TREE_FOLDER, ADAPTER)
+    if not adapter.is_file():
+        return Check(label, WARN, f"{adapter}: not found", "run from recall's own checkout")
+    return Check(label, OK, f"node {adapter} --package {package}")
+
+
+def check_node(tree: Path, cache: Path) -> list[Check]:
+    """node and npm, and the npm packages the tree pins, each with its locked version and
+    whether the cache holds them yet (npm ci installs them on a node preset's first run)."""
+    checks = []
+    for program in ("node", "npm"):
+        version = _probe([program, "--version"])
+        if version is None:
+            checks.append(Check(program, WARN, "not found (the node presets need it)", NODE_FIX))
+        else:
+            checks.append(Check(program, OK, version.removeprefix("v")))
+    folder = tree.joinpath(*TREE_FOLDER)
+    try:
+        packages = pinned(folder)
+        installed = (install_folder(folder, cache) / MARKER).is_file()
+        where = "installed in the cache" if installed else "npm ci on first use"
+        for package in sorted(packages):
+            detail = f"{locked_version(package, folder)} ({where})"
+            checks.append(Check(f"npm {package}", OK, detail))
+    except (RecallError, OSError) as exc:
+        checks.append(Check("npm packages", WARN, str(exc), "run from recall's own checkout"))
+    return checks
 
 
 def check_cache(cache: Path) -> Check:
@@ -257,6 +297,7 @@ def diagnose(
     except RecallError:
         python = sys.executable  # the cache check below says why; the presets still probe
     checks = [*check_python(), check_git(), check_ctags(), *check_presets(tree, python)]
+    checks += check_node(tree, cache)
     checks.append(Check("process start", OK, method()))
     checks.append(check_cache(cache))
     file_checks, pins = check_files(corpus, queries)

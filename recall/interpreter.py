@@ -80,3 +80,13 @@ def _make(target: Path) -> None:
     lib = target / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}"
     lines = "".join(f"{folder}\n" for folder in package_folders())
     (lib / "site-packages" / DEPS_PTH).write_text(lines, encoding="utf-8")
+
+
+def cache_of(python: str) -> Path:
+    """The cache a `{python}` of finder_python was made in (<cache>/interpreters/<key>/
+    bin/python): how a step that runs a finder, given only its binary, finds the cache
+    for what it installs there (a node engine's packages)."""
+    made = Path(python).parent.parent
+    if made.parent.name != KIND or not (made / MARKER).is_file():
+        raise RecallError(f"{python}: not an interpreter made in recall's cache")
+    return made.parent.parent

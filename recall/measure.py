@@ -29,6 +29,8 @@ import orjson
 from recall.corpus import Checkout, Pin, fetch, hold_in_use, is_clean, use_lock
 from recall.engine import Engine, QueryArgv, expand, fill
 from recall.errors import RecallError
+from recall.interpreter import cache_of
+from recall.peers.node import session_env
 from recall.queryset import QueryRow
 from recall.spawn import Child, Spawner, kill_group, reap, reaped
 from recall.symbols import checkout_symbols, distinct_names
@@ -174,6 +176,7 @@ class Session:
         self.stopping = False
         self.guard = threading.Lock()
         self.devnull = -1
+        self.kind_env = self._kind_env()  # before the temporary folder: it may fail
         sweep_stale_sessions()
         try:
             self.tmp = Path(tempfile.mkdtemp(prefix=RUN_PREFIX))
@@ -207,6 +210,13 @@ class Session:
         self.spawner = Spawner(self.cwd, self.env)
         self.query_argv = QueryArgv(self.engine.query, self.values, self.bin_argv)
 
+    def _kind_env(self) -> dict[str, str]:
+        """What an engine kind needs installed before its processes start: a node
+        engine's packages, in the cache its `{python}` was made in."""
+        if self.engine.kind != "node":
+            return {}
+        return session_env(self.binary.tree, cache_of(self.binary.python))
+
     def _environment(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if k not in self.engine.env_remove}
         for name in ("home", "cache", "config", "data"):
@@ -219,6 +229,7 @@ class Session:
             LC_ALL="C.UTF-8",
             TZ="UTC",
         )
+        env.update(self.kind_env)
         env.update({k: fill(v, self.values) for k, v in self.engine.env})
         return env
 

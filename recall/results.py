@@ -26,6 +26,7 @@ import orjson
 from recall.build import finder_root
 from recall.engine import Engine, load_preset
 from recall.errors import EXIT_OK, RecallError
+from recall.peers.node import TREE_FOLDER, locked_version
 from recall.queryset import DERIVED_TYPES, TYPED_TYPES
 from recall.symbols import write_atomic
 
@@ -43,6 +44,7 @@ class Peer:
     note: str
     bin: str | None = None
     package: str | None = None  # the PyPI distribution a library peer runs
+    npm: str | None = None  # the npm package a kind = "node" peer runs
 
 
 def iterfzf_fzf() -> str | None:
@@ -92,6 +94,37 @@ def default_peers() -> list[Peer]:
             "`process.extract`, its defaults (`WRatio`, `full_process`)",
             package="thefuzz",
         ),
+        Peer(
+            "Fuse.js",
+            "fusejs",
+            "`new Fuse(names, {includeScore: true}).search(q)`, its defaults (threshold 0.6)",
+            npm="fuse.js",
+        ),
+        Peer(
+            "fuzzysort",
+            "fuzzysort",
+            "`fuzzysort.go(q, prepared, {limit})`, its defaults",
+            npm="fuzzysort",
+        ),
+        Peer("fzf for JS", "fzf-js", "`new Fzf(names).find(q)`, its defaults", npm="fzf"),
+        Peer(
+            "match-sorter",
+            "match-sorter",
+            "`matchSorter(names, q)`, its defaults",
+            npm="match-sorter",
+        ),
+        Peer(
+            "fast-fuzzy",
+            "fast-fuzzy",
+            "`new Searcher(names).search(q)`, its defaults (threshold 0.6)",
+            npm="fast-fuzzy",
+        ),
+        Peer(
+            "uFuzzy",
+            "ufuzzy",
+            '`filter`/`info`/`sort` with `{intraIns: 1}` (its README\'s "fuzzier")',
+            npm="@leeoniya/ufuzzy",
+        ),
     ]
 
 
@@ -114,6 +147,9 @@ def finder_version(peer: Peer, engine: Engine, root: Path) -> str:
             return f"recall commit {repo.head.commit.hexsha[:12]}{dirty}"
     if peer.package:
         return f"{peer.package} {importlib.metadata.version(peer.package)} (PyPI)"
+    if peer.npm:  # the version the tree's lock installs, which is what the adapter loads
+        folder = root.joinpath(*TREE_FOLDER)
+        return f"{peer.npm} {locked_version(peer.npm, folder)} (npm)"
     program = peer.bin or shutil.which(engine.bin[0]) or engine.bin[0]
     line = _first_line([program, "--version"])
     name = Path(program).name

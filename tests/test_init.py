@@ -3,7 +3,7 @@ from pathlib import Path
 
 from conftest import make_repo, run_recall
 
-from recall.engine import load_engine, load_preset
+from recall.engine import load_engine, load_preset, preset_names
 
 OPTIONAL = ("build", "index", "batch", "profile", "cwd", "stdin", "env", "env_remove",
             "output", "no_match_exit")  # fmt: skip
@@ -49,5 +49,5 @@ def test_init_refuses_to_overwrite_an_existing_recall_toml(tmp_path):
 
 def test_init_with_an_unknown_preset_names_the_presets_and_writes_nothing(tmp_path: Path):
     proc = run_recall("init", "--preset", "nope", cwd=tmp_path)
-    assert proc.returncode == 2 and "fzf, fzy, reference, rq" in proc.stderr
+    assert proc.returncode == 2 and f"(presets: {', '.join(preset_names())})" in proc.stderr
     assert list(tmp_path.iterdir()) == []

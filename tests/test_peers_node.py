@@ -1,0 +1,302 @@
+"""kind = "node": the adapter as a real node process over the real pinned packages, the
+install into the cache, the engine table, and each npm preset on gin checked against the
+package called directly by a node script of its own."""
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, commit_files, make_repo, needs_tool, run_recall
+
+from recall.engine import load_preset, parse_engine
+from recall.errors import RecallError
+from recall.peers.node import FOLDER, MARKER, node_modules, pinned, session_env
+from recall.symbols import checkout_symbols, distinct_names
+
+pytestmark = [needs_tool("node", "nodejs"), needs_tool("npm")]
+
+ADAPTER = ROOT / "recall" / "peers" / "node" / "adapter.js"
+NAMES = ["TestFloatLimits", "foo_bar", "test_float_limits", "tesla"]
+PRESETS = {
+    "fusejs": "fuse.js",
+    "fuzzysort": "fuzzysort",
+    "fzf-js": "fzf",
+    "match-sorter": "match-sorter",
+    "fast-fuzzy": "fast-fuzzy",
+    "ufuzzy": "@leeoniya/ufuzzy",
+}
+
+# Each package called as its README shows, written here apart from the adapter's
+# drivers: argv is the node_modules folder, the package, a names file and a queries
+# file (one JSON string a line); it prints one JSON list of names per query.
+DIRECT = r"""
+const fs = require("fs");
+const path = require("path");
+const [modules, pkg, namesFile, queriesFile] = process.argv.slice(2);
+const names = fs.readFileSync(namesFile, "utf8").split("\n").filter((n) => n !== "");
+const queries = fs.readFileSync(queriesFile, "utf8").split("\n").filter((q) => q).map(JSON.parse);
+const need = (name) => require(path.join(modules, name));
+async function main() {
+  let search;
+  if (pkg === "fuse.js") {
+    const Fuse = need("fuse.js");
+    const fuse = new Fuse(names, { includeScore: true });
+    search = (q) => fuse.search(q).map((r) => r.item);
+  } else if (pkg === "fuzzysort") {
+    const fuzzysort = need("fuzzysort");
+    const prepared = names.map((n) => fuzzysort.prepare(n));
+    search = (q) => fuzzysort.go(q, prepared, { limit: 0 }).map((r) => r.target);
+  } else if (pkg === "fzf") {
+    const { Fzf } = await import(path.join(modules, "fzf", "dist", "fzf.es.js"));
+    const fzf = new Fzf(names);
+    search = (q) => fzf.find(q).map((e) => e.item);
+  } else if (pkg === "match-sorter") {
+    const { matchSorter } = need("match-sorter");
+    search = (q) => matchSorter(names, q);
+  } else if (pkg === "fast-fuzzy") {
+    const searcher = new (need("fast-fuzzy").Searcher)(names);
+    search = (q) => searcher.search(q);
+  } else {
+    const uFuzzy = need("@leeoniya/ufuzzy");
+    const u = new uFuzzy({ intraIns: 1 });
+    search = (q) => {
+      const idxs = u.filter(names, q);
+      if (!idxs || idxs.length === 0) return [];
+      const info = u.info(idxs, names, q);
+      return u.sort(info, names, q).map((i) => names[info.idx[i]]);
+    };
+  }
+  for (const q of queries) process.stdout.write(JSON.stringify(search(q)) + "\n");
+}
+main();
+"""
+
+
+@pytest.fixture(scope="module")
+def modules(real_cache: Path) -> Path:
+    """The pinned packages, installed once into the session's cache (the runs below
+    then find them installed)."""
+    return node_modules(FOLDER, real_cache)
+
+
+def _names_file(tmp_path: Path, names: list[str]) -> Path:
+    path = tmp_path / "names.txt"
+    path.write_text("".join(f"{n}\n" for n in names), encoding="utf-8")
+    return path
+
+
+def _adapter(
+    tmp_path: Path, modules: Path, package: str, *args: str, stdin: str = ""
+) -> subprocess.CompletedProcess:
+    names = _names_file(tmp_path, NAMES)
+    return subprocess.run(
+        ["node", str(ADAPTER), "--package", package, "--names", str(names),
+         "--modules", str(modules), *args],
+        input=stdin, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+
+
+def _direct(tmp_path: Path, modules: Path, package: str, names: list[str], queries: list[str]):
+    script, queries_file = tmp_path / "direct.js", tmp_path / "queries.jsonl"
+    script.write_text(DIRECT)
+    queries_file.write_text("".join(json.dumps(q) + "\n" for q in queries))
+    names_file = _names_file(tmp_path, names)
+    proc = subprocess.run(
+        ["node", str(script), str(modules), package, str(names_file), str(queries_file)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    return [json.loads(line) for line in proc.stdout.splitlines()]
+
+
+def _request(query: object, limit: object = 0, **extra: object) -> str:
+    return json.dumps({**extra, "query": query, "limit": limit}) + "\n"
+
+
+def test_the_install_is_one_folder_per_lock_with_every_pinned_package(modules, real_cache):
+    assert modules.parent.parent == real_cache / "node"
+    assert (modules.parent / MARKER).is_file()
+    for package, version in pinned().items():
+        meta = json.loads((modules / package / "package.json").read_text())
+        assert meta["version"] == version
+    assert node_modules(FOLDER, real_cache) == modules  # installed once, then found
+    assert not [p for p in (real_cache / "node").iterdir() if p.name.startswith(".tmp-")]
+
+
+def test_the_adapter_answers_ids_limits_and_bare_lists_as_fuse_does(tmp_path, modules):
+    stdin = _request("tesflolim", id=0) + _request("fobar", 2, id=1) + _request("tes", 1)
+    proc = _adapter(tmp_path, modules, "fuse.js", stdin=stdin)
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    expected = _direct(tmp_path, modules, "fuse.js", NAMES, ["tesflolim", "fobar", "tes"])
+    assert [line["id"] for line in lines[:2]] == [0, 1]
+    assert [row["name"] for row in lines[0]["results"]] == expected[0]
+    assert [row["name"] for row in lines[1]["results"]] == expected[1][:2]
+    assert [row["name"] for row in lines[2]] == expected[2][:1]  # no id: the bare list
+
+
+def test_bad_requests_and_a_failing_package_are_that_line_s_error_and_it_goes_on(tmp_path, modules):
+    stdin = (
+        "not json\n" + "[1]\n" + _request(3, id=1) + _request("tes", -1, id=2)
+        + _request("tes", 1.5, id=3) + _request("foo_bar", id=4)
+    )  # fmt: skip
+    proc = _adapter(tmp_path, modules, "match-sorter", stdin=stdin)
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert all(line["error"].startswith("bad request: ") for line in lines[:5])
+    assert [line.get("id") for line in lines[:5]] == [None, None, 1, 2, 3]
+    assert lines[5] == {"id": 4, "results": [{"name": "foo_bar"}]}
+    # keys with a threshold and no key: match-sorter itself throws, for each query
+    options = json.dumps({"keys": [{"threshold": 1}]})
+    stdin = _request("tes", id=0) + _request("foo", id=1)
+    proc = _adapter(tmp_path, modules, "match-sorter", "--options", options, stdin=stdin)
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [line["id"] for line in lines] == [0, 1]
+    assert all(line["error"].startswith("TypeError: ") for line in lines)
+
+
+def test_each_line_is_answered_as_it_is_read(tmp_path, modules):
+    names = _names_file(tmp_path, NAMES)
+    argv = ["node", str(ADAPTER), "--package", "fuzzysort", "--names", str(names),
+            "--modules", str(modules)]  # fmt: skip
+    with subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) as proc:
+        for i, query in enumerate(["tes", "foo"]):
+            proc.stdin.write(_request(query, id=i))
+            proc.stdin.flush()
+            assert json.loads(proc.stdout.readline())["id"] == i  # stdin still open
+        proc.stdin.close()
+        assert proc.wait(timeout=30) == 0
+
+
+def test_one_query_and_names_split_on_newlines_only(tmp_path, modules):
+    names = _names_file(tmp_path, ["odd\rname", "odd\u2028other", "plain", ""])
+    proc = subprocess.run(
+        ["node", str(ADAPTER), "--package", "match-sorter", "--names", str(names),
+         "--modules", str(modules), "--query", "odd", "--limit", "0"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(row["name"] for row in json.loads(proc.stdout)) == ["odd\rname", "odd\u2028other"]
+
+
+@pytest.mark.parametrize("package", ["fuse.js", "left-pad"])
+def test_a_package_that_cannot_be_loaded_is_one_line_on_stderr_and_exit_2(tmp_path, package):
+    empty = tmp_path / "node_modules"
+    empty.mkdir()
+    proc = _adapter(tmp_path, empty, package, stdin=_request("tes"))
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert proc.stderr.startswith(f"node adapter: cannot load {package}: ")
+    assert len(proc.stderr.splitlines()) == 1
+
+
+def test_a_failed_install_is_one_line_naming_npm_s_reason_and_leaves_nothing(tmp_path):
+    folder = tmp_path / "pins"
+    folder.mkdir()
+    shutil.copyfile(FOLDER / "package-lock.json", folder / "package-lock.json")
+    (folder / "package.json").write_text('{"dependencies": {"left-pad": "1.3.0"}}')
+    cache = tmp_path / "cache"
+    with pytest.raises(RecallError, match=r"^npm ci failed \(exit \d+\): .*in sync") as caught:
+        node_modules(folder, cache)
+    assert "\n" not in str(caught.value)
+    assert "complete log" not in str(caught.value)
+    left = [p.name for p in (cache / "node").iterdir()]
+    assert all(name.endswith((".lock", ".inuse")) for name in left), left
+
+
+def test_a_tree_without_the_adapter_is_not_a_tree_of_this_finder(tmp_path):
+    with pytest.raises(RecallError, match=r"has no recall/peers/node/adapter\.js"):
+        session_env(tmp_path, tmp_path / "cache")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "needs package = one of "),
+        ('package = "left-pad"', r"needs package = one of .*got 'left-pad'"),
+        ("package = 3", "needs package"),
+        ('package = "fuse.js"\nbin = ["x"]', "unknown key 'bin' for kind 'node'"),
+        ('package = "fuse.js"\ncallable = "a:b"', "unknown key 'callable' for kind 'node'"),
+        ('package = "fuse.js"\noptions = 3', "options must be a table"),
+        ('package = "fuse.js"\nenv = "X=1"', "env must be a table"),
+    ],
+)
+def test_a_node_engine_table_that_cannot_run_names_the_key_and_file(text, message):
+    with pytest.raises(RecallError, match=f"^node.toml: .*{message}"):
+        parse_engine(f'[engine]\nkind = "node"\n{text}\n'.encode(), "node.toml")
+
+
+def test_a_node_engine_runs_the_adapter_of_the_tree_under_test():
+    engine = load_preset("ufuzzy")
+    assert engine.kind == "node"
+    assert engine.bin == ("node", "{tree}/recall/peers/node/adapter.js")
+    assert engine.batch[:3] == ("{bin}", "--package", "@leeoniya/ufuzzy")
+    assert json.loads(engine.batch[engine.batch.index("--options") + 1]) == {"intraIns": 1}
+    assert "--query" in engine.query and "{limit}" in engine.query
+
+
+@pytest.mark.parametrize("preset", list(PRESETS))
+def test_each_node_preset_on_gin_ranks_as_the_package_called_directly(
+    preset, modules, real_cache, gin, tmp_path
+):
+    saved = tmp_path / "saved.json"
+    proc = run_recall(
+        "--engine", preset, "--repo", "gin", "--type", "abbr3", "--type", "typo",
+        "--cache", str(real_cache), "--save", str(saved), "--no-regress",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    document = json.loads(saved.read_text())
+    results = document["runs"][-1]["results"]
+    assert len(results) == len(document["rows"]) > 150
+    names = list(distinct_names(checkout_symbols(gin, real_cache)))
+    queries = [row[1] for row in document["rows"]]
+    direct = _direct(tmp_path, modules, PRESETS[preset], names, queries)
+    for (_repo, query, _type, source), (rank, top, error), hits in zip(
+        document["rows"], results, direct, strict=True
+    ):
+        assert error is None
+        assert rank == (hits.index(source) + 1 if source in hits else None), query
+        assert [row[0] for row in top] == hits[:10], query
+
+
+def test_a_base_runs_its_own_adapter(tmp_path, modules, real_cache, gin):
+    """The base commit's adapter answers in reverse; the working tree's is recall's own:
+    the base's numbers are its adapter's, not the working tree's."""
+    files = {
+        f"recall/peers/node/{name}": (FOLDER / name).read_text()
+        for name in ("adapter.js", "package.json", "package-lock.json")
+    }
+    good = files["recall/peers/node/adapter.js"]
+    reversed_cut = "return (limit ? list.slice(0, limit) : list).reverse();"
+    files["recall/peers/node/adapter.js"] = good.replace(
+        "return limit ? list.slice(0, limit) : list;", reversed_cut
+    )
+    assert reversed_cut in files["recall/peers/node/adapter.js"]
+    repo = make_repo(tmp_path / "finder", files, "an adapter that answers backwards")
+    commit_files(repo, {"recall/peers/node/adapter.js": good}, "the real adapter")
+    proc = run_recall(
+        "--finder", str(tmp_path / "finder"), "--engine", "match-sorter", "--base", "HEAD~1",
+        "--repo", "gin", "--type", "abbr3", "--cache", str(real_cache), "--json", "--no-regress",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    base, candidate = json.loads(proc.stdout)["runs"]
+    assert base["found"] == candidate["found"] > 0
+    assert base["first"] < candidate["first"]
+
+
+def test_node_missing_from_path_is_one_line_and_exit_2(tmp_path):
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    (folder / "git").symlink_to(shutil.which("git"))
+    proc = run_recall(
+        "--engine", "fusejs", "--repo", "gin", "--type", "abbr3", "--no-regress",
+        "--cache", str(tmp_path / "cache"), env={"PATH": str(folder)},
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        "recall: preset:fusejs: program 'node' not found on PATH "
+        "(kind 'node' runs Node.js: apt-get install nodejs npm)\n"
+    )
