@@ -4,10 +4,14 @@ crash, never become ready or answer an error object, and the engine table."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -22,6 +26,11 @@ needs_jedi = pytest.mark.skipif(
     reason="jedi-language-server is not installed (pip install -e '.[peers]'; .ci/run installs it)",
 )
 JEDI = [sys.executable, "-c", "from jedi_language_server.cli import cli; cli()"]
+HAVE_BASEDPYRIGHT = importlib.util.find_spec("basedpyright") is not None
+BASEDPYRIGHT = [
+    sys.executable, "-c", "import sys; from basedpyright.langserver import main; sys.exit(main())",
+    "--stdio",
+]  # fmt: skip
 
 FIXTURE = {
     "limits.py": "class TestFloatLimits:\n    pass\n\n\ndef float_limits():\n    return 1\n",
@@ -35,15 +44,15 @@ FIXTURE = {
 
 # A language server in a few lines of Python, speaking Content-Length JSON-RPC on stdio.
 # It answers every name of argv[1] that holds the query as a subsequence, ignoring case, in
-# the file's order, as SymbolInformation, and
-# as WorkspaceSymbol (location without range) for a query starting with "w". Before it
-# answers initialize it asks the client what an editor is asked, and it writes the client's
-# answers and the initialize params it got to argv[2]. argv[3] picks a fault: "crash" exits
-# 7 on a query starting with "t" that is not a name (the adapter's readiness probes are
-# names), "never" answers nothing ever, "error" answers queries starting with "bad" with an
-# error object.
+# the file's order, as SymbolInformation, and as WorkspaceSymbol (location without range)
+# for a query starting with "w". Before it answers initialize it asks the client what an
+# editor is asked, and it writes its pid, the initialize params and the client's answers to
+# argv[2]. argv[3] picks a fault: "crash" exits 7 on a query starting with "t" that is not
+# a name (the adapter's readiness probes are names), "never" answers nothing ever, "error"
+# answers queries starting with "bad" with an error object, "linger" outlives the end of
+# its stdin.
 SERVER = r"""
-import json, os, sys
+import json, os, sys, time
 
 names_path, log_path, mode = sys.argv[1:4]
 names = [n for n in open(names_path).read().split("\n") if n]
@@ -55,6 +64,8 @@ def read():
     while True:
         line = inp.readline()
         if not line:
+            if mode == "linger":  # a server that does not notice its client is gone
+                time.sleep(600)
             sys.exit(0)
         if line == b"\r\n":
             break
@@ -84,6 +95,7 @@ while True:
     message = read()
     method = message.get("method")
     if method == "initialize":
+        log.write(json.dumps({"pid": os.getpid()}) + "\n")
         log.write(json.dumps({"initialize": message["params"]}) + "\n")
         send({"id": "p1", "method": "window/workDoneProgress/create", "params": {"token": 1}})
         send({"id": "c1", "method": "workspace/configuration",
@@ -178,6 +190,63 @@ def test_jedi_language_server_answers_workspace_symbol_through_the_adapter(fixtu
     assert answers[4]["results"] == []
 
 
+@pytest.mark.skipif(
+    not HAVE_BASEDPYRIGHT,
+    reason="basedpyright is not installed (pip install -e '.[peers]'; .ci/run installs it)",
+)
+def test_basedpyright_answers_workspace_symbol_through_the_adapter(fixture_repo):
+    stdin = _request("flolim", id=0) + _request("func_03", id=1) + _request("TestFl", 1, id=2)
+    proc = _adapter(fixture_repo, BASEDPYRIGHT, stdin, "--ready-timeout", "50",
+                    probes=("float_limits",))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    answers = _answers(proc)
+    assert {(r["name"], r["file"], r["line"]) for r in answers[0]["results"]} >= {
+        ("TestFloatLimits", "limits.py", 1),
+        ("float_limits", "limits.py", 5),
+    }
+    assert sorted(r["name"] for r in answers[1]["results"]) == ["func_03_0", "func_03_1"]
+    assert answers[2]["results"] == [{"name": "TestFloatLimits", "file": "limits.py", "line": 1}]
+
+
+def test_killing_the_adapter_takes_the_server_down_with_it(tmp_path):
+    """The harness kills a batch process's group past --timeout, and the server is in a
+    group of its own: the parent-death signal must end it all the same."""
+    server, log = _fake_server(tmp_path, "linger")
+    names = tmp_path / "probes.txt"
+    names.write_text("foo_bar\n")
+    adapter = subprocess.Popen(
+        [sys.executable, "-P", "-m", "recall.peers.lsp", "--workspace", str(tmp_path),
+         "--names", str(names), "--", *server],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, env={"PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert adapter.stdin and adapter.stdout
+    adapter.stdin.write(_request("foo", id=0).encode())
+    adapter.stdin.flush()
+    assert json.loads(adapter.stdout.readline())["id"] == 0  # ready and answering
+    pid = json.loads(log.read_text().splitlines()[0])["pid"]
+    adapter.kill()
+    adapter.wait()
+    adapter.stdin.close()
+    adapter.stdout.close()
+    try:
+        deadline = time.monotonic() + 10
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(pid), "the server outlived its adapter"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    """Running, as opposed to gone or dead and waiting to be reaped (a zombie)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
+
+
 def test_the_adapter_answers_the_server_as_an_editor_and_reads_both_symbol_shapes(tmp_path):
     server, log = _fake_server(tmp_path, "plain")
     workspace = tmp_path / "ws"
@@ -196,7 +265,7 @@ def test_the_adapter_answers_the_server_as_an_editor_and_reads_both_symbol_shape
     }
     assert answers[1] == {"id": 1, "results": [{"name": "foo_bar", "file": "src/f1.py"}]}
     assert answers[2] == [{"name": "TestFloatLimits", "file": "src/f0.py", "line": 1}]
-    entries = log.read_text().splitlines()
+    entries = log.read_text().splitlines()[1:]
     params = json.loads(entries[0])["initialize"]
     assert params["rootUri"] == workspace.resolve().as_uri()
     assert params["workspaceFolders"] == [{"uri": workspace.resolve().as_uri(), "name": "ws"}]
