@@ -40,6 +40,7 @@ from urllib.parse import unquote, urlparse
 
 import orjson
 
+from recall import __version__
 from recall.errors import RecallError
 from recall.peers.library import Rows, read_names, serve
 
@@ -294,7 +295,7 @@ def initialize(conn: Connection, workspace: Path, settings: dict, timeout: float
     uri = workspace.resolve().as_uri()
     params = {
         "processId": os.getpid(),
-        "clientInfo": {"name": "recall", "version": "0.1.0"},
+        "clientInfo": {"name": "recall", "version": __version__},
         "rootUri": uri,
         "rootPath": str(workspace.resolve()),
         "workspaceFolders": [{"uri": uri, "name": workspace.name}],
