@@ -42,6 +42,9 @@ class Peer:
     note: str
     bin: str | None = None
     package: str | None = None  # the PyPI distribution a library peer runs
+    # A peer that rightly finds (almost) nothing, as a prefix matcher given typed queries:
+    # its run needs --allow-empty, which would hide a broken engine anywhere else.
+    allow_empty: bool = False
 
 
 def iterfzf_fzf() -> str | None:
@@ -94,8 +97,10 @@ def default_peers() -> list[Peer]:
         Peer(
             "jedi-language-server",
             "jedi-lsp",
-            "`workspace/symbol`, the server's defaults (at most 20 symbols an answer)",
+            "`workspace/symbol`, the server's defaults (module-level names that start with "
+            "the query, at most 20 an answer)",
             package="jedi-language-server",
+            allow_empty=True,
         ),
         Peer(
             "basedpyright",
@@ -183,6 +188,8 @@ def run_peer(peer: Peer, args: argparse.Namespace, repos: list[str] | None = Non
     argv += ["--queries", args.queries, "--corpus", args.corpus, "--jobs", str(args.jobs)]
     for repo in repos or ():
         argv += ["--repo", repo]
+    if peer.allow_empty:
+        argv.append("--allow-empty")
     for flag, value in (("--bin", peer.bin), ("--mirror", args.mirror), ("--cache", args.cache)):
         if value:
             argv += [flag, value]
