@@ -24,6 +24,7 @@ import git
 import orjson
 
 from recall.build import finder_root
+from recall.corpus import load_pins
 from recall.engine import Engine, load_preset
 from recall.errors import EXIT_OK, RecallError
 from recall.peers.node import TREE_FOLDER, locked_version
@@ -45,6 +46,9 @@ class Peer:
     bin: str | None = None
     package: str | None = None  # the PyPI distribution a library peer runs
     npm: str | None = None  # the npm package a kind = "node" peer runs
+    # A peer that rightly finds (almost) nothing, as a prefix matcher given typed queries:
+    # its run needs --allow-empty, which would hide a broken engine anywhere else.
+    allow_empty: bool = False
 
 
 def iterfzf_fzf() -> str | None:
@@ -125,6 +129,20 @@ def default_peers() -> list[Peer]:
             '`filter`/`info`/`sort` with `{intraIns: 1}` (its README\'s "fuzzier")',
             npm="@leeoniya/ufuzzy",
         ),
+        Peer(
+            "jedi-language-server",
+            "jedi-lsp",
+            "`workspace/symbol`, the server's defaults (module-level names that start with "
+            "the query, at most 20 an answer)",
+            package="jedi-language-server",
+            allow_empty=True,
+        ),
+        Peer(
+            "basedpyright",
+            "basedpyright",
+            "`workspace/symbol`, the server's defaults",
+            package="basedpyright",
+        ),
     ]
 
 
@@ -192,11 +210,26 @@ def machine() -> dict[str, str]:
     }
 
 
-def run_peer(peer: Peer, args: argparse.Namespace) -> tuple[dict, list[str | None]]:
-    """One `recall run --json` over the whole query set, and the name each query got first;
-    a failed run stops the page."""
+def served_repos(engine: Engine, corpus: Path) -> list[str]:
+    """The corpora of the languages an engine serves (all for an engine of every language):
+    a Python language server given gin would only measure that it knows no Go."""
+    if not engine.languages:
+        return []
+    pins = load_pins(corpus)
+    return [name for name, pin in pins.items() if pin.language in engine.languages]
+
+
+def run_peer(
+    peer: Peer, args: argparse.Namespace, repos: list[str] | None = None
+) -> tuple[dict, list[str | None]]:
+    """One `recall run --json` over the query set (of repos only, when given), and the
+    name each query got first; a failed run stops the page."""
     argv = [sys.executable, "-m", "recall", "run", "--engine", peer.preset, "--json"]
     argv += ["--queries", args.queries, "--corpus", args.corpus, "--jobs", str(args.jobs)]
+    for repo in repos or ():
+        argv += ["--repo", repo]
+    if peer.allow_empty:
+        argv.append("--allow-empty")
     for flag, value in (("--bin", peer.bin), ("--mirror", args.mirror), ("--cache", args.cache)):
         if value:
             argv += [flag, value]
@@ -234,11 +267,19 @@ def agreement(entries: list[dict]) -> list[list[float | None]]:
 
 
 def check_comparable(entries: list[dict]) -> None:
-    """Side by side only means something over the same queries and the same pins."""
+    """Side by side only means something over the same queries and the same pins; a finder
+    of some languages is compared on those languages' rows."""
     first = entries[0]["report"]
     for entry in entries[1:]:
         report = entry["report"]
-        for key in ("queries", "sourced", "corpus"):
+        languages = entry.get("languages") or []
+        for language in languages:
+            mine = report["runs"][0]["by_language"].get(language, {}).get("n")
+            if mine != first["runs"][0]["by_language"].get(language, {}).get("n"):
+                raise RecallError(
+                    f"{entry['label']}: its {language} rows differ from {entries[0]['label']}'s"
+                )
+        for key in ("corpus",) if languages else ("queries", "sourced", "corpus"):
             if report[key] != first[key]:
                 raise RecallError(
                     f"{entry['label']}: its report's {key} differs from {entries[0]['label']}'s"
@@ -289,8 +330,14 @@ def _best(entries: list[dict], group: str, key: str) -> str:
     return ", ".join(label for label, first in firsts if first == top)
 
 
-def render_results(entries: list[dict], host: dict[str, str]) -> str:
-    """The page, from each finder's label, version, command, note and JSON report."""
+def render_results(every: list[dict], host: dict[str, str]) -> str:
+    """The page, from each finder's label, version, command, note and JSON report. Finders
+    of some languages only (language servers) have a section of their own, beside the
+    others' rows for the same languages, since their totals cover fewer queries."""
+    entries = [e for e in every if not e.get("languages")]
+    servers = [e for e in every if e.get("languages")]
+    if not entries:  # --only a language server: its own totals are the page
+        entries, servers = every, []
     first = entries[0]["report"]
     labels = [e["label"] for e in entries]
     out = [
@@ -376,8 +423,9 @@ def render_results(entries: list[dict], host: dict[str, str]) -> str:
             for i, row in enumerate(agreement(entries))
         ]
         out += _table(["finder", *labels], body)
+    out += _by_own_languages(entries, servers)
     out += ["", "## Finders", ""]
-    body = [[e["label"], e["version"], f"`{e['command']}`", e["note"]] for e in entries]
+    body = [[e["label"], e["version"], f"`{e['command']}`", e["note"]] for e in every]
     out += _table(["finder", "version", "command", "options"], body, numeric=False)
     out += [
         "",
@@ -405,6 +453,36 @@ def render_results(entries: list[dict], host: dict[str, str]) -> str:
         numeric=False,
     )
     return "\n".join(out) + "\n"
+
+
+def _by_own_languages(entries: list[dict], servers: list[dict]) -> list[str]:
+    """Each finder of some languages on those languages: its rows by type, then every
+    finder's #1 / top 10 / found on the same language rows."""
+    out: list[str] = []
+    for server in servers:
+        run = server["report"]["runs"][0]
+        served = ", ".join(server["languages"])
+        out += ["", f"## {server['label']} on its languages ({served})", ""]
+        body = [
+            [key, str(c["n"]), _count(c, "first"), _count(c, "top10"), _count(c, "found"),
+             f"{c['mrr']:.3f}", str(c["errors"])]
+            for key in _keys(run["by_type"], "by_type")
+            for c in [run["by_type"][key]]
+        ]  # fmt: skip
+        out += _table(["type", "n", "#1", "top 10", "found", "MRR", "errors"], body)
+        out += [""]
+        body = []
+        for language in server["languages"]:
+            for entry in [server, *entries]:
+                c = entry["report"]["runs"][0]["by_language"].get(language)
+                if c and c["n"]:
+                    body.append([
+                        f"{language}: {entry['label']}", str(c["n"]), _count(c, "first"),
+                        _count(c, "top10"), _count(c, "found"), f"{c['mrr']:.3f}",
+                    ])  # fmt: skip
+        out += _table(["language: finder", "n", "#1", "top 10", "found", "MRR"], body)
+        out += ["", f"{server['label']}: {latency_ms(server['report']):.2f} ms / query."]
+    return out
 
 
 # Command line ------------------------------------------------------------------------
@@ -469,10 +547,11 @@ def _entries(args: argparse.Namespace) -> list[dict]:
             entries.append(_read_entry(_report_path(folder, peer)))
             continue
         engine = load_preset(peer.preset)
-        report, firsts = run_peer(peer, args)
+        report, firsts = run_peer(peer, args, served_repos(engine, Path(args.corpus)))
         entry = {
             "label": peer.label, "version": finder_version(peer, engine, root),
             "command": command_line(peer, engine), "note": peer.note,
+            "languages": list(engine.languages),
             "report": report, "firsts": firsts,
         }  # fmt: skip
         if folder is not None:

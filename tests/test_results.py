@@ -20,6 +20,7 @@ from recall.results import (
     iterfzf_fzf,
     latency_ms,
     render_results,
+    served_repos,
 )
 
 
@@ -124,6 +125,38 @@ def test_reports_over_different_query_sets_are_refused():
     with pytest.raises(RecallError, match="queries differs"):
         check_comparable([ENTRIES[0], other])
     check_comparable(ENTRIES)
+
+
+def _server_entry(queries: int = 4) -> dict:
+    """A language server of go, run on the go corpus only: fewer queries than the rest."""
+    entry = _entry("golsp", _report({"typo": (4, 0, 1, 2, 0.1), "abbr3": (4, 1, 2, 2, 0.3)}, 0.4))
+    entry["report"]["queries"], entry["languages"] = queries, ["go"]
+    return entry
+
+
+def test_a_finder_of_some_languages_has_its_own_section_beside_the_others_on_them():
+    page = render_results([*ENTRIES, _server_entry()], HOST)
+    assert "| golsp |" not in page.split("## golsp on its languages (go)")[0].split("## Finders")[0]
+    section = page.split("## golsp on its languages (go)")[1].split("## Finders")[0]
+    assert "| abbr3 | 4 | 1 (25.0%) | 2 (50.0%) | 2 (50.0%) | 0.300 | 0 |" in section
+    assert "| go: golsp | 8 | 1 (12.5%) | 3 (37.5%) | 4 (50.0%) | 0.200 |" in section
+    assert "| go: reference | 8 | 6 (75.0%) |" in section
+    assert "| golsp | golsp 1.0 |" in page  # in the finders table with the others
+
+
+def test_a_finder_of_some_languages_is_compared_on_those_languages_rows():
+    check_comparable([*ENTRIES, _server_entry(queries=4)])
+    other = _server_entry()
+    other["report"]["runs"][0]["by_language"]["go"]["n"] = 7
+    with pytest.raises(RecallError, match="golsp: its go rows differ"):
+        check_comparable([ENTRIES[0], other])
+
+
+def test_the_language_servers_run_on_the_corpora_of_their_languages_only():
+    corpus = ROOT / "corpus.json"
+    assert served_repos(load_preset("jedi-lsp"), corpus) == ["pytest"]
+    assert served_repos(load_preset("basedpyright"), corpus) == ["pytest"]
+    assert served_repos(load_preset("fzf"), corpus) == []  # every corpus, no --repo
 
 
 def test_a_bundled_binary_is_shown_by_its_package_folder_not_this_machines_path():

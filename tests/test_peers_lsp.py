@@ -1,0 +1,386 @@
+"""kind = "lsp": the adapter as a real process in front of real language servers, the
+real jedi-language-server over a fixture repository, small servers written here that
+crash, never become ready or answer an error object, and the engine table."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, make_repo, run_recall
+
+from recall.engine import load_preset, parse_engine
+from recall.errors import RecallError
+
+HAVE_JEDI = importlib.util.find_spec("jedi_language_server") is not None
+needs_jedi = pytest.mark.skipif(
+    not HAVE_JEDI,
+    reason="jedi-language-server is not installed (pip install -e '.[peers]'; .ci/run installs it)",
+)
+JEDI = [sys.executable, "-c", "from jedi_language_server.cli import cli; cli()"]
+HAVE_BASEDPYRIGHT = importlib.util.find_spec("basedpyright") is not None
+BASEDPYRIGHT = [
+    sys.executable, "-c", "import sys; from basedpyright.langserver import main; sys.exit(main())",
+    "--stdio",
+]  # fmt: skip
+
+FIXTURE = {
+    "limits.py": "class TestFloatLimits:\n    pass\n\n\ndef float_limits():\n    return 1\n",
+    "pkg/__init__.py": "",
+    "pkg/helpers.py": "import os\n\n\ndef float_helper():\n    return os.sep\n",
+    **{
+        f"many/mod{i:02}.py": "".join(f"def func_{i:02}_{j}():\n    pass\n" for j in range(2))
+        for i in range(15)
+    },
+}
+
+# A language server in a few lines of Python, speaking Content-Length JSON-RPC on stdio.
+# It answers every name of argv[1] that holds the query as a subsequence, ignoring case, in
+# the file's order, as SymbolInformation, and as WorkspaceSymbol (location without range)
+# for a query starting with "w". Before it answers initialize it asks the client what an
+# editor is asked, and it writes its pid, the initialize params and the client's answers to
+# argv[2]. argv[3] picks a fault: "crash" exits 7 on a query starting with "t" that is not
+# a name (the adapter's readiness probes are names), "never" answers nothing ever, "error"
+# answers queries starting with "bad" with an error object, "linger" outlives the end of
+# its stdin.
+SERVER = r"""
+import json, os, sys, time
+
+names_path, log_path, mode = sys.argv[1:4]
+names = [n for n in open(names_path).read().split("\n") if n]
+inp, out = sys.stdin.buffer, sys.stdout.buffer
+log = open(log_path, "a")
+
+def read():
+    length = None
+    while True:
+        line = inp.readline()
+        if not line:
+            if mode == "linger":  # a server that does not notice its client is gone
+                time.sleep(600)
+            sys.exit(0)
+        if line == b"\r\n":
+            break
+        key, _, value = line.decode().partition(":")
+        if key.lower() == "content-length":
+            length = int(value)
+    return json.loads(inp.read(length))
+
+def send(message):
+    body = json.dumps({"jsonrpc": "2.0", **message}).encode()
+    out.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    out.flush()
+
+def subsequence(query, name):
+    rest = iter(name.lower())
+    return all(c in rest for c in query)
+
+def symbol(i, name, query):
+    uri = "file://" + os.getcwd() + f"/src/f{i % 3}.py"
+    if query.startswith("w"):
+        return {"name": name, "kind": 12, "location": {"uri": uri}}
+    start = {"line": i, "character": 4}
+    return {"name": name, "kind": 12, "containerName": "m",
+            "location": {"uri": uri, "range": {"start": start, "end": start}}}
+
+while True:
+    message = read()
+    method = message.get("method")
+    if method == "initialize":
+        log.write(json.dumps({"pid": os.getpid()}) + "\n")
+        log.write(json.dumps({"initialize": message["params"]}) + "\n")
+        send({"id": "p1", "method": "window/workDoneProgress/create", "params": {"token": 1}})
+        send({"id": "c1", "method": "workspace/configuration",
+              "params": {"items": [{"section": "fake.symbols"}, {"section": "absent"}]}})
+        send({"method": "window/logMessage", "params": {"type": 3, "message": "hello"}})
+        got = [read(), read()]
+        log.write(json.dumps({"replies": got}) + "\n")
+        log.flush()
+        send({"id": message["id"], "result": {"capabilities": {"workspaceSymbolProvider": True}}})
+    elif method == "workspace/symbol":
+        query = message["params"]["query"]
+        if mode == "never":
+            send({"id": message["id"], "result": []})
+        elif mode == "crash" and query.startswith("t") and query not in names:
+            os._exit(7)
+        elif mode == "error" and query.startswith("bad"):
+            send({"id": message["id"], "error": {"code": -32603, "message": "index broke"}})
+        else:
+            q = query.lstrip("w").lower()
+            hits = [symbol(i, n, query) for i, n in enumerate(names) if subsequence(q, n)]
+            send({"id": message["id"], "result": hits})
+    elif method == "shutdown":
+        log.write("shutdown\n")
+        log.flush()
+        send({"id": message["id"], "result": None})
+    elif method == "exit":
+        log.write("exit\n")
+        log.flush()
+        sys.exit(0)
+"""
+
+NAMES = ["TestFloatLimits", "foo_bar", "float_limits", "tesla"]
+
+
+def _fake_server(tmp_path: Path, mode: str) -> tuple[list[str], Path]:
+    """The server's argv and the file it logs to; it answers NAMES."""
+    script, log = tmp_path / "server.py", tmp_path / "server.log"
+    script.write_text(SERVER)
+    names = tmp_path / "names.txt"
+    names.write_text("".join(f"{n}\n" for n in NAMES))
+    return [sys.executable, str(script), str(names), str(log), mode], log
+
+
+def _adapter(
+    workspace: Path, server: list[str], stdin: str, *args: str, probes: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess:
+    """The adapter as the harness runs it; probes: the names file's names (else NAMES)."""
+    names = workspace.parent / f"{workspace.name}-names.txt"
+    names.write_text("".join(f"{n}\n" for n in probes or NAMES))
+    return subprocess.run(
+        [sys.executable, "-P", "-m", "recall.peers.lsp", "--workspace", str(workspace),
+         "--names", str(names), *args, "--", *server],
+        input=stdin, capture_output=True, text=True, timeout=60, cwd=workspace,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    )  # fmt: skip
+
+
+def _request(query: str, limit: int = 0, **extra: object) -> str:
+    return json.dumps({**extra, "query": query, "limit": limit}) + "\n"
+
+
+def _answers(proc: subprocess.CompletedProcess) -> list[dict]:
+    return [json.loads(line) for line in proc.stdout.splitlines()]
+
+
+@pytest.fixture(scope="module")
+def fixture_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("lsp-fixture") / "repo"
+    make_repo(path, FIXTURE).close()
+    return path
+
+
+@needs_jedi
+def test_jedi_language_server_answers_workspace_symbol_through_the_adapter(fixture_repo):
+    stdin = (
+        _request("float", id=0) + _request("float", 1, id=1) + _request("TestFl", id=2)
+        + _request("func", id=3) + _request("zzz_none", id=4)
+    )  # fmt: skip
+    proc = _adapter(fixture_repo, JEDI, stdin, "--ready-timeout", "30", probes=("float_limits",))
+    assert proc.returncode == 0, proc.stderr
+    answers = _answers(proc)
+    assert [a["id"] for a in answers] == [0, 1, 2, 3, 4]
+    floats = answers[0]["results"]
+    assert sorted((r["name"], r["file"], r["line"]) for r in floats) == [
+        ("float_helper", "pkg/helpers.py", 4),
+        ("float_limits", "limits.py", 5),
+    ]
+    assert answers[1]["results"] == floats[:1]  # the limit cuts the server's order
+    assert answers[2]["results"] == [{"name": "TestFloatLimits", "file": "limits.py", "line": 1}]
+    # 30 functions start with "func": jedi's workspace.symbols.maxSymbols (20) is the cap.
+    assert len(answers[3]["results"]) == 20
+    assert answers[4]["results"] == []
+
+
+@pytest.mark.skipif(
+    not HAVE_BASEDPYRIGHT,
+    reason="basedpyright is not installed (pip install -e '.[peers]'; .ci/run installs it)",
+)
+def test_basedpyright_answers_workspace_symbol_through_the_adapter(fixture_repo):
+    stdin = _request("flolim", id=0) + _request("func_03", id=1) + _request("TestFl", 1, id=2)
+    proc = _adapter(fixture_repo, BASEDPYRIGHT, stdin, "--ready-timeout", "50",
+                    probes=("float_limits",))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    answers = _answers(proc)
+    assert {(r["name"], r["file"], r["line"]) for r in answers[0]["results"]} >= {
+        ("TestFloatLimits", "limits.py", 1),
+        ("float_limits", "limits.py", 5),
+    }
+    assert sorted(r["name"] for r in answers[1]["results"]) == ["func_03_0", "func_03_1"]
+    assert answers[2]["results"] == [{"name": "TestFloatLimits", "file": "limits.py", "line": 1}]
+
+
+def test_killing_the_adapter_takes_the_server_down_with_it(tmp_path):
+    """The harness kills a batch process's group past --timeout, and the server is in a
+    group of its own: the parent-death signal must end it all the same."""
+    server, log = _fake_server(tmp_path, "linger")
+    names = tmp_path / "probes.txt"
+    names.write_text("foo_bar\n")
+    adapter = subprocess.Popen(
+        [sys.executable, "-P", "-m", "recall.peers.lsp", "--workspace", str(tmp_path),
+         "--names", str(names), "--", *server],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, env={"PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert adapter.stdin and adapter.stdout
+    adapter.stdin.write(_request("foo", id=0).encode())
+    adapter.stdin.flush()
+    assert json.loads(adapter.stdout.readline())["id"] == 0  # ready and answering
+    pid = json.loads(log.read_text().splitlines()[0])["pid"]
+    adapter.kill()
+    adapter.wait()
+    adapter.stdin.close()
+    adapter.stdout.close()
+    try:
+        deadline = time.monotonic() + 10
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(pid), "the server outlived its adapter"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    """Running, as opposed to gone or dead and waiting to be reaped (a zombie)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
+
+
+def test_the_adapter_answers_the_server_as_an_editor_and_reads_both_symbol_shapes(tmp_path):
+    server, log = _fake_server(tmp_path, "plain")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    settings = json.dumps({"fake": {"symbols": {"max": 5}}})
+    stdin = _request("flim", id=0) + _request("wfoo", id=1) + _request("tesla", 1)
+    proc = _adapter(workspace, server, stdin, "--settings", settings)
+    assert proc.returncode == 0, proc.stderr
+    answers = _answers(proc)
+    assert answers[0] == {
+        "id": 0,
+        "results": [
+            {"name": "TestFloatLimits", "file": "src/f0.py", "line": 1},
+            {"name": "float_limits", "file": "src/f2.py", "line": 3},
+        ],
+    }
+    assert answers[1] == {"id": 1, "results": [{"name": "foo_bar", "file": "src/f1.py"}]}
+    assert answers[2] == [{"name": "TestFloatLimits", "file": "src/f0.py", "line": 1}]
+    entries = log.read_text().splitlines()[1:]
+    params = json.loads(entries[0])["initialize"]
+    assert params["rootUri"] == workspace.resolve().as_uri()
+    assert params["workspaceFolders"] == [{"uri": workspace.resolve().as_uri(), "name": "ws"}]
+    assert params["initializationOptions"] == {"fake": {"symbols": {"max": 5}}}
+    assert "symbol" in params["capabilities"]["workspace"]
+    replies = {r["id"]: r for r in json.loads(entries[1])["replies"]}
+    assert replies["p1"]["result"] is None
+    assert replies["c1"]["result"] == [{"max": 5}, None]
+    assert entries[-2:] == ["shutdown", "exit"]
+
+
+def test_an_error_object_is_that_query_s_error_and_the_next_query_is_answered(tmp_path):
+    server, _log = _fake_server(tmp_path, "error")
+    stdin = _request("bad", id=0) + _request("foo", id=1)
+    proc = _adapter(tmp_path, server, stdin)
+    assert proc.returncode == 0, proc.stderr
+    answers = _answers(proc)
+    assert answers[0] == {"id": 0, "error": "LspError: index broke (code -32603)"}
+    assert [r["name"] for r in answers[1]["results"]] == ["foo_bar"]
+
+
+def test_a_server_that_dies_ends_the_adapter_saying_how(tmp_path):
+    server, _log = _fake_server(tmp_path, "crash")
+    stdin = _request("foo", id=0) + _request("tes", id=1) + _request("foo", id=2)
+    proc = _adapter(tmp_path, server, stdin)
+    assert proc.returncode == 3
+    assert [a["id"] for a in _answers(proc)] == [0]  # the query in flight has no answer
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "lsp adapter: language server exited with status 7"
+    )
+
+
+def test_a_server_that_never_becomes_ready_is_exit_2_naming_the_timeout(tmp_path):
+    server, _log = _fake_server(tmp_path, "never")
+    proc = _adapter(tmp_path, server, _request("foo", id=0), "--ready-timeout", "1")
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert "not ready within the ready timeout of 1 s" in lines[0]
+
+
+def test_a_server_that_cannot_start_is_one_line_and_exit_2(tmp_path):
+    proc = _adapter(tmp_path, [str(tmp_path / "no-such-server")], _request("foo"))
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("lsp adapter: cannot start ")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "needs server"),
+        ("server = []", "needs server"),
+        ('server = "pyright --stdio"', "needs server"),
+        ('server = ["{bin}"]', "{bin} is the adapter"),
+        ('server = ["s"]\nready_timeout = 0', "ready_timeout must be a number"),
+        ('server = ["s"]\nready_timeout = "1"', "ready_timeout must be a number"),
+        ('server = ["s"]\nsettings = 3', "settings must be a table"),
+        ('server = ["s"]\nenv = "X=1"', "env must be a table"),
+        ('server = ["s"]\nbin = ["x"]', "unknown key 'bin' for kind 'lsp'"),
+        ('server = ["{nope}"]', "unknown placeholder {nope}"),
+    ],
+)
+def test_an_lsp_engine_table_that_cannot_run_names_the_key(text, message):
+    with pytest.raises(RecallError, match=message) as caught:
+        parse_engine(f'[engine]\nkind = "lsp"\n{text}\n'.encode(), "lsp.toml")
+    assert str(caught.value).startswith("lsp.toml: ")
+
+
+def test_an_lsp_engine_runs_the_adapter_of_the_tree_under_test_with_the_server_after_dashes():
+    engine = parse_engine(
+        b'[engine]\nkind = "lsp"\nlanguages = ["go"]\nserver = ["gopls", "-logfile", '
+        b'"{db}/log"]\nready_timeout = 5\nsettings = { a = 1 }\n',
+        "lsp.toml",
+    )
+    assert engine.kind == "lsp" and engine.languages == ("go",)
+    assert engine.bin == ("{python}", "-P", "-m", "recall.peers.lsp")
+    assert dict(engine.env)["PYTHONPATH"] == "{tree}"
+    assert engine.batch == (
+        "{bin}", "--workspace", "{corpus}", "--names", "{names}", "--ready-timeout", "5",
+        "--settings", '{"a":1}', "--", "gopls", "-logfile", "{db}/log",
+    )  # fmt: skip
+    for preset in ("jedi-lsp", "basedpyright"):
+        assert load_preset(preset).languages == ("python",)
+
+
+def test_a_server_crashing_mid_run_costs_the_query_in_flight_only(real_cache, gin, tmp_path):
+    """Through the CLI on gin: the fake server answers gin's names and dies on every query
+    starting with "t"; each of those is an error saying how it died, and the restarted
+    adapter answers the rest."""
+    script = tmp_path / "server.py"
+    script.write_text(SERVER)
+    engine = tmp_path / "engine.toml"
+    engine.write_text(
+        '[engine]\nkind = "lsp"\n'
+        f'server = ["{{python}}", "{script}", "{{names}}", "{{db}}/log", "crash"]\n'
+        "ready_timeout = 20\n"
+    )
+    proc = run_recall(
+        "--engine", str(engine), "--repo", "gin", "--type", "first+last",
+        "--cache", str(real_cache), "--json", "--no-regress", "--allow-empty",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    run = json.loads(proc.stdout)["runs"][0]
+    queries = [row["query"] for row in run["error_rows"]]
+    assert queries and all(q.startswith("t") for q in queries)
+    assert all(
+        "exit 3" in row["error"] and "language server exited with status 7" in row["error"]
+        for row in run["error_rows"]
+    )
+    assert run["found"] > 0  # the restarted adapter answered the rest
+
+
+def test_a_language_server_is_started_once_per_corpus_whatever_the_jobs():
+    from recall.engine import load_preset
+
+    assert load_preset("jedi-lsp").batch_jobs is False
+    assert load_preset("rapidfuzz").batch_jobs is True
