@@ -19,10 +19,11 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import orjson
 
@@ -728,6 +729,10 @@ def run_binary(
     )
 
 
+T = TypeVar("T")
+R = TypeVar("R")
+
+
 def _batch_shards(session: Session, rows: list[QueryRow], jobs: int) -> list[QueryResult]:
     """A corpus's rows in `jobs` contiguous shards, each through batch processes of its
     own over the one index: a batch finder answers each query from the index alone, so
@@ -737,23 +742,21 @@ def _batch_shards(session: Session, rows: list[QueryRow], jobs: int) -> list[Que
     shards = [rows[i : i + size] for i in range(0, len(rows), size)] if rows else []
     if len(shards) <= 1:
         return session.query_batch(rows)
-    pool = ThreadPoolExecutor(max_workers=len(shards))
-    try:
-        return [answer for shard in pool.map(session.query_batch, shards) for answer in shard]
-    except BaseException:
-        session.stop()
-        pool.shutdown(wait=True, cancel_futures=True)
-        raise
-    finally:
-        pool.shutdown(wait=True)
+    answers = _in_parallel(session, session.query_batch, shards, len(shards))
+    return [answer for shard in answers for answer in shard]
 
 
 def _query_pool(session: Session, rows: list[QueryRow], jobs: int) -> list[QueryResult]:
-    """Per-query processes in parallel; an interrupt cancels what has not started and kills
-    what has, instead of waiting for every queued query to finish."""
-    pool = ThreadPoolExecutor(max_workers=jobs)
+    """Per-query processes in parallel."""
+    return _in_parallel(session, session.query_one, rows, jobs)
+
+
+def _in_parallel(session: Session, work: Callable[[T], R], items: list[T], workers: int) -> list[R]:
+    """work over items on threads, results in item order; an interrupt cancels what has not
+    started and kills what has, instead of waiting for every queued item to finish."""
+    pool = ThreadPoolExecutor(max_workers=workers)
     try:
-        return list(pool.map(session.query_one, rows))
+        return list(pool.map(work, items))
     except BaseException:
         session.stop()
         pool.shutdown(wait=True, cancel_futures=True)

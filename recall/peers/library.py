@@ -35,25 +35,52 @@ Search = Callable[[str, int], Rows]
 _CALLABLE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 
 
-def process_table(table: dict, source: str) -> dict:
-    """A kind = "python" [engine] as the process engine that runs this worker for it."""
-    known = {"callable", "options", "env"}
+def kind_tables(
+    table: dict, source: str, kind: str, known: set[str], tables: tuple[str, ...]
+) -> dict[str, dict]:
+    """The checks every kind's [engine] table shares: no key the kind does not take, and
+    the keys that must be tables (options, settings, env) as tables, {} when absent."""
     for key in table:
         if key not in known:
-            raise RecallError(f"{source}: [engine] unknown key {key!r} for kind 'python'")
+            raise RecallError(f"{source}: [engine] unknown key {key!r} for kind {kind!r}")
+    found = {key: table.get(key, {}) for key in tables}
+    for key, value in found.items():
+        if not isinstance(value, dict):
+            raise RecallError(f"{source}: [engine] {key} must be a table")
+    return found
+
+
+def json_argument(value: dict) -> str:
+    """A table as one argv element, the same bytes for the same table (sorted keys), since
+    the argv is part of what a cached result is known by."""
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def json_object_flag(parser: argparse.ArgumentParser, flag: str, text: str) -> dict:
+    """The JSON object an adapter's --options or --settings carries, or a usage error."""
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        parser.error(f"{flag}: {exc}")
+    if not isinstance(value, dict):
+        parser.error(f"{flag}: not a JSON object")
+    return value
+
+
+def process_table(table: dict, source: str) -> dict:
+    """A kind = "python" [engine] as the process engine that runs this worker for it."""
+    tables = kind_tables(
+        table, source, "python", {"callable", "options", "env"}, ("options", "env")
+    )
     target = table.get("callable")
     if not isinstance(target, str) or not _CALLABLE.fullmatch(target):
         raise RecallError(
             f"{source}: [engine] kind 'python' needs callable = \"package.module:function\", "
             f"got {target!r}"
         )
-    options, env = table.get("options", {}), table.get("env", {})
-    if not isinstance(options, dict):
-        raise RecallError(f"{source}: [engine] options must be a table of keyword arguments")
-    if not isinstance(env, dict):
-        raise RecallError(f"{source}: [engine] env must be a table of strings")
-    encoded = orjson.dumps(options, option=orjson.OPT_SORT_KEYS).decode()
-    worker = ["{bin}", "--callable", target, "--options", encoded, "--names", "{names}"]
+    options, env = tables["options"], tables["env"]
+    worker = ["{bin}", "--callable", target, "--options", json_argument(options)]
+    worker += ["--names", "{names}"]
     return {
         "bin": ["{python}", "-P", "-m", "recall.peers.library"],
         "query": [*worker, "--query", "{query}", "--limit", "{limit}"],
@@ -192,12 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.limit < 0:
         parser.error("--limit must be 0 or more")
-    try:
-        options = orjson.loads(args.options)
-        if not isinstance(options, dict):
-            raise ValueError("not a JSON object")
-    except ValueError as exc:
-        parser.error(f"--options: {exc}")
+    options = json_object_flag(parser, "--options", args.options)
     try:
         function, options = load_callable(args.callable), resolve_options(options)
     except (ImportError, AttributeError, TypeError) as exc:

@@ -42,7 +42,14 @@ import orjson
 
 from recall import __version__
 from recall.errors import RecallError
-from recall.peers.library import Rows, read_names, serve
+from recall.peers.library import (
+    Rows,
+    json_argument,
+    json_object_flag,
+    kind_tables,
+    read_names,
+    serve,
+)
 
 READY_TIMEOUT_S = 120.0
 POLL_S = 0.25  # between two readiness probes that found nothing
@@ -59,9 +66,7 @@ def process_table(table: dict, source: str) -> dict:
     one JSON-encoded element, so that the harness fills its placeholders ({db},
     {corpus}) element by element and a path holding a quote cannot break an encoding."""
     known = {"server", "ready_timeout", "settings", "env"}
-    for key in table:
-        if key not in known:
-            raise RecallError(f"{source}: [engine] unknown key {key!r} for kind 'lsp'")
+    tables = kind_tables(table, source, "lsp", known, ("settings", "env"))
     server = table.get("server")
     if (
         not isinstance(server, list)
@@ -77,12 +82,7 @@ def process_table(table: dict, source: str) -> dict:
     timeout = table.get("ready_timeout", READY_TIMEOUT_S)
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
         raise RecallError(f"{source}: [engine] ready_timeout must be a number of seconds > 0")
-    settings, env = table.get("settings", {}), table.get("env", {})
-    if not isinstance(settings, dict):
-        raise RecallError(f"{source}: [engine] settings must be a table")
-    if not isinstance(env, dict):
-        raise RecallError(f"{source}: [engine] env must be a table of strings")
-    encoded = orjson.dumps(settings, option=orjson.OPT_SORT_KEYS).decode()
+    env, encoded = tables["env"], json_argument(tables["settings"])
     adapter = ["{bin}", "--workspace", "{corpus}", "--names", "{names}"]
     adapter += ["--ready-timeout", f"{float(timeout):g}", "--settings", encoded]
     return {
@@ -402,12 +402,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.limit < 0:
         parser.error("--limit must be 0 or more")
-    try:
-        settings = orjson.loads(args.settings)
-        if not isinstance(settings, dict):
-            raise ValueError("not a JSON object")
-    except ValueError as exc:
-        parser.error(f"--settings: {exc}")
+    settings = json_object_flag(parser, "--settings", args.settings)
     signal.signal(signal.SIGTERM, _terminated)
     try:
         proc = start(args.server, args.workspace)

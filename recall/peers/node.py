@@ -26,10 +26,9 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-import orjson
-
 from recall.corpus import hold_in_use, locked, use_lock
 from recall.errors import RecallError
+from recall.peers.library import json_argument, kind_tables
 
 KIND = "node"  # the cache folder of installed packages
 MARKER = ".recall-installed"
@@ -64,23 +63,16 @@ def locked_version(package: str, folder: Path = FOLDER) -> str:
 
 def process_table(table: dict, source: str) -> dict:
     """A kind = "node" [engine] as the process engine that runs the adapter for it."""
-    known = {"package", "options", "env"}
-    for key in table:
-        if key not in known:
-            raise RecallError(f"{source}: [engine] unknown key {key!r} for kind 'node'")
+    tables = kind_tables(table, source, "node", {"package", "options", "env"}, ("options", "env"))
     package, packages = table.get("package"), pinned()
     if not isinstance(package, str) or package not in packages:
         raise RecallError(
             f"{source}: [engine] kind 'node' needs package = one of {', '.join(sorted(packages))} "
             f"(pinned in recall/peers/node/package.json), got {package!r}"
         )
-    options, env = table.get("options", {}), table.get("env", {})
-    if not isinstance(options, dict):
-        raise RecallError(f"{source}: [engine] options must be a table (passed to the package)")
-    if not isinstance(env, dict):
-        raise RecallError(f"{source}: [engine] env must be a table of strings")
-    encoded = orjson.dumps(options, option=orjson.OPT_SORT_KEYS).decode()
-    adapter = ["{bin}", "--package", package, "--options", encoded, "--names", "{names}"]
+    env = tables["env"]
+    adapter = ["{bin}", "--package", package, "--options", json_argument(tables["options"])]
+    adapter += ["--names", "{names}"]
     return {
         "bin": ["node", "{tree}/" + "/".join((*TREE_FOLDER, ADAPTER))],
         "query": [*adapter, "--query", "{query}", "--limit", "{limit}"],
