@@ -44,6 +44,7 @@ test: $(STAMP)
 check: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check recall tests
+	$(BIN)/mypy
 
 derive-check: fetch
 	$(BIN)/recall derive all --check $(MIRROR_FLAG)

@@ -25,7 +25,7 @@ def read_accepted(path: Path) -> list[Key]:
             continue
         if len(fields) != 3 or not all(fields):
             raise RecallError(f"{path}:{number}: expected repo<TAB>query<TAB>source")
-        keys.append(fields)  # type: ignore[arg-type]
+        keys.append((fields[0], fields[1], fields[2]))
     return keys
 
 

@@ -165,7 +165,7 @@ def summarize_bench(
     reps: int,
 ) -> dict:
     """The statistics of timed samples: wall[b][q] and phases[b][q][name] are lists of ms."""
-    runs = []
+    runs: list[dict] = []
     medians = []
     for b, label in enumerate(labels):
         wall_medians = per_query_medians(wall[b])

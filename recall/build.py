@@ -112,8 +112,10 @@ def extract_archive(root: Path, commit: str, dest: Path) -> None:
             if problem:
                 raise RecallError(f"--base {commit[:12]}: archive member {member.name!r} {problem}")
         # checked above; "fully_trusted" keeps 3.14's stricter default from changing modes
-        trusted = {"filter": "fully_trusted"} if hasattr(tarfile, "fully_trusted_filter") else {}
-        archive.extractall(dest, members=members, **trusted)
+        if hasattr(tarfile, "fully_trusted_filter"):
+            archive.extractall(dest, members=members, filter="fully_trusted")
+        else:
+            archive.extractall(dest, members=members)
 
 
 def unsafe_member(member: tarfile.TarInfo) -> str | None:

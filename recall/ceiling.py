@@ -79,7 +79,7 @@ def likelihood(kind: str, name: str, query: str) -> float:
         return 1 / len(lengths) if len(query) in lengths and low.startswith(query) else 0.0
     if kind == "typo":
         positions = swap_positions(low)
-        ways = sum(1 for i in positions if swapped(low, i) == query)
+        ways: float = sum(1 for i in positions if swapped(low, i) == query)
         return ways / len(positions) if positions else 0.0
     positions = keyed_positions(low)
     if not positions:

@@ -308,7 +308,10 @@ def _cmd_init(args: argparse.Namespace) -> int:
 class _Candidate(argparse.Action):
     """--engine and --bin in the order given: the report's runs keep that order."""
 
-    def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[no-untyped-def]
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+        values: object, option_string: str | None = None,
+    ) -> None:  # fmt: skip
         kind = "bin" if option_string == "--bin" else "engine"
         namespace.candidates = [*namespace.candidates, (kind, values)]
 
@@ -663,13 +666,16 @@ def _cmd_bisect(args: argparse.Namespace) -> int:
     plan = history.make_plan(args)
     row = bisection.query_row(plan, args.query, args.source) if args.query else None
     if row is not None:
-        what, value = f"rank of {row.source} ({row.repo}:{row.query})", bisection.rank_of(plan, row)
-        verdict = bisection.bisect(plan, args.good, args.bad, value, lambda g, v: v != g)
+        what = f"rank of {row.source} ({row.repo}:{row.query})"
+        rank = bisection.rank_of(plan, row)
+        verdict = bisection.bisect(plan, args.good, args.bad, rank, lambda g, v: v != g)
     else:
-        what, value = "#1 %", bisection.first_pct(plan)
-        verdict = bisection.bisect(
-            plan, args.good, args.bad, value, lambda g, v: g - v >= args.drop - 1e-9
-        )
+        what, drop = "#1 %", args.drop
+
+        def fell(good: float | int | None, value: float | int | None) -> bool:
+            return good is not None and value is not None and good - value >= drop - 1e-9
+
+        verdict = bisection.bisect(plan, args.good, args.bad, bisection.first_pct(plan), fell)
     sys.stdout.write(bisection.render(plan, verdict, what, row))
     return EXIT_OK
 

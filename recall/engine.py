@@ -130,9 +130,10 @@ def parse_engine(data: bytes, source: str) -> Engine:
     values: dict[str, object] = {}
     for key in _ARGV_KEYS:
         if key in table:
-            values[key] = tuple(_string_list(table[key], source, key))
-            for element in values[key]:
+            argv = tuple(_string_list(table[key], source, key))
+            for element in argv:
                 _check_fields(element, source, key)
+            values[key] = argv
     if not values["bin"]:
         raise RecallError(f"{source}: [engine] bin must not be empty: it names the program")
     for key in ("cwd", "stdin"):
@@ -170,7 +171,8 @@ def parse_engine(data: bytes, source: str) -> Engine:
     if not isinstance(batch_jobs, bool):
         raise RecallError(f"{source}: [engine] batch_jobs must be true or false")
     values["batch_jobs"] = batch_jobs
-    if not any("{query}" in element for element in values["query"]):  # type: ignore[union-attr]
+    query = values["query"]
+    if not (isinstance(query, tuple) and any("{query}" in element for element in query)):
         raise RecallError(f"{source}: [engine] query must contain the placeholder {{query}}")
     digest = hashlib.sha256(data).hexdigest()
     values["kind"], values["languages"] = kind, languages

@@ -13,8 +13,10 @@ reuses them; rendering lives in history_page.py.
 
 from __future__ import annotations
 
+import argparse
 import fnmatch
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -91,7 +93,7 @@ class Point:
         return self.run is not None
 
 
-def make_plan(args) -> Plan:  # type: ignore[no-untyped-def]
+def make_plan(args: argparse.Namespace) -> Plan:
     """The Plan from history's or bisect's flags, checked as `recall run` checks them."""
     check_timeout(args.timeout)
     if args.jobs < 1:
@@ -276,7 +278,7 @@ def summarize(rows: list[QueryRow], results: tuple[QueryResult, ...]) -> dict:
     def of(chosen: list[tuple[QueryRow, QueryResult]]) -> dict:
         return counts([r.rank for _row, r in chosen], sum(1 for _row, r in chosen if r.error))
 
-    def grouped(key) -> dict:  # type: ignore[no-untyped-def]
+    def grouped(key: Callable[[QueryRow], str]) -> dict:
         groups: dict[str, list[tuple[QueryRow, QueryResult]]] = {}
         for row, result in pairs:
             groups.setdefault(key(row), []).append((row, result))

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import BinaryIO, TypeVar
 
 import orjson
 
@@ -670,7 +670,7 @@ def _communicate(child: Child, timeout: float) -> tuple[int | None, bytes, bytes
         os.close(child.stderr)
 
 
-def _hold_lock(path: Path):  # type: ignore[no-untyped-def]
+def _hold_lock(path: Path) -> BinaryIO:
     """An open file holding an exclusive lock: the kernel drops it when the run dies."""
     partial = path.with_name(path.name + ".partial")
     handle = open(partial, "a+b")  # noqa: SIM115 - held open for the session's life

@@ -92,7 +92,7 @@ def _pin_locked(
     pins = load_pins(corpus) if corpus.exists() else {}
     previous = pins.get(pin.name)
     new_pins = {**pins, pin.name: pin}
-    settings_data = {"repos": {}}
+    settings_data: dict[str, dict] = {"repos": {}}
     if settings_path.exists():
         load_settings(settings_path, new_pins)  # refuse a broken file before fetching
         settings_data = _read_json(settings_path)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from recall.bench import render_bench
@@ -35,7 +36,9 @@ def counts(rows: list[QueryRow], results: list[QueryResult]) -> dict[str, float]
     }  # fmt: skip
 
 
-def _grouped(rows, results, key) -> dict[str, dict[str, float]]:  # type: ignore[no-untyped-def]
+def _grouped(
+    rows: list[QueryRow], results: list[QueryResult], key: Callable[[QueryRow], str]
+) -> dict[str, dict[str, float]]:
     groups: dict[str, list[int]] = {}
     for i, row in enumerate(rows):
         groups.setdefault(key(row), []).append(i)

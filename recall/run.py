@@ -19,7 +19,7 @@ import git
 import orjson
 
 from recall import __version__, ceiling, derive
-from recall.accept import apply_accepted, read_accepted
+from recall.accept import Key, apply_accepted, read_accepted
 from recall.bench import run_bench
 from recall.build import base_binary, check_build_timeout, finder_root, run_build, with_bin
 from recall.corpus import Pin, cache_root, load_pins, mirror_root
@@ -128,8 +128,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     asked_key = data_key(pins, asked)
     base: Measured | None = None
     if args.against:
-        run, key = load_against(Path(args.against), asked, asked_key)
-        base = Measured(run, key, len(rows), None)
+        saved_run, saved_key = load_against(Path(args.against), asked, asked_key)
+        base = Measured(saved_run, saved_key, len(rows), None)
     elif args.base or args.base_bin:
         sides.insert(0, _baseline(args, engine, root, cache, python, engine_flag))
 
@@ -137,7 +137,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     measured = [base] if base else []
     for side in sides:
         key = run_key(side.identity, side.binary.engine, asked_key, args.timeout)
-        run = None
+        run: RunResult | None = None
         if side.cacheable and not args.no_cache:
             run = cached_run(cache, key, side.binary.label)
         if run is None:
@@ -185,7 +185,7 @@ class Plan:
     rows: list[QueryRow]
     cases: list[Case]
     skipped: int  # the default regress file's cases for repos the corpus does not pin
-    accepted: list | None
+    accepted: list[Key] | None
     cache: Path
     mirror: Path | None
     corpora: dict[str, Corpus]
@@ -480,14 +480,20 @@ def query_set_ceiling(
     return ceiling.summary(rows, per_row, {name: pin.language for name, pin in pins.items()})
 
 
-def _fetch_corpora(rows, pins, cache, mirror, corpora: dict[str, Corpus]) -> None:  # type: ignore[no-untyped-def]
+def _fetch_corpora(
+    rows: list[QueryRow], pins: dict[str, Pin], cache: Path, mirror: Path | None,
+    corpora: dict[str, Corpus],
+) -> None:  # fmt: skip
     """Fetch and list names only when a binary runs: a run from the cache needs neither."""
     for repo in dict.fromkeys(row.repo for row in rows):
         if repo not in corpora:
             corpora[repo] = open_corpus(pins[repo], cache, mirror)
 
 
-def _diff(rows: list[QueryRow], cases: list[Case], base: Measured, new: Measured, accepted) -> dict:  # type: ignore[no-untyped-def]
+def _diff(
+    rows: list[QueryRow], cases: list[Case], base: Measured, new: Measured,
+    accepted: list[Key] | None,
+) -> dict:  # fmt: skip
     result = diff(rows, base.run, new.run)
     if cases:
         result["regress_broken"] = broken(cases, list(base.cases), list(new.cases))

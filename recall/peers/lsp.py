@@ -35,7 +35,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO, BinaryIO
 from urllib.parse import unquote, urlparse
 
 import orjson
@@ -138,7 +138,7 @@ class Connection:
     def __init__(self, proc: subprocess.Popen, settings: dict) -> None:
         assert proc.stdin and proc.stdout
         self.proc, self.settings = proc, settings
-        self.writer: BinaryIO = proc.stdin
+        self.writer: IO[bytes] = proc.stdin
         self.inbox: queue.Queue[dict | None] = queue.Queue()
         self.next_id = 0
         threading.Thread(target=self._read, args=(proc.stdout,), daemon=True).start()
