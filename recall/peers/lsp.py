@@ -65,7 +65,7 @@ def process_table(table: dict, source: str) -> dict:
     The server's argv goes after `--` as argv elements of their own rather than inside
     one JSON-encoded element, so that the harness fills its placeholders ({db},
     {corpus}) element by element and a path holding a quote cannot break an encoding."""
-    known = {"server", "ready_timeout", "settings", "env"}
+    known = {"server", "ready_timeout", "settings", "env", "gopath", "unqualify"}
     tables = kind_tables(table, source, "lsp", known, ("settings", "env"))
     server = table.get("server")
     if (
@@ -85,6 +85,15 @@ def process_table(table: dict, source: str) -> dict:
     env, encoded = tables["env"], json_argument(tables["settings"])
     adapter = ["{bin}", "--workspace", "{corpus}", "--names", "{names}"]
     adapter += ["--ready-timeout", f"{float(timeout):g}", "--settings", encoded]
+    gopath, unqualify = table.get("gopath"), table.get("unqualify", False)
+    if gopath is not None:
+        if not isinstance(gopath, str) or not gopath:
+            raise RecallError(f"{source}: [engine] gopath must be a folder (a string): {{db}}")
+        adapter += ["--gopath", gopath]
+    if not isinstance(unqualify, bool):
+        raise RecallError(f"{source}: [engine] unqualify must be true or false")
+    if unqualify:
+        adapter.append("--unqualify")
     return {
         "bin": ["{python}", "-P", "-m", "recall.peers.lsp"],
         "query": [*adapter, "--query", "{query}", "--limit", "{limit}", "--", *server],
@@ -237,10 +246,12 @@ def read_message(stream: BinaryIO) -> dict | None:
     return message if isinstance(message, dict) else {}
 
 
-def rows(result: object, root: Path, limit: int) -> Rows:
+def rows(result: object, root: Path, limit: int, unqualify: bool = False) -> Rows:
     """SymbolInformation[] or WorkspaceSymbol[] as the protocol's rows, in the server's
     order: file relative to the workspace, line 1-based (none when the location has no
-    range, as a WorkspaceSymbol's may not)."""
+    range, as a WorkspaceSymbol's may not). unqualify: the name after its last dot, for a
+    server that qualifies the names it answers (gopls's "Context.Copy" is the method
+    Copy, the name the corpus and the harness know it by)."""
     if result is None:
         return []
     if not isinstance(result, list):
@@ -249,7 +260,8 @@ def rows(result: object, root: Path, limit: int) -> Rows:
     for symbol in result:
         if not isinstance(symbol, dict) or not isinstance(symbol.get("name"), str):
             raise TypeError(f"a symbol without a name: {symbol!r:.80}")
-        row: dict[str, object] = {"name": symbol["name"]}
+        name = symbol["name"].rpartition(".")[2] if unqualify else symbol["name"]
+        row: dict[str, object] = {"name": name or symbol["name"]}
         location = symbol.get("location")
         if isinstance(location, dict):
             uri = location.get("uri")
@@ -274,6 +286,38 @@ def relative(uri: str, root: Path) -> str:
     with contextlib.suppress(ValueError, OSError):
         return path.resolve().relative_to(root.resolve()).as_posix()
     return str(path)
+
+
+def gopath_workspace(workspace: Path, gopath: Path) -> Path:
+    """The workspace as a package of a GOPATH: gopath/src/<module path> linked to it.
+
+    Debian's gopls 0.5.0 and Go 1.19 cannot load a module whose go.mod names a newer Go
+    (gin's says 1.25.0: "invalid go version") nor download its dependencies offline, so in
+    module mode they index nothing; in GOPATH mode (GO111MODULE=off in the engine's env)
+    they index every package of the workspace, but only of a workspace inside GOPATH, at
+    the import path its imports use. The module path comes from go.mod's module line."""
+    try:
+        text = (workspace / "go.mod").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise NotReady(f"--gopath needs the workspace's go.mod: {exc}") from None
+    module = next(
+        (line.split()[1] for line in text.splitlines() if line.split()[:1] == ["module"]
+         and len(line.split()) > 1),
+        None,
+    )  # fmt: skip
+    if not module or module.startswith("/") or ".." in module.split("/"):
+        raise NotReady(f"{workspace / 'go.mod'}: no usable module line")
+    link = gopath / "src" / module.strip('"')
+    try:
+        link.parent.mkdir(parents=True, exist_ok=True)
+        if link.is_symlink() or link.exists():
+            if link.resolve() != workspace.resolve():
+                raise NotReady(f"{link} exists and is not the workspace")
+        else:
+            link.symlink_to(workspace.resolve(), target_is_directory=True)
+    except OSError as exc:
+        raise NotReady(f"cannot link the workspace into {gopath}: {exc}") from None
+    return link
 
 
 def _die_with_parent() -> None:
@@ -398,19 +442,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--settings", default="{}", help="initializationOptions, JSON")
     parser.add_argument("--query", help="answer this one query and exit")
     parser.add_argument("--limit", type=int, default=0, help="with --query (0 = unlimited)")
+    parser.add_argument("--gopath", type=Path, help="open the workspace linked into this GOPATH")
+    parser.add_argument("--unqualify", action="store_true", help="names after their last dot")
     parser.add_argument("server", nargs="+", help="the language server's argv")
     args = parser.parse_args(argv)
     if args.limit < 0:
         parser.error("--limit must be 0 or more")
     settings = json_object_flag(parser, "--settings", args.settings)
     signal.signal(signal.SIGTERM, _terminated)
+    root = args.workspace
+    if args.gopath is not None:
+        try:
+            root = gopath_workspace(args.workspace, args.gopath)
+        except NotReady as exc:
+            print(f"lsp adapter: {exc}", file=sys.stderr)
+            return 2
     try:
-        proc = start(args.server, args.workspace)
+        proc = start(args.server, root)
     except OSError as exc:
         print(f"lsp adapter: cannot start {args.server[0]}: {exc.strerror}", file=sys.stderr)
         return 2
     conn = Connection(proc, settings)
-    root = args.workspace
     try:
         began = time.monotonic()
         initialize(conn, root, settings, args.ready_timeout)
@@ -418,7 +470,8 @@ def main(argv: list[str] | None = None) -> int:
         wait_ready(conn, pick_probes(args.names), left)
 
         def search(query: str, limit: int) -> Rows:
-            return rows(conn.request("workspace/symbol", {"query": query}), root, limit)
+            answer = conn.request("workspace/symbol", {"query": query})
+            return rows(answer, root, limit, args.unqualify)
 
         if args.query is not None:
             try:
