@@ -20,7 +20,12 @@ from recall.errors import RecallError
 
 PLACEHOLDERS = (
     "tree", "bin", "python", "db", "corpus", "names", "language", "query", "limit",
+    "node_modules",
 )  # fmt: skip
+# {node_modules}: the tree's pinned npm packages (recall/peers/node), installed in the
+# cache when an engine names it, so that a kind = "lsp" server can be an npm package
+# (typescript-language-server) run by the Node on PATH; see measure.Session.
+NODE_MODULES = "{node_modules}"
 _FIELD = re.compile(r"\{([a-z_]+)\}")
 _ARGV_KEYS = ("build", "bin", "index", "query", "batch", "profile")
 # What each command may refer to: {query} and {limit} only exist per query.
@@ -29,11 +34,11 @@ _ALLOWED = {
     "bin": {"tree", "python"},
     "index": {"tree", "bin", "python", "db", "corpus", "names", "language"},
     "query": set(PLACEHOLDERS),
-    "batch": {"tree", "bin", "python", "db", "corpus", "names", "language"},
+    "batch": {"tree", "bin", "python", "db", "corpus", "names", "language", "node_modules"},
     "profile": set(PLACEHOLDERS),
     "cwd": {"tree", "db", "corpus"},
     "stdin": {"tree", "db", "corpus", "names"},
-    "env": {"tree", "bin", "python", "db", "corpus", "names", "language"},
+    "env": {"tree", "bin", "python", "db", "corpus", "names", "language", "node_modules"},
 }
 OUTPUTS = ("json", "lines")
 # Engine kinds other than "process", each the module whose process_table(table, source)
@@ -66,6 +71,15 @@ class Engine:
     batch_jobs: bool = True
     kind: str = "process"  # as written: process, python, node or lsp
     languages: tuple[str, ...] = ()  # the corpus languages it serves; () for all
+
+
+def uses_node_modules(engine: Engine) -> bool:
+    """Whether an engine's processes need the tree's npm packages installed: a node
+    engine always, any other when a command or variable names {node_modules}."""
+    if engine.kind == "node":
+        return True
+    parts = [*engine.query, *engine.batch, *engine.profile, *(v for _, v in engine.env)]
+    return any(NODE_MODULES in part for part in parts)
 
 
 def preset_names() -> list[str]:

@@ -28,10 +28,10 @@ from typing import BinaryIO, TypeVar
 import orjson
 
 from recall.corpus import Checkout, Pin, fetch, hold_in_use, is_clean, use_lock
-from recall.engine import Engine, QueryArgv, expand, fill
+from recall.engine import Engine, QueryArgv, expand, fill, uses_node_modules
 from recall.errors import RecallError
 from recall.interpreter import cache_of
-from recall.peers.node import session_env
+from recall.peers.node import MODULES_ENV, session_env
 from recall.queryset import QueryRow
 from recall.spawn import Child, Spawner, kill_group, reap, reaped
 from recall.symbols import checkout_symbols, distinct_names
@@ -202,6 +202,8 @@ class Session:
             "names": str(names),
             "language": corpus.checkout.pin.language,
         }
+        if MODULES_ENV in self.kind_env:
+            self.values["node_modules"] = self.kind_env[MODULES_ENV]
         self.bin_argv = binary.bin_argv()
         self.values["bin"] = " ".join(self.bin_argv)
         self.cwd = fill(self.engine.cwd, self.values)
@@ -212,9 +214,10 @@ class Session:
         self.query_argv = QueryArgv(self.engine.query, self.values, self.bin_argv)
 
     def _kind_env(self) -> dict[str, str]:
-        """What an engine kind needs installed before its processes start: a node
-        engine's packages, in the cache its `{python}` was made in."""
-        if self.engine.kind != "node":
+        """What an engine needs installed before its processes start: the tree's npm
+        packages, in the cache its `{python}` was made in, for a node engine and for an
+        engine that names {node_modules} (a language server that is an npm package)."""
+        if not uses_node_modules(self.engine):
             return {}
         return session_env(self.binary.tree, cache_of(self.binary.python))
 

@@ -65,7 +65,7 @@ def process_table(table: dict, source: str) -> dict:
     The server's argv goes after `--` as argv elements of their own rather than inside
     one JSON-encoded element, so that the harness fills its placeholders ({db},
     {corpus}) element by element and a path holding a quote cannot break an encoding."""
-    known = {"server", "ready_timeout", "settings", "env", "gopath", "unqualify"}
+    known = {"server", "ready_timeout", "settings", "env", "gopath", "unqualify", "open"}
     tables = kind_tables(table, source, "lsp", known, ("settings", "env"))
     server = table.get("server")
     if (
@@ -94,6 +94,11 @@ def process_table(table: dict, source: str) -> dict:
         raise RecallError(f"{source}: [engine] unqualify must be true or false")
     if unqualify:
         adapter.append("--unqualify")
+    opened = table.get("open")
+    if opened is not None:
+        if not isinstance(opened, str) or not opened or opened.startswith("/"):
+            raise RecallError(f"{source}: [engine] open must be a glob relative to the checkout")
+        adapter += ["--open", opened]
     return {
         "bin": ["{python}", "-P", "-m", "recall.peers.lsp"],
         "query": [*adapter, "--query", "{query}", "--limit", "{limit}", "--", *server],
@@ -358,6 +363,34 @@ def initialize(conn: Connection, workspace: Path, settings: dict, timeout: float
         conn.notify("workspace/didChangeConfiguration", {"settings": settings})
 
 
+LANGUAGE_IDS = {
+    ".ts": "typescript", ".tsx": "typescriptreact", ".mts": "typescript", ".cts": "typescript",
+    ".js": "javascript", ".jsx": "javascriptreact", ".mjs": "javascript", ".cjs": "javascript",
+    ".py": "python", ".go": "go", ".c": "c", ".h": "c", ".rs": "rust", ".rb": "ruby",
+}  # fmt: skip
+
+
+def open_first(conn: Connection, root: Path, pattern: str) -> None:
+    """textDocument/didOpen of the first file (in sorted order, outside node_modules)
+    that matches pattern, as an editor has a file open when its user searches the
+    workspace. typescript-language-server needs it: tsserver answers navto from the
+    projects of open files, and with none open it answers nothing however long it is
+    given."""
+    found = sorted(
+        path for path in root.glob(pattern)
+        if path.is_file() and "node_modules" not in path.relative_to(root).parts
+    )  # fmt: skip
+    if not found:
+        raise NotReady(f"no file of the workspace matches open = {pattern!r}")
+    try:
+        text = found[0].read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise NotReady(f"cannot read {found[0]}: {exc.strerror}") from None
+    language = LANGUAGE_IDS.get(found[0].suffix, found[0].suffix.lstrip(".") or "plaintext")
+    document = {"uri": found[0].resolve().as_uri(), "languageId": language, "version": 1}
+    conn.notify("textDocument/didOpen", {"textDocument": {**document, "text": text}})
+
+
 def wait_ready(conn: Connection, probes: list[str], timeout: float) -> None:
     """Ready once a probe (a name of the corpus) gets a non-empty answer: a server that
     indexes in the background answers nothing, or an error, until it has indexed."""
@@ -444,6 +477,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=0, help="with --query (0 = unlimited)")
     parser.add_argument("--gopath", type=Path, help="open the workspace linked into this GOPATH")
     parser.add_argument("--unqualify", action="store_true", help="names after their last dot")
+    parser.add_argument("--open", help="didOpen the first file that matches this glob")
     parser.add_argument("server", nargs="+", help="the language server's argv")
     args = parser.parse_args(argv)
     if args.limit < 0:
@@ -466,6 +500,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         began = time.monotonic()
         initialize(conn, root, settings, args.ready_timeout)
+        if args.open:
+            open_first(conn, root, args.open)
         left = args.ready_timeout - (time.monotonic() - began)
         wait_ready(conn, pick_probes(args.names), left)
 
