@@ -8,6 +8,7 @@ import contextlib
 import importlib.util
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, make_repo, run_recall
 
-from recall.engine import load_preset, parse_engine
+from recall.engine import load_preset, parse_engine, uses_node_modules
 from recall.errors import RecallError
 
 HAVE_JEDI = importlib.util.find_spec("jedi_language_server") is not None
@@ -140,16 +141,22 @@ def _fake_server(tmp_path: Path, mode: str) -> tuple[list[str], Path]:
 
 
 def _adapter(
-    workspace: Path, server: list[str], stdin: str, *args: str, probes: tuple[str, ...] = ()
+    workspace: Path,
+    server: list[str],
+    stdin: str,
+    *args: str,
+    probes: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess:
-    """The adapter as the harness runs it; probes: the names file's names (else NAMES)."""
+    """The adapter as the harness runs it; probes: the names file's names (else NAMES);
+    env: the engine's variables on top of PYTHONPATH and PATH."""
     names = workspace.parent / f"{workspace.name}-names.txt"
     names.write_text("".join(f"{n}\n" for n in probes or NAMES))
     return subprocess.run(
         [sys.executable, "-P", "-m", "recall.peers.lsp", "--workspace", str(workspace),
          "--names", str(names), *args, "--", *server],
         input=stdin, capture_output=True, text=True, timeout=60, cwd=workspace,
-        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", **(env or {})},
     )  # fmt: skip
 
 
@@ -206,6 +213,96 @@ def test_basedpyright_answers_workspace_symbol_through_the_adapter(fixture_repo)
     }
     assert sorted(r["name"] for r in answers[1]["results"]) == ["func_03_0", "func_03_1"]
     assert answers[2]["results"] == [{"name": "TestFloatLimits", "file": "limits.py", "line": 1}]
+
+
+# A Go module whose go.mod names a Go newer than Debian's 1.19, as gin's does, with a
+# method (gopls answers "FloatLimits.Check") and a package below the root that the root
+# imports (in GOPATH mode gopls 0.5.0 indexes the root package and what it imports).
+GO_FIXTURE = {
+    "go.mod": "module example.com/fixture\n\ngo 1.25.0\n\nrequire github.com/absent/dep v1.0.0\n",
+    "limits.go": 'package fixture\n\nimport "example.com/fixture/sub"\n\n'
+    "type FloatLimits struct{}\n\nfunc (FloatLimits) Check() int { return 1 }\n\n"
+    "func floatHelper() { sub.SubThing() }\n",
+    "sub/sub.go": 'package sub\n\nimport "github.com/absent/dep"\n\nfunc SubThing() { dep.X() }\n',
+}
+
+
+@pytest.mark.skipif(
+    shutil.which("gopls") is None or shutil.which("go") is None,
+    reason="gopls or go is not installed (apt-get install gopls golang-go; .ci/run does)",
+)
+def test_gopls_answers_offline_in_gopath_mode_with_the_checkout_linked_in(tmp_path):
+    """The gopls preset's keys and env on a module Go 1.19 cannot load and whose
+    dependency cannot be downloaded: every package is indexed all the same, rows are
+    relative to the checkout, and a method's qualified name is its own."""
+    repo = tmp_path / "repo"
+    make_repo(repo, GO_FIXTURE).close()
+    gopath = tmp_path / "db" / "gopath"
+    preset = load_preset("gopls")
+    assert preset.languages == ("go",)
+    env = {"GO111MODULE": "off", "GOPATH": str(gopath), "GOPROXY": "off", "GOFLAGS": ""}
+    env["HOME"] = str(tmp_path / "home")
+    stdin = _request("FloatLimits", id=0) + _request("Check", id=1) + _request("SubThing", id=2)
+    proc = _adapter(repo, ["gopls"], stdin, "--ready-timeout", "50", "--gopath", str(gopath),
+                    "--unqualify", probes=("floatHelper",), env=env)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    answers = _answers(proc)
+    ours = [
+        [(r["name"], r["file"], r["line"]) for r in a["results"] if r["file"][:1] != "/"]
+        for a in answers
+    ]  # rows outside the checkout are the standard library's
+    assert ours[0][0] == ("FloatLimits", "limits.go", 5)
+    assert ("Check", "limits.go", 7) in ours[1]
+    assert ours[2] == [("SubThing", "sub/sub.go", 5)]
+    assert (gopath / "src" / "example.com" / "fixture").resolve() == repo.resolve()
+
+
+TS_FIXTURE = {
+    "tsconfig.json": '{"compilerOptions": {"strict": true}, "include": ["src"]}\n',
+    "src/a.ts": "export function floatLimits(): number {\n  return 1\n}\n",
+    "src/b.ts": "export class TestFloatLimits {\n  check(): void {}\n}\n\n"
+    "export const floatHelper = 2\n",
+}
+
+
+@pytest.mark.skipif(
+    shutil.which("node") is None or shutil.which("npm") is None,
+    reason="node or npm is not installed (apt-get install nodejs npm; .ci/run does)",
+)
+def test_typescript_language_server_answers_from_the_project_of_the_opened_file(
+    tmp_path, real_cache
+):
+    """The tsserver preset's server from the tree's pinned npm packages: with one file
+    open, symbols of the whole tsconfig project are answered."""
+    from recall.peers.node import FOLDER, node_modules
+
+    modules = node_modules(FOLDER, real_cache)
+    repo = tmp_path / "repo"
+    make_repo(repo, TS_FIXTURE).close()
+    server = ["node", str(modules / "typescript-language-server/lib/cli.mjs"), "--stdio"]
+    stdin = _request("floatHelper", id=0) + _request("TestFloatLim", id=1)
+    stdin += _request("check", id=2)
+    proc = _adapter(repo, server, stdin, "--ready-timeout", "50", "--open", "**/*.ts",
+                    probes=("floatHelper",), env={"HOME": str(tmp_path)})  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    answers = _answers(proc)
+    assert [(r["name"], r["file"], r["line"]) for r in answers[0]["results"]] == [
+        ("floatHelper", "src/b.ts", 5)
+    ]
+    assert ("TestFloatLimits", "src/b.ts", 1) in {
+        (r["name"], r["file"], r["line"]) for r in answers[1]["results"]
+    }
+    assert ("check", "src/b.ts", 2) in {
+        (r["name"], r["file"], r["line"]) for r in answers[2]["results"]
+    }
+
+
+def test_unqualify_keeps_a_name_after_its_last_dot():
+    from recall.peers.lsp import rows
+
+    answer = [{"name": "Context.Copy"}, {"name": "gin.H"}, {"name": "plain"}, {"name": "x."}]
+    names = [r["name"] for r in rows(answer, Path("/w"), 0, unqualify=True)]
+    assert names == ["Copy", "H", "plain", "x."]
 
 
 def test_killing_the_adapter_takes_the_server_down_with_it(tmp_path):
@@ -327,6 +424,9 @@ def test_a_server_that_cannot_start_is_one_line_and_exit_2(tmp_path):
         ('server = ["s"]\nenv = "X=1"', "env must be a table"),
         ('server = ["s"]\nbin = ["x"]', "unknown key 'bin' for kind 'lsp'"),
         ('server = ["{nope}"]', "unknown placeholder {nope}"),
+        ('server = ["s"]\ngopath = 1', "gopath must be a folder"),
+        ('server = ["s"]\nunqualify = "yes"', "unqualify must be true or false"),
+        ('server = ["s"]\nopen = "/abs/*.ts"', "open must be a glob relative"),
     ],
 )
 def test_an_lsp_engine_table_that_cannot_run_names_the_key(text, message):
@@ -350,6 +450,8 @@ def test_an_lsp_engine_runs_the_adapter_of_the_tree_under_test_with_the_server_a
     )  # fmt: skip
     for preset in ("jedi-lsp", "basedpyright"):
         assert load_preset(preset).languages == ("python",)
+    assert load_preset("tsserver").languages == ("typescript",)
+    assert not uses_node_modules(engine) and uses_node_modules(load_preset("tsserver"))
 
 
 def test_a_server_crashing_mid_run_costs_the_query_in_flight_only(real_cache, gin, tmp_path):
