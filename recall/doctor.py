@@ -136,11 +136,24 @@ def check_presets(tree: Path, python: str) -> list[Check]:
     return checks
 
 
+def _fillable(env: tuple[tuple[str, str], ...], values: dict[str, str]) -> dict[str, str]:
+    """The engine's variables that need only what the doctor knows ({tree}, {python}):
+    one naming {db} or {node_modules} (a language server's GOPATH, its npm packages)
+    concerns a run on a corpus, not whether the adapter starts."""
+    filled = {}
+    for name, value in env:
+        try:
+            filled[name] = fill(value, values)
+        except KeyError:
+            continue
+    return filled
+
+
 def _check_python_finder(
     label: str, argv: list[str], env: tuple[tuple[str, str], ...], values: dict[str, str],
     status: str,
 ) -> Check:  # fmt: skip
-    full_env = {**os.environ, **{k: fill(v, values) for k, v in env}}
+    full_env = {**os.environ, **_fillable(env, values)}
     if _probe([*argv, "--help"], full_env) is None:
         return Check(
             label, status, f"{' '.join(argv)} does not start",
