@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,6 +47,9 @@ class Peer:
     bin: str | None = None
     package: str | None = None  # the PyPI distribution a library peer runs
     npm: str | None = None  # the npm package a kind = "node" peer runs
+    # What runs when neither a PyPI nor one npm package says it: a callable given the
+    # finder's tree (gopls's Debian package, typescript-language-server with typescript).
+    version: Callable[[Path], str] | None = None
     # A peer that rightly finds (almost) nothing, as a prefix matcher given typed queries:
     # its run needs --allow-empty, which would hide a broken engine anywhere else.
     allow_empty: bool = False
@@ -59,6 +63,28 @@ def iterfzf_fzf() -> str | None:
         return None
     path = Path(next(iter(spec.submodule_search_locations))) / "fzf"
     return str(path) if path.is_file() else None
+
+
+def debian_version(package: str) -> Callable[[Path], str]:
+    """A Debian package's version, as dpkg has it installed: Debian's gopls prints
+    "golang.org/x/tools/gopls master" for `gopls version`, which names no release."""
+
+    def version(_root: Path) -> str:
+        line = _first_line(["dpkg-query", "-W", "-f", "${Version}\\n", package])
+        return f"{package} {line} (Debian)"
+
+    return version
+
+
+def npm_versions(*packages: str) -> Callable[[Path], str]:
+    """The versions the tree's lock installs for a server made of several npm packages."""
+
+    def version(root: Path) -> str:
+        folder = root.joinpath(*TREE_FOLDER)
+        shown = " + ".join(f"{p} {locked_version(p, folder)}" for p in packages)
+        return f"{shown} (npm)"
+
+    return version
 
 
 def default_peers() -> list[Peer]:
@@ -143,6 +169,20 @@ def default_peers() -> list[Peer]:
             "`workspace/symbol`, the server's defaults",
             package="basedpyright",
         ),
+        Peer(
+            "gopls",
+            "gopls",
+            "`workspace/symbol`, the server's defaults, GOPATH mode offline (the root package "
+            "and its imports), names unqualified, at most 100 an answer",
+            version=debian_version("gopls"),
+        ),
+        Peer(
+            "typescript-language-server",
+            "tsserver",
+            "`workspace/symbol` with the first `.ts` file open, the server's defaults",
+            version=npm_versions("typescript-language-server", "typescript"),
+            allow_empty=True,  # tsserver matches no typed query but glob (docs/engines.md)
+        ),
     ]
 
 
@@ -163,6 +203,8 @@ def finder_version(peer: Peer, engine: Engine, root: Path) -> str:
         with git.Repo(root) as repo:
             dirty = " with uncommitted changes" if repo.is_dirty() else ""
             return f"recall commit {repo.head.commit.hexsha[:12]}{dirty}"
+    if peer.version is not None:
+        return peer.version(root)
     if peer.package:
         return f"{peer.package} {importlib.metadata.version(peer.package)} (PyPI)"
     if peer.npm:  # the version the tree's lock installs, which is what the adapter loads

@@ -156,6 +156,8 @@ def test_the_language_servers_run_on_the_corpora_of_their_languages_only():
     corpus = ROOT / "corpus.json"
     assert served_repos(load_preset("jedi-lsp"), corpus) == ["pytest"]
     assert served_repos(load_preset("basedpyright"), corpus) == ["pytest"]
+    assert served_repos(load_preset("gopls"), corpus) == ["gin"]
+    assert served_repos(load_preset("tsserver"), corpus) == ["vue"]
     assert served_repos(load_preset("fzf"), corpus) == []  # every corpus, no --repo
 
 
