@@ -504,8 +504,8 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         "--jobs",
         type=int,
         default=os.cpu_count() or 1,
-        help="parallel queries: per-query processes, or batch processes over shards of a"
-        " corpus's rows (default: %(default)s, the cores)",
+        help="parallel queries: per-query processes, or batch processes over corpora and "
+        "shards of their rows (default: %(default)s, the cores)",
     )
     _add_queries(p)
     p.add_argument("--repo", action="append", metavar="R", help="only this repo (repeatable)")
@@ -558,8 +558,8 @@ def _add_commits_run(p: argparse.ArgumentParser) -> None:
         "--jobs",
         type=int,
         default=os.cpu_count() or 1,
-        help="parallel queries: per-query processes, or batch processes over shards of a"
-        " corpus's rows (default: %(default)s, the cores)",
+        help="parallel queries: per-query processes, or batch processes over corpora and "
+        "shards of their rows (default: %(default)s, the cores)",
     )
     p.add_argument(
         "--no-cache",

@@ -703,33 +703,60 @@ def run_binary(
     jobs: int,
     timeout: float,
 ) -> RunResult:
-    """Every row through binary, results in row order whatever the completion order."""
-    results: list[QueryResult | None] = [None] * len(rows)
-    index_s = query_s = 0.0
-    dirtied: list[str] = []
-    for repo in dict.fromkeys(r.repo for r in rows):
-        picked = [i for i, r in enumerate(rows) if r.repo == repo]
-        session = Session(binary, corpora[repo], timeout)
-        _progress(f"{binary.label}: {repo}: indexing, then {len(picked)} queries")
+    """Every row through binary, results in row order whatever the completion order.
+
+    A batch engine's corpora are measured `jobs` at a time, each with its own index and
+    processes, and a corpus's rows in shards when there are more jobs than corpora left;
+    per-query engines take one corpus at a time through a pool of `jobs` processes. The
+    sessions are made one after another before any runs: each sweeps the temporary
+    folders of dead runs, and must not see another's folder before it is locked."""
+    repos = list(dict.fromkeys(r.repo for r in rows))
+    picked = [[i for i, r in enumerate(rows) if r.repo == repo] for repo in repos]
+    engine = binary.engine
+    together = min(jobs, len(repos)) if engine.batch and engine.batch_jobs else 1
+    sessions: list[Session] = []
+
+    def measure(k: int) -> tuple[list[QueryResult], float, float, bool]:
+        session, subset = sessions[k], [rows[i] for i in picked[k]]
+        _progress(f"{binary.label}: {repos[k]}: indexing, then {len(subset)} queries")
         try:
-            index_s += session.index()
+            index_s = session.index()
             started = time.perf_counter()
-            subset = [rows[i] for i in picked]
-            if binary.engine.batch:
-                answers = _batch_shards(session, subset, jobs if binary.engine.batch_jobs else 1)
-            else:
+            if not engine.batch:
                 answers = _query_pool(session, subset, jobs)
-            query_s += time.perf_counter() - started
+            else:
+                answers = _batch_shards(
+                    session, subset, jobs // together if engine.batch_jobs else 1
+                )
+            query_s = time.perf_counter() - started
         finally:
             session.close()
-        if restore_if_dirty(corpora[repo]):
-            dirtied.append(repo)
-        for i, answer in zip(picked, answers, strict=True):
+        return answers, index_s, query_s, restore_if_dirty(corpora[repos[k]])
+
+    def stop() -> None:
+        for session in sessions:
+            session.stop()
+
+    try:
+        for repo in repos:
+            sessions.append(Session(binary, corpora[repo], timeout))
+        if together > 1:
+            measured = _in_parallel(stop, measure, list(range(len(repos))), together)
+        else:
+            measured = [measure(k) for k in range(len(repos))]
+    finally:
+        for session in sessions:
+            session.close()
+    results: list[QueryResult | None] = [None] * len(rows)
+    for k, (answers, _index_s, _query_s, _dirtied) in enumerate(measured):
+        for i, answer in zip(picked[k], answers, strict=True):
             results[i] = answer
     done = tuple(r for r in results if r is not None)
     return RunResult(
-        binary.label, " ".join(binary.bin_argv()), index_s, query_s, done, dirtied=tuple(dirtied)
-    )
+        binary.label, " ".join(binary.bin_argv()),
+        sum(m[1] for m in measured), sum(m[2] for m in measured), done,
+        dirtied=tuple(repo for repo, m in zip(repos, measured, strict=True) if m[3]),
+    )  # fmt: skip
 
 
 T = TypeVar("T")
@@ -745,23 +772,25 @@ def _batch_shards(session: Session, rows: list[QueryRow], jobs: int) -> list[Que
     shards = [rows[i : i + size] for i in range(0, len(rows), size)] if rows else []
     if len(shards) <= 1:
         return session.query_batch(rows)
-    answers = _in_parallel(session, session.query_batch, shards, len(shards))
+    answers = _in_parallel(session.stop, session.query_batch, shards, len(shards))
     return [answer for shard in answers for answer in shard]
 
 
 def _query_pool(session: Session, rows: list[QueryRow], jobs: int) -> list[QueryResult]:
     """Per-query processes in parallel."""
-    return _in_parallel(session, session.query_one, rows, jobs)
+    return _in_parallel(session.stop, session.query_one, rows, jobs)
 
 
-def _in_parallel(session: Session, work: Callable[[T], R], items: list[T], workers: int) -> list[R]:
+def _in_parallel(
+    stop: Callable[[], None], work: Callable[[T], R], items: list[T], workers: int
+) -> list[R]:
     """work over items on threads, results in item order; an interrupt cancels what has not
     started and kills what has, instead of waiting for every queued item to finish."""
     pool = ThreadPoolExecutor(max_workers=workers)
     try:
         return list(pool.map(work, items))
     except BaseException:
-        session.stop()
+        stop()
         pool.shutdown(wait=True, cancel_futures=True)
         raise
     finally:

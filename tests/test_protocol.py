@@ -206,3 +206,28 @@ def test_an_index_step_killed_by_a_signal_says_which(tmp_path, gin_corpus):
             session.index()
     finally:
         session.close()
+
+
+def test_corpora_measured_side_by_side_answer_as_one_after_another(tmp_path, gin_corpus):
+    """Two corpora (gin under two names) with --jobs 2: one batch process each at once, and
+    the results of --jobs 1 row for row, faults included."""
+    corpora = {"gin": gin_corpus["gin"], "gin2": gin_corpus["gin"]}
+    mine = {"gin": ["Context", "exit3", "Engine", "Render", "segv", "Bind"],
+            "gin2": ["Default", "Get", "segv", "Context", "Bind", "exit3"]}  # fmt: skip
+    rows = [QueryRow(repo, mine[repo][i], "exact", "Context") for i in range(6) for repo in mine]
+    runs = []
+    for jobs in (1, 2):
+        folder = tmp_path / f"jobs{jobs}"
+        folder.mkdir()
+        (folder / "finder.py").write_text(FINDER)
+        engine = ENGINE.replace("FINDER", str(folder / "finder.py")).replace("MODE", "ids")
+        (folder / "engine.toml").write_text(engine + f'env = {{ PIDS = "{folder / "pids"}" }}\n')
+        binary = Binary("batchy", load_engine(folder / "engine.toml"), folder, sys.executable)
+        runs.append(run_binary(binary, rows, corpora, jobs=jobs, timeout=1))
+        # one process a corpus, restarted after each fault but gin2's last row
+        assert len(set((folder / "pids").read_text().split())) == 3 + 2
+    assert runs[1].results == runs[0].results
+    assert [r.error is not None for r in runs[1].results] == [
+        row.query in ("exit3", "segv") for row in rows
+    ]
+    assert runs[1].results[0].rank == 1 and runs[1].results[1].rank is None  # Context, Default
