@@ -248,6 +248,34 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
     return EXIT_OK if doctor.healthy(checks) else EXIT_FAILURE
 
 
+def _add_report_flags(p: argparse.ArgumentParser) -> None:
+    """How a report is printed and judged: run and merge print the same report."""
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    out.add_argument("--markdown", action="store_true", help="print the report as Markdown")
+    p.add_argument(
+        "--fail-on-loss",
+        action="store_true",
+        help="exit 1 if a source lost #1 or the top 10 (unless accepted), a regress case that "
+        "held broke, or a query errored (needs a baseline)",
+    )
+    p.add_argument(
+        "--accept", metavar="FILE",
+        help="repo<TAB>query<TAB>source rows of reviewed losses: listed apart, not failing",
+    )  # fmt: skip
+    p.add_argument(
+        "--regress", metavar="FILE",
+        help=f"regress cases, repo<TAB>query<TAB>expect (default: {DEFAULT_REGRESS} when "
+        "present; its cases for repos the corpus does not pin are skipped)",
+    )  # fmt: skip
+    p.add_argument("--no-regress", action="store_true", help="skip the regress cases")
+    p.add_argument("--misses", action="store_true", help="list every source not ranked #1")
+    p.add_argument(
+        "--html", metavar="FILE",
+        help="also write the report as one self-contained HTML page with charts",
+    )  # fmt: skip
+
+
 def _add_merge(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "merge",
@@ -258,18 +286,7 @@ def _add_merge(sub: argparse._SubParsersAction) -> None:
     )
     _add_common(p)
     p.add_argument("files", nargs="+", metavar="FILE", help="each shard's --save file")
-    out = p.add_mutually_exclusive_group()
-    out.add_argument("--json", action="store_true", help="print the report as one JSON object")
-    out.add_argument("--markdown", action="store_true", help="print the report as Markdown")
-    p.add_argument(
-        "--fail-on-loss", action="store_true",
-        help="exit 1 on a loss against the baseline, as recall run does",
-    )  # fmt: skip
-    p.add_argument("--accept", metavar="FILE", help="reviewed losses, as recall run takes")
-    p.add_argument("--regress", metavar="FILE", help="the regress cases the shards ran")
-    p.add_argument("--no-regress", action="store_true", help="the shards ran no regress cases")
-    p.add_argument("--misses", action="store_true", help="list every source not ranked #1")
-    p.add_argument("--html", metavar="FILE", help="also write the report as an HTML page")
+    _add_report_flags(p)
     _add_queries(p)
     p.add_argument("--repo", action="append", metavar="R", help="only this repo (repeatable)")
     p.add_argument("--type", action="append", metavar="T", help="only this type (repeatable)")
@@ -476,30 +493,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
         "--no-cache", action="store_true",
         help="run every binary even when the results cache holds its results",
     )  # fmt: skip
-    out = p.add_mutually_exclusive_group()
-    out.add_argument("--json", action="store_true", help="print the report as one JSON object")
-    out.add_argument("--markdown", action="store_true", help="print the report as Markdown")
-    p.add_argument(
-        "--fail-on-loss",
-        action="store_true",
-        help="exit 1 if a source lost #1 or the top 10 (unless accepted), a regress case that "
-        "held broke, or a query errored (needs a baseline)",
-    )
-    p.add_argument(
-        "--accept", metavar="FILE",
-        help="repo<TAB>query<TAB>source rows of reviewed losses: listed apart, not failing",
-    )  # fmt: skip
-    p.add_argument(
-        "--regress", metavar="FILE",
-        help=f"regress cases, repo<TAB>query<TAB>expect (default: {DEFAULT_REGRESS} when "
-        "present; its cases for repos the corpus does not pin are skipped)",
-    )  # fmt: skip
-    p.add_argument("--no-regress", action="store_true", help="skip the regress cases")
-    p.add_argument("--misses", action="store_true", help="list every source not ranked #1")
-    p.add_argument(
-        "--html", metavar="FILE",
-        help="also write the report as one self-contained HTML page with charts",
-    )  # fmt: skip
+    _add_report_flags(p)
     p.add_argument(
         "--jobs",
         type=int,
