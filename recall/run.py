@@ -18,7 +18,7 @@ from pathlib import Path
 import git
 import orjson
 
-from recall import __version__, ceiling, derive
+from recall import __version__, ceiling, derive, symbols
 from recall.accept import Key, apply_accepted, read_accepted
 from recall.bench import run_bench
 from recall.build import base_binary, check_build_timeout, finder_root, run_build, with_bin
@@ -456,12 +456,13 @@ def query_set_ceiling(
     corpora: dict[str, Corpus],
 ) -> dict:  # fmt: skip
     """The best #1 and top 10 any finder can expect on these rows (recall/ceiling.py). It
-    depends on the pins, the rows and the recipes alone, so it is kept in the cache under
-    those and the code of the recipes, and a run from the results cache needs no corpus."""
+    depends on the pins, the rows, the names ctags finds and the recipes alone, so it is
+    kept in the cache under those (ctags's version and the code that extracts, filters and
+    derives), and a run from the results cache needs no corpus."""
     code = hashlib.sha256()
-    for module in (ceiling, derive):
+    for module in (ceiling, derive, symbols):
         code.update(Path(module.__file__ or "").read_bytes())
-    key = {"data": data_key(pins, rows), "code": code.hexdigest()}
+    key = {"data": data_key(pins, rows), "code": code.hexdigest(), "ctags": ctags_version()}
     digest = hashlib.sha256(orjson.dumps(key, option=orjson.OPT_SORT_KEYS)).hexdigest()
     path = cache / "ceilings" / f"{digest}.json"
     per_row = None

@@ -8,8 +8,12 @@ queries.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib.metadata
+import os
 import platform
+import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +44,43 @@ def run_key(identity: str, engine: Engine, asked: dict, timeout: float) -> dict:
         "ctags": ctags_version(),
         "python": platform.python_version(),
         "timeout": timeout,
+        "environment": environment_key(engine),
     }
+
+
+def environment_key(engine: Engine) -> dict[str, str]:
+    """What outside the tree and the engine file can change the answers: the packages that
+    `{python}` imports (the reference finder's NumPy and RapidFuzz, a library finder's own
+    library, a Python language server), and each program the argv starts from PATH (its
+    `bin`, and a server given after `--`, as gopls or node), known by content."""
+    argvs = [engine.bin, engine.index, engine.query, engine.batch, engine.profile]
+    parts = [part for argv in argvs for part in argv]
+    found: dict[str, str] = {}
+    if any("{python}" in part for part in parts):
+        found["{python} packages"] = _packages()
+    programs = {engine.bin[0]} if engine.bin else set()
+    for argv in argvs:
+        programs |= {argv[i + 1] for i, part in enumerate(argv[:-1]) if part == "--"}
+    for name in sorted(programs):
+        path = shutil.which(name) if "{" not in name and "/" not in name else None
+        if path:
+            found[name] = _program(path, os.stat(path).st_mtime_ns)
+    return found
+
+
+@functools.cache
+def _packages() -> str:
+    """The harness's installed distributions, name and version, as one digest."""
+    names = sorted(
+        f"{dist.metadata['Name']}=={dist.version}" for dist in importlib.metadata.distributions()
+    )
+    return hashlib.sha256("\n".join(names).encode()).hexdigest()
+
+
+@functools.cache
+def _program(path: str, _mtime_ns: int) -> str:
+    """A program's identity, once per run for each version of the file."""
+    return file_identity(Path(path))
 
 
 def data_key(pins: dict[str, Pin], rows: list[QueryRow]) -> dict:

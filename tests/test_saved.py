@@ -8,7 +8,7 @@ from conftest import ROOT, needs_ctags, run_recall
 
 from recall import saved
 from recall.corpus import Pin
-from recall.engine import resolve_engine
+from recall.engine import parse_engine, resolve_engine
 from recall.errors import RecallError
 from recall.measure import Hit, QueryResult, RunResult
 from recall.queryset import QueryRow
@@ -62,6 +62,24 @@ def test_a_change_to_any_key_part_misses(tmp_path, monkeypatch, part):
         monkeypatch.setattr(saved.platform, "python_version", lambda: "2.7.18")
     key = _key(**changes)
     assert cached_run(tmp_path, key, "base") is None
+
+
+@needs_ctags
+def test_another_version_of_a_package_python_imports_or_of_a_program_on_path_misses(
+    tmp_path, monkeypatch
+):
+    """A base's results are cached by commit, yet its finder imports NumPy and RapidFuzz
+    (or a library finder's own library) and may start a server from PATH: an upgrade of
+    either changes answers the commit does not name."""
+    reference = resolve_engine("reference", ROOT)
+    store_run(tmp_path, _key(engine=reference), RUN)
+    assert cached_run(tmp_path, _key(engine=reference), "base") is not None
+    monkeypatch.setattr(saved, "_packages", lambda: "numpy==0.0 upgraded")
+    assert cached_run(tmp_path, _key(engine=reference), "base") is None
+    on_path = parse_engine(b'[engine]\nbin = ["git"]\nquery = ["{bin}", "{query}"]\n', "t")
+    store_run(tmp_path, _key(engine=on_path), RUN)  # git: a program on PATH, by content
+    monkeypatch.setattr(saved, "_program", lambda path, mtime: "file:" + "9" * 64)
+    assert cached_run(tmp_path, _key(engine=on_path), "base") is None
 
 
 @needs_ctags
