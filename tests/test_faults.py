@@ -4,8 +4,8 @@ awkward queries, an unwritable cache, and nothing written outside the cache and 
 import contextlib
 import json
 import os
-import signal
 import shutil
+import signal
 import subprocess
 import sys
 import time
