@@ -35,7 +35,8 @@ from recall import results  # noqa: E402
 from recall.corpus import cache_root, fetch, load_pins, mirror_root  # noqa: E402
 from recall.engine import load_engine  # noqa: E402
 from recall.interpreter import finder_python  # noqa: E402
-from recall.measure import AHEAD, Binary, Corpus, run_binary  # noqa: E402
+from recall.measure import AHEAD, run_binary  # noqa: E402
+from recall.model import Corpus, FinderBuild  # noqa: E402
 from recall.queryset import QueryRow, format_queries, read_queries  # noqa: E402
 from recall.spawn import Spawner, reap  # noqa: E402
 from recall.symbols import checkout_symbols, distinct_names  # noqa: E402
@@ -90,8 +91,8 @@ class Bench:
             self.corpora[repo] = Corpus(checkout, names)
         return self.corpora
 
-    def binary(self, engine: Path) -> Binary:
-        return Binary("null", load_engine(engine), ROOT, finder_python(self.cache))
+    def binary(self, engine: Path) -> FinderBuild:
+        return FinderBuild("null", load_engine(engine), ROOT, finder_python(self.cache))
 
     def recall(self, *args: str) -> tuple[float, int, dict | None]:
         """The CLI as a child: wall seconds, its peak RSS in MB, the JSON report if any."""

@@ -21,7 +21,8 @@ import orjson
 from recall import stats
 from recall.engine import QueryArgv
 from recall.errors import RecallError
-from recall.measure import Binary, Corpus, Session
+from recall.measure import Session
+from recall.model import Corpus, FinderBuild
 from recall.queryset import QueryRow
 
 # Above this median relative spread of a query's reps, (p75 - p25) / median, the machine
@@ -117,7 +118,7 @@ class _Timer:
 
 
 def run_bench(
-    binaries: Sequence[Binary],
+    binaries: Sequence[FinderBuild],
     hand_rows: Sequence[QueryRow],
     corpora: dict[str, Corpus],
     reps: int,

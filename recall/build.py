@@ -18,7 +18,7 @@ from recall.corpus import hold_in_use, locked, use_lock
 from recall.engine import Engine, expand, fill
 from recall.errors import RecallError
 from recall.interpreter import finder_python
-from recall.measure import Binary
+from recall.model import FinderBuild
 from recall.spawn import kill_group
 
 TAIL_LINES = 15
@@ -234,12 +234,12 @@ def with_bin(engine: Engine, path: str, flag: str = "--bin") -> Engine:
 
 def base_binary(
     root: Path, ref: str, engine: Engine, cache: Path, build_timeout: float = BUILD_TIMEOUT_S
-) -> tuple[Binary, str]:
+) -> tuple[FinderBuild, str]:
     """--base REF built from `git archive`, and the commit it is."""
     commit = resolve_commit(root, ref)
     python = finder_python(cache)
     tree = build_base(root, commit, engine, cache, python, build_timeout)
-    return Binary(f"base {ref} ({commit[:12]})", engine, tree, python), commit
+    return FinderBuild(f"base {ref} ({commit[:12]})", engine, tree, python), commit
 
 
 def make_binaries(
@@ -251,15 +251,15 @@ def make_binaries(
     base: str | None = None,
     base_bin: str | None = None,
     build_timeout: float = BUILD_TIMEOUT_S,
-) -> list[Binary]:
+) -> list[FinderBuild]:
     """The baseline (if any) then the candidate, built and ready, as the default run has them."""
-    binaries: list[Binary] = []
+    binaries: list[FinderBuild] = []
     python = finder_python(cache)
     if base_bin:
-        binaries.append(Binary("base", with_bin(engine, base_bin, "--base-bin"), root, python))
+        binaries.append(FinderBuild("base", with_bin(engine, base_bin, "--base-bin"), root, python))
     elif base:
         binaries.append(base_binary(root, base, engine, cache, build_timeout)[0])
     candidate = with_bin(engine, bin_path) if bin_path else engine
     run_build(candidate, root, python, build_timeout)
-    binaries.append(Binary("candidate", candidate, root, python))
+    binaries.append(FinderBuild("candidate", candidate, root, python))
     return binaries

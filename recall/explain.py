@@ -12,7 +12,8 @@ import shlex
 from dataclasses import dataclass
 
 from recall.corpus import Pin
-from recall.measure import TOP, Binary, Corpus, QueryResult, Session
+from recall.measure import Session
+from recall.model import TOP, Corpus, FinderBuild, QueryResult
 from recall.queryset import HAND, QueryRow
 from recall.terminal import safe_output, shown
 
@@ -41,7 +42,7 @@ def pick_row(rows: list[QueryRow], repo: str, query: str, source: str | None) ->
     return QueryRow(repo, query, HAND, "")
 
 
-def explain_one(binary: Binary, corpus: Corpus, row: QueryRow, timeout: float) -> Side:
+def explain_one(binary: FinderBuild, corpus: Corpus, row: QueryRow, timeout: float) -> Side:
     """The row through one binary, in a session of its own (its index built for this)."""
     session = Session(binary, corpus, timeout)
     try:

@@ -28,7 +28,8 @@ from recall.build import base_binary, build_key, finder_root, resolve_commit
 from recall.corpus import Pin, cache_root, load_pins, mirror_root
 from recall.engine import Engine, resolve_engine
 from recall.errors import RecallError
-from recall.measure import Corpus, QueryResult, RunResult, check_answered, open_corpus, run_binary
+from recall.measure import check_answered, open_corpus, run_binary
+from recall.model import Corpus, QueryResult, RunResult
 from recall.queryset import QueryRow, query_set_path, read_queries, select
 from recall.run import check_sources, check_timeout
 from recall.saved import cached_run, data_key, run_key, store_run

@@ -21,22 +21,21 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, TypeVar
 
 import orjson
 
-from recall.corpus import Checkout, Pin, fetch, hold_in_use, is_clean, use_lock
+from recall.corpus import Pin, fetch, hold_in_use, is_clean, use_lock
 from recall.engine import Engine, QueryArgv, expand, fill, uses_node_modules
 from recall.errors import RecallError
 from recall.interpreter import cache_of
+from recall.model import TOP, Corpus, FinderBuild, Hit, QueryResult, RunResult
 from recall.peers.node import MODULES_ENV, session_env
 from recall.queryset import QueryRow
 from recall.spawn import Child, Spawner, kill_group, reap, reaped
 from recall.symbols import checkout_symbols, distinct_names
 
-TOP = 10
 TAIL = 300
 TAIL_KEEP = 1 << 16  # of a batch finder's stderr, for the error message
 AHEAD = 16  # batch requests written before their answers are read
@@ -48,62 +47,6 @@ EMPTY_SUSPECT = 0.95
 INDEX_TIMEOUT_S = 1800.0  # indexing a corpus is one long step, not a query
 RUN_PREFIX = "recall-run-"
 LOCK_NAME = ".recall-lock"
-
-
-@dataclass(frozen=True)
-class Binary:
-    """An engine bound to the tree it was built from and the interpreter `{python}` names
-    (recall.interpreter: the harness's packages, never its code)."""
-
-    label: str
-    engine: Engine
-    tree: Path
-    python: str
-
-    def values(self) -> dict[str, str]:
-        return {"tree": str(self.tree), "python": self.python}
-
-    def bin_argv(self) -> list[str]:
-        return [fill(part, self.values()) for part in self.engine.bin]
-
-
-@dataclass(frozen=True)
-class Hit:
-    name: str
-    file: str | None
-    line: int | None
-
-
-@dataclass(frozen=True)
-class QueryResult:
-    rank: int | None
-    top: tuple[Hit, ...]
-    error: str | None = None
-
-
-@dataclass(frozen=True)
-class RunResult:
-    label: str
-    bin: str
-    index_s: float
-    query_s: float
-    results: tuple[QueryResult, ...]
-    cached: bool = False  # read from the results cache or a saved run, not run now
-    dirtied: tuple[str, ...] = ()  # corpora whose checkout this binary wrote into
-
-    @property
-    def errors(self) -> int:
-        return sum(1 for r in self.results if r.error)
-
-
-@dataclass(frozen=True)
-class Corpus:
-    """A checkout and the names file the harness writes for it."""
-
-    checkout: Checkout
-    names: list[str]
-    cache: Path | None = None  # where to rebuild the checkout from if a finder dirties it
-    mirror: Path | None = None
 
 
 def open_corpus(pin: Pin, cache: Path, mirror: Path | None) -> Corpus:
@@ -170,7 +113,7 @@ def _tail(data: bytes) -> str:
 class Session:
     """One binary on one corpus: its temporary folder, environment and index."""
 
-    def __init__(self, binary: Binary, corpus: Corpus, timeout: float) -> None:
+    def __init__(self, binary: FinderBuild, corpus: Corpus, timeout: float) -> None:
         self.binary, self.corpus, self.timeout = binary, corpus, timeout
         self.engine = binary.engine
         self.live: set[int] = set()  # process groups of finder processes still running
@@ -696,7 +639,7 @@ def sweep_stale_sessions() -> None:
 
 
 def run_binary(
-    binary: Binary,
+    binary: FinderBuild,
     rows: list[QueryRow],
     corpora: dict[str, Corpus],
     *,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from recall.errors import RecallError
-from recall.measure import QueryResult, RunResult
+from recall.model import QueryResult, RunResult
 from recall.queryset import QueryRow
 from recall.saved import Saved, load_saved
 

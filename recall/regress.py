@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from recall.errors import RecallError
-from recall.measure import QueryResult
+from recall.model import QueryResult
 from recall.queryset import QueryRow, read_lines
 
 HEADER = ("repo", "query", "expect")

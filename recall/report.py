@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from recall.bench import render_bench
 from recall.corpus import Pin
 from recall.explain import command as explain_command
-from recall.measure import QueryResult, RunResult
+from recall.model import QueryResult, RunResult
 from recall.queryset import QueryRow
 from recall.stats import compare, mean_ndcg_at_10, mean_reciprocal_rank
 from recall.terminal import safe_output, shown

@@ -27,16 +27,9 @@ from recall.engine import Engine, resolve_engine
 from recall.errors import EXIT_LOSS, EXIT_OK, RecallError
 from recall.html import render_html
 from recall.interpreter import finder_python
-from recall.measure import (
-    Binary,
-    Corpus,
-    QueryResult,
-    RunResult,
-    check_answered,
-    open_corpus,
-    run_binary,
-)
+from recall.measure import check_answered, open_corpus, run_binary
 from recall.merge import merge_saved
+from recall.model import Corpus, FinderBuild, QueryResult, RunResult
 from recall.queryset import HAND, QueryRow, query_set_path, read_queries, select
 from recall.regress import Case, broken, read_cases
 from recall.regress import summarize as summarize_regress
@@ -63,7 +56,7 @@ class Side:
     """A binary to run and what its results are known by; only a cacheable identity
     (a commit, a file's content) says everything that could change them."""
 
-    binary: Binary
+    binary: FinderBuild
     identity: str
     cacheable: bool
     explain: Flags  # the flags that make `recall explain` run this same binary
@@ -394,7 +387,7 @@ def _tree_side(
     content; an engine that names `{tree}` anywhere may run the tree's files, whose edits
     no key of ours sees, so it runs every time."""
     run_build(engine, root, python, build_timeout)
-    binary = Binary(label, engine, root, python)
+    binary = FinderBuild(label, engine, root, python)
     if engine.bin and not any("{" in part for part in engine.bin) and not uses_tree(engine):
         program = shutil.which(engine.bin[0])
         if program:
@@ -416,7 +409,7 @@ def _bin_side(
 ) -> Side:
     """A binary built by hand, known by its content, unless the engine also runs files of
     the tree (`{tree}` in a command or variable), which its content does not cover."""
-    binary = Binary(label, with_bin(engine, path, flag), root, python)
+    binary = FinderBuild(label, with_bin(engine, path, flag), root, python)
     cacheable = not uses_tree(binary.engine)
     return Side(binary, file_identity(Path(path)), cacheable, explain)
 

@@ -23,7 +23,7 @@ import orjson
 from recall.corpus import Pin
 from recall.engine import Engine
 from recall.errors import RecallError
-from recall.measure import TOP, Hit, QueryResult, RunResult
+from recall.model import TOP, Hit, QueryResult, RunResult
 from recall.queryset import QueryRow, queries_digest
 from recall.symbols import ctags_version, write_atomic
 

@@ -14,7 +14,7 @@ from conftest import (
 )
 
 from recall.explain import Side, pick_row, render
-from recall.measure import Hit, QueryResult
+from recall.model import Hit, QueryResult
 from recall.queryset import QueryRow
 
 FINDER, ENGINE = SUBSEQUENCE_FINDER, SUBSEQUENCE_ENGINE

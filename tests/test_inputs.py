@@ -17,7 +17,7 @@ from recall.corpus import MARKER, Pin, fetch, load_pins
 from recall.derive import load_settings
 from recall.engine import parse_engine
 from recall.errors import RecallError
-from recall.measure import Hit, QueryResult, RunResult
+from recall.model import Hit, QueryResult, RunResult
 from recall.queryset import QueryRow
 from recall.saved import cached_run, data_key, decode_run, encode_run, load_against, store_run
 from recall.symbols import checkout_symbols

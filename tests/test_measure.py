@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, make_repo, run_recall
 
-from recall.measure import Hit, rank_by_name
+from recall.measure import rank_by_name
+from recall.model import Hit
 
 FINDER = r"""
 import json, os, subprocess, sys, time
@@ -143,7 +144,8 @@ for line in sys.stdin:
 
 def test_batch_faults_are_the_query_in_flight_and_the_rest_is_answered(tmp_path, real_cache, gin):
     from recall.engine import load_engine
-    from recall.measure import Binary, Corpus, run_binary
+    from recall.measure import run_binary
+    from recall.model import Corpus, FinderBuild
     from recall.queryset import QueryRow
     from recall.symbols import checkout_symbols, distinct_names
 
@@ -152,7 +154,7 @@ def test_batch_faults_are_the_query_in_flight_and_the_rest_is_answered(tmp_path,
         '[engine]\nbin = ["{python}", "%s"]\nquery = ["{bin}", "{query}"]\n'
         'batch = ["{bin}", "{names}"]\n' % (tmp_path / "finder.py")
     )
-    binary = Binary("batch", load_engine(tmp_path / "engine.toml"), tmp_path, sys.executable)
+    binary = FinderBuild("batch", load_engine(tmp_path / "engine.toml"), tmp_path, sys.executable)
     corpora = {"gin": Corpus(gin, distinct_names(checkout_symbols(gin, real_cache)))}
     queries = ["Context", "crash", "Context", "hang", "Context", "garbage", "refuse",
                "noisy", "huge"] + ["Context"] * 40  # fmt: skip

@@ -9,7 +9,8 @@ import pytest
 
 from recall.engine import load_engine
 from recall.errors import RecallError
-from recall.measure import Binary, Corpus, RunResult, run_binary
+from recall.measure import run_binary
+from recall.model import Corpus, FinderBuild, RunResult
 from recall.queryset import QueryRow
 from recall.symbols import checkout_symbols, distinct_names
 
@@ -78,7 +79,7 @@ def _run(
     (tmp_path / "finder.py").write_text(FINDER)
     engine = ENGINE.replace("FINDER", str(tmp_path / "finder.py")).replace("MODE", mode)
     (tmp_path / "engine.toml").write_text(engine + extra)
-    binary = Binary("batchy", load_engine(tmp_path / "engine.toml"), tmp_path, sys.executable)
+    binary = FinderBuild("batchy", load_engine(tmp_path / "engine.toml"), tmp_path, sys.executable)
     rows = [QueryRow("gin", q, "exact", "Context") for q in queries]
     return run_binary(binary, rows, corpora, jobs=jobs, timeout=timeout)
 
@@ -195,7 +196,7 @@ def test_an_index_step_killed_by_a_signal_says_which(tmp_path, gin_corpus):
         'cwd = "{db}"\n'
     )
     session = Session(
-        Binary("idx", load_engine(tmp_path / "engine.toml"), tmp_path, sys.executable),
+        FinderBuild("idx", load_engine(tmp_path / "engine.toml"), tmp_path, sys.executable),
         gin_corpus["gin"],
         1,
     )
@@ -222,7 +223,7 @@ def test_corpora_measured_side_by_side_answer_as_one_after_another(tmp_path, gin
         (folder / "finder.py").write_text(FINDER)
         engine = ENGINE.replace("FINDER", str(folder / "finder.py")).replace("MODE", "ids")
         (folder / "engine.toml").write_text(engine + f'env = {{ PIDS = "{folder / "pids"}" }}\n')
-        binary = Binary("batchy", load_engine(folder / "engine.toml"), folder, sys.executable)
+        binary = FinderBuild("batchy", load_engine(folder / "engine.toml"), folder, sys.executable)
         runs.append(run_binary(binary, rows, corpora, jobs=jobs, timeout=1))
         # one process a corpus, restarted after each fault but gin2's last row
         assert len(set((folder / "pids").read_text().split())) == 3 + 2

@@ -13,7 +13,7 @@ from conftest import (
 
 from recall.corpus import load_pins
 from recall.errors import RecallError
-from recall.measure import Hit, QueryResult
+from recall.model import Hit, QueryResult
 from recall.regress import Case, broken, read_cases, summarize, verdict
 
 

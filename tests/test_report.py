@@ -7,7 +7,8 @@ from recall.accept import apply_accepted
 from recall.ceiling import RowCeiling
 from recall.ceiling import summary as ceiling_summary
 from recall.corpus import Pin
-from recall.measure import Hit, QueryResult, RunResult, rank_by_name
+from recall.measure import rank_by_name
+from recall.model import Hit, QueryResult, RunResult
 from recall.queryset import QueryRow
 from recall.regress import Case, broken
 from recall.regress import summarize as summarize_regress

@@ -10,7 +10,7 @@ from recall import saved
 from recall.corpus import Pin
 from recall.engine import parse_engine, resolve_engine
 from recall.errors import RecallError
-from recall.measure import Hit, QueryResult, RunResult
+from recall.model import Hit, QueryResult, RunResult
 from recall.queryset import QueryRow
 from recall.saved import cached_run, data_key, load_against, run_key, save_runs, store_run
 

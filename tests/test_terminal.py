@@ -12,7 +12,7 @@ from test_faults import CORPUS_FILES
 
 from recall import saved
 from recall.corpus import load_pins
-from recall.measure import Hit, QueryResult, RunResult
+from recall.model import Hit, QueryResult, RunResult
 from recall.queryset import QueryRow
 from recall.saved import data_key
 from recall.terminal import safe_output, shown
