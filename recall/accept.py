@@ -7,9 +7,11 @@ does not quietly accept a future loss of the same query.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from recall.errors import RecallError
+from recall.model import Change, Diff, Stale
 from recall.queryset import read_lines
 
 HEADER = ("repo", "query", "source")
@@ -29,20 +31,20 @@ def read_accepted(path: Path) -> list[Key]:
     return keys
 
 
-def apply_accepted(diff: dict, accepted: list[Key]) -> dict:
+def apply_accepted(diff: Diff, accepted: list[Key]) -> Diff:
     """The diff with accepted rows moved out of the lost lists, and stale rows named."""
     wanted = set(accepted)
 
-    def key(change: dict) -> Key:
-        return (change["repo"], change["query"], change["source"])
+    def key(change: Change) -> Key:
+        return (change.repo, change.query, change.source)
 
-    lost = {key(c) for c in diff["lost_first"] + diff["lost_top10"]}
-    moved = [c for c in diff["lost_first"] + diff["lost_top10"] if key(c) in wanted]
-    return diff | {
-        "lost_first": [c for c in diff["lost_first"] if key(c) not in wanted],
-        "lost_top10": [c for c in diff["lost_top10"] if key(c) not in wanted],
-        "accepted": list({key(c): c for c in moved}.values()),
-        "stale_accepted": [
-            {"repo": r, "query": q, "source": s} for r, q, s in accepted if (r, q, s) not in lost
-        ],
-    }
+    every = (*diff.lost_first, *diff.lost_top10)
+    lost = {key(c) for c in every}
+    moved = [c for c in every if key(c) in wanted]
+    return dataclasses.replace(
+        diff,
+        lost_first=tuple(c for c in diff.lost_first if key(c) not in wanted),
+        lost_top10=tuple(c for c in diff.lost_top10 if key(c) not in wanted),
+        accepted=tuple({key(c): c for c in moved}.values()),
+        stale_accepted=tuple(Stale(r, q, s) for r, q, s in accepted if (r, q, s) not in lost),
+    )

@@ -22,12 +22,16 @@ from recall import stats
 from recall.engine import QueryArgv
 from recall.errors import RecallError
 from recall.measure import Session
-from recall.model import Corpus, FinderBuild
+from recall.model import (
+    NOISE_SPREAD,
+    BenchRatio,
+    BenchRun,
+    BenchSummary,
+    Corpus,
+    FinderBuild,
+    MedianP90,
+)
 from recall.queryset import QueryRow
-
-# Above this median relative spread of a query's reps, (p75 - p25) / median, the machine
-# was too noisy for differences of a few percent to mean anything.
-NOISE_SPREAD = 0.25
 
 
 def schedule(n_queries: int, n_binaries: int, reps: int) -> Iterator[tuple[int, int, int]]:
@@ -47,10 +51,10 @@ def per_query_medians(samples: Sequence[Sequence[float]]) -> list[float]:
     return [float(np.median(reps)) for reps in samples]
 
 
-def median_p90(values: Sequence[float]) -> dict[str, float]:
-    """stats.median_p90 as the JSON report holds it, in ms to the microsecond."""
+def median_p90(values: Sequence[float]) -> MedianP90:
+    """stats.median_p90 as the report holds it, in ms to the microsecond."""
     median, p90 = stats.median_p90(values)
-    return {"median": round(median, 3), "p90": round(p90, 3)}
+    return MedianP90(round(median, 3), round(p90, 3))
 
 
 def spread(samples: Sequence[Sequence[float]]) -> float:
@@ -123,8 +127,8 @@ def run_bench(
     corpora: dict[str, Corpus],
     reps: int,
     timeout: float,
-) -> dict:
-    """Index each binary on each corpus once, then time the schedule; the JSON `bench`."""
+) -> BenchSummary:
+    """Index each binary on each corpus once, then time the schedule."""
     if reps < 1:
         raise RecallError(f"--bench {reps}: give 1 or more reps")
     if not hand_rows:
@@ -164,76 +168,35 @@ def summarize_bench(
     phases: Sequence[Sequence[dict[str, list[float]]]],
     errors: Sequence[int],
     reps: int,
-) -> dict:
+) -> BenchSummary:
     """The statistics of timed samples: wall[b][q] and phases[b][q][name] are lists of ms."""
-    runs: list[dict] = []
+    runs: list[BenchRun] = []
     medians = []
     for b, label in enumerate(labels):
         wall_medians = per_query_medians(wall[b])
         medians.append(wall_medians)
         names = list(dict.fromkeys(name for per_query in phases[b] for name in per_query))
-        run = {
-            "label": label,
-            "wall_ms": median_p90(wall_medians),
-            "phases": {
-                name: median_p90(per_query_medians([pq[name] for pq in phases[b] if name in pq]))
-                for name in names
-            },
-            "spread": spread(wall[b]),
-            "errors": errors[b],
-        }
-        runs.append(run)
-    bench: dict = {
-        "reps": reps,
-        "queries": len(wall[0]) if wall else 0,
-        "noisy": any(run["spread"] > NOISE_SPREAD for run in runs),
-        "runs": runs,
-    }
-    if len(labels) >= 2:
-        bench["ratios"] = [
-            {"base": labels[0], "new": labels[b], **ratio(medians[0], medians[b])}
+        runs.append(
+            BenchRun(
+                label=label,
+                wall_ms=median_p90(wall_medians),
+                phases={
+                    name: median_p90(
+                        per_query_medians([pq[name] for pq in phases[b] if name in pq])
+                    )
+                    for name in names
+                },
+                spread=spread(wall[b]),
+                errors=errors[b],
+            )
+        )
+    return BenchSummary(
+        reps=reps,
+        queries=len(wall[0]) if wall else 0,
+        noisy=any(run.spread > NOISE_SPREAD for run in runs),
+        runs=tuple(runs),
+        ratios=tuple(
+            BenchRatio(labels[0], labels[b], **ratio(medians[0], medians[b]))
             for b in range(1, len(labels))
-        ]
-    return bench
-
-
-def render_bench(bench: dict, markdown: bool) -> list[str]:
-    """The bench section of the text or Markdown report."""
-    from recall.report import _table
-
-    title = (
-        f"Bench: {bench['queries']} hand queries x {bench['reps']} reps, interleaved "
-        "(ms, median and p90 over queries of per-query medians)"
+        ),
     )
-    out = [f"## {title}" if markdown else title]
-    names = list(dict.fromkeys(name for run in bench["runs"] for name in run["phases"]))
-    header = ["binary", "wall median", "wall p90"]
-    for name in names:
-        header += [f"{name} median", f"{name} p90"]
-    header += ["spread", "errors"]
-    body = []
-    for run in bench["runs"]:
-        cells = [run["label"], _ms(run["wall_ms"]["median"]), _ms(run["wall_ms"]["p90"])]
-        for name in names:
-            phase = run["phases"].get(name)
-            cells += [_ms(phase["median"]), _ms(phase["p90"])] if phase else ["-", "-"]
-        cells += [f"{100 * run['spread']:.0f}%", str(run["errors"])]
-        body.append(cells)
-    out += _table(header, body, markdown)
-    if bench["noisy"]:
-        worst = max(bench["runs"], key=lambda run: run["spread"])
-        out.append(
-            f"warning: the machine was too noisy to trust these figures: a query's middle "
-            f"half of reps spans {100 * worst['spread']:.0f}% of its median in "
-            f"{worst['label']} (over {100 * NOISE_SPREAD:.0f}%); every sample is kept"
-        )
-    for r in bench.get("ratios", []):
-        out.append(
-            f"{r['new']} / {r['base']} per query: median {r['median']:.3f} "
-            f"(p10 {r['p10']:.3f}, p90 {r['p90']:.3f})"
-        )
-    return out
-
-
-def _ms(value: float) -> str:
-    return f"{value:.1f}" if value >= 10 else f"{value:.2f}"

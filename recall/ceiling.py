@@ -46,6 +46,7 @@ from recall.derive import (
     word_pairs,
     words,
 )
+from recall.model import CeilingCounts, CeilingSummary
 from recall.queryset import QueryRow
 
 TOP = 10
@@ -254,24 +255,30 @@ def ceilings(
 
 def summary(
     rows: list[QueryRow], per_row: dict[QueryRow, RowCeiling], languages: dict[str, str]
-) -> dict:
+) -> CeilingSummary:
     """The ceiling as a report holds it: overall and by type, repo and language, each
     with its expected counts at best (fractions: sums of chances) and their percentages."""
 
-    def cell(c: Ceiling) -> dict:
-        return {
-            "n": c.n,
-            "first": round(c.first, 2),
-            "top10": round(c.top10, 2),
-            "first_pct": round(c.first_pct, 1),
-            "top10_pct": round(c.top10_pct, 1),
-        }
+    def cell(c: Ceiling) -> CeilingCounts:
+        return CeilingCounts(
+            n=c.n,
+            first=round(c.first, 2),
+            top10=round(c.top10, 2),
+            first_pct=round(c.first_pct, 1),
+            top10_pct=round(c.top10_pct, 1),
+        )
 
     by = ceilings(rows, per_row, languages)
-    out: dict = cell(by["all"]["all"]) if by["all"] else cell(Ceiling(0, 0.0, 0.0))
-    for axis in ("type", "repo", "language"):
-        out[f"by_{axis}"] = {key: cell(c) for key, c in by[axis].items()}
-    return out
+
+    def of(axis: str) -> dict[str, CeilingCounts]:
+        return {key: cell(c) for key, c in by[axis].items()}
+
+    return CeilingSummary(
+        counts=cell(by["all"]["all"]) if by["all"] else cell(Ceiling(0, 0.0, 0.0)),
+        by_type=of("type"),
+        by_repo=of("repo"),
+        by_language=of("language"),
+    )
 
 
 def encode_rows(rows: list[QueryRow], per_row: dict[QueryRow, RowCeiling]) -> list:

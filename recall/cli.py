@@ -14,7 +14,7 @@ from types import FrameType
 
 import orjson
 
-from recall import __version__, doctor, explain, history, history_page, init, results
+from recall import __version__, doctor, explain, history, init, results
 from recall import bisect as bisection
 from recall import cache as cache_cmd
 from recall import pin as pinning
@@ -51,6 +51,7 @@ from recall.errors import (
 )
 from recall.measure import open_corpus
 from recall.queryset import QUERY_SETS, format_queries, query_set_path, read_queries
+from recall.render import history as history_page
 from recall.run import DEFAULT_REGRESS, check_timeout, cmd_merge, cmd_run
 from recall.symbols import checkout_symbols, ctags_version, write_atomic
 from recall.terminal import shown

@@ -118,9 +118,3 @@ def render(data: dict, sides: list[Side]) -> str:
         lines.append("   ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip())
     lines.append("   ".join(s.ljust(w) for s, w in zip(standings, widths, strict=True)).rstrip())
     return safe_output("\n".join(lines) + "\n")
-
-
-def command(repo: str, query: str, extra: str = "") -> str:
-    """The explain command line for a report row, pasteable into a shell."""
-    line = f"recall explain {shlex.quote(query)} --repo {shlex.quote(repo)}"
-    return f"{line} {extra}".rstrip()

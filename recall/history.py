@@ -8,7 +8,7 @@ as the binary's identity), so a history, a later `--base` run and a bisect over 
 commits share every build and every result, and a second history builds and runs nothing.
 
 These are plain functions over a Plan (what to ask, where, with which engine), so bisect
-reuses them; rendering lives in history_page.py.
+reuses them; rendering lives in render/history.py.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""The plain values the stages pass on: a finder build, its hits and results, a corpus.
+"""The plain values the stages pass on: a finder build, its hits and results, a corpus,
+and the report made of them.
 
-They sit apart from the code that makes them (build, measure) so that the stages that only
-read them (saved, merge, report, regress) import no process or session code.
+They sit apart from the code that makes them (build, measure, report) so that the stages
+that only read them (saved, merge, regress, render) import no process or session code.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from pathlib import Path
 
 from recall.corpus import Checkout
 from recall.engine import Engine, fill
+from recall.stats import Significance
 
 TOP = 10  # the hits kept of each answer: enough for top-10 and for the report's examples
 
@@ -69,3 +71,389 @@ class Corpus:
     names: list[str]
     cache: Path | None = None  # where to rebuild the checkout from if a finder dirties it
     mirror: Path | None = None
+
+
+# The report (schema 2, docs/report-json.md) ---------------------------------------------
+#
+# Each class is one part of the JSON report, and its to_json() gives that part's object.
+# Where a part does not apply inside a section (no --accept, no regress cases), its key is
+# present and null; a whole section that was not asked for (diff, bench, regress, misses)
+# is absent from the top level.
+
+SCHEMA = 2
+
+
+@dataclass(frozen=True)
+class Counts:
+    """How a set of sourced rows ranked: counts, their percent of n, MRR and nDCG@10."""
+
+    n: int
+    first: int
+    top10: int
+    found: int
+    errors: int
+    first_pct: float
+    top10_pct: float
+    found_pct: float
+    mrr: float
+    ndcg10: float
+
+    def to_json(self) -> dict:
+        return {
+            "n": self.n, "first": self.first, "top10": self.top10, "found": self.found,
+            "errors": self.errors, "first_pct": self.first_pct, "top10_pct": self.top10_pct,
+            "found_pct": self.found_pct, "mrr": self.mrr, "ndcg10": self.ndcg10,
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ErrorRow:
+    repo: str
+    query: str
+    type: str
+    error: str
+
+    def to_json(self) -> dict:
+        return {"repo": self.repo, "query": self.query, "type": self.type, "error": self.error}
+
+
+@dataclass(frozen=True)
+class FailingCase:
+    """A regress case that fails, with what came first instead (`file:line name`)."""
+
+    repo: str
+    query: str
+    expect: str
+    first: str | None
+
+    def to_json(self) -> dict:
+        return {"repo": self.repo, "query": self.query, "expect": self.expect, "first": self.first}
+
+
+@dataclass(frozen=True)
+class RegressSummary:
+    """One binary's verdicts on the regress cases."""
+
+    cases: int
+    holds: int
+    fails: int
+    not_applicable: int
+    failing: tuple[FailingCase, ...]
+
+    def to_json(self) -> dict:
+        return {
+            "cases": self.cases, "holds": self.holds, "fails": self.fails,
+            "not_applicable": self.not_applicable,
+            "failing": [case.to_json() for case in self.failing],
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class RegressSection:
+    """Which regress file ran, how many of its cases, and how many it skipped (cases of
+    repos the corpus does not pin)."""
+
+    file: str
+    cases: int
+    skipped: int
+
+    def to_json(self) -> dict:
+        return {"file": self.file, "cases": self.cases, "skipped": self.skipped}
+
+
+def _grouped_json(groups: dict[str, Counts]) -> dict:
+    return {key: counts.to_json() for key, counts in groups.items()}
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One binary's numbers; its counts sit at the top of its JSON object, beside the
+    groups, as schema 1 had them."""
+
+    label: str
+    bin: str
+    index_s: float
+    query_s: float
+    cached: bool
+    counts: Counts
+    by_type: dict[str, Counts]
+    by_repo: dict[str, Counts]
+    by_language: dict[str, Counts]
+    error_rows: tuple[ErrorRow, ...]
+    dirtied: tuple[str, ...]
+    regress: RegressSummary | None
+
+    def to_json(self) -> dict:
+        return {
+            "label": self.label, "bin": self.bin, "index_s": self.index_s,
+            "query_s": self.query_s, "cached": self.cached, **self.counts.to_json(),
+            "by_type": _grouped_json(self.by_type), "by_repo": _grouped_json(self.by_repo),
+            "by_language": _grouped_json(self.by_language),
+            "error_rows": [row.to_json() for row in self.error_rows],
+            "dirtied": list(self.dirtied),
+            "regress": self.regress.to_json() if self.regress else None,
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Change:
+    """A sourced row whose rank differs between the baseline and a candidate."""
+
+    repo: str
+    query: str
+    type: str
+    source: str
+    base_rank: int | None
+    new_rank: int | None
+    new_first: str | None  # the name the candidate puts first now
+
+    def to_json(self) -> dict:
+        return {
+            "repo": self.repo, "query": self.query, "type": self.type, "source": self.source,
+            "base_rank": self.base_rank, "new_rank": self.new_rank, "new_first": self.new_first,
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Lost(Change):
+    """A source that lost #1 or the top 10, with where the baseline's hit defined it."""
+
+    source_file: str | None = None
+    source_line: int | None = None
+
+    def to_json(self) -> dict:
+        return super().to_json() | {
+            "source_file": self.source_file,
+            "source_line": self.source_line,
+        }
+
+
+@dataclass(frozen=True)
+class Errored(Change):
+    """A query the baseline answered and the candidate errored on."""
+
+    error: str = ""
+
+    def to_json(self) -> dict:
+        return super().to_json() | {"error": self.error}
+
+
+@dataclass(frozen=True)
+class Stale:
+    """An accepted loss that is no longer lost."""
+
+    repo: str
+    query: str
+    source: str
+
+    def to_json(self) -> dict:
+        return {"repo": self.repo, "query": self.query, "source": self.source}
+
+
+@dataclass(frozen=True)
+class Diff:
+    """A candidate against the baseline. `accepted` and `stale_accepted` are None without
+    --accept, `regress_broken` without regress cases, `explain_flags` when a side is a
+    saved run that `recall explain` cannot run again."""
+
+    base: str
+    new: str
+    up: int
+    down: int
+    same: int
+    top10_changed: int
+    moves: dict[str, int]
+    lost_first: tuple[Lost, ...]
+    lost_top10: tuple[Lost, ...]
+    new_errors: tuple[Errored, ...]
+    significance: Significance
+    candidate_errors: int
+    accepted: tuple[Lost, ...] | None = None
+    stale_accepted: tuple[Stale, ...] | None = None
+    regress_broken: tuple[FailingCase, ...] | None = None
+    explain_flags: str | None = None
+
+    @property
+    def is_loss(self) -> bool:
+        """Lost #1 or top 10 (not accepted), a broken regress case, or any query that
+        errored: what --fail-on-loss fails on."""
+        return bool(
+            self.lost_first or self.lost_top10 or self.regress_broken or self.candidate_errors
+        )
+
+    def to_json(self) -> dict:
+        def rows(items: tuple[Lost, ...] | tuple[Stale, ...] | None) -> list | None:
+            return None if items is None else [item.to_json() for item in items]
+
+        return {
+            "base": self.base, "new": self.new, "up": self.up, "down": self.down,
+            "same": self.same, "top10_changed": self.top10_changed, "moves": dict(self.moves),
+            "lost_first": rows(self.lost_first), "lost_top10": rows(self.lost_top10),
+            "new_errors": [row.to_json() for row in self.new_errors],
+            "significance": self.significance.as_json()
+            | {"summary": self.significance.summary()},
+            "candidate_errors": self.candidate_errors,
+            "accepted": rows(self.accepted), "stale_accepted": rows(self.stale_accepted),
+            "regress_broken": None
+            if self.regress_broken is None
+            else [case.to_json() for case in self.regress_broken],
+            "explain_flags": self.explain_flags,
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class CeilingCounts:
+    """The best #1 and top 10 any finder can expect over n rows: sums of chances."""
+
+    n: int
+    first: float
+    top10: float
+    first_pct: float
+    top10_pct: float
+
+    def to_json(self) -> dict:
+        return {
+            "n": self.n, "first": self.first, "top10": self.top10,
+            "first_pct": self.first_pct, "top10_pct": self.top10_pct,
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class CeilingSummary:
+    """The ceiling overall (its counts at the top of its object) and by type, repo and
+    language, over the rows that have one."""
+
+    counts: CeilingCounts
+    by_type: dict[str, CeilingCounts]
+    by_repo: dict[str, CeilingCounts]
+    by_language: dict[str, CeilingCounts]
+
+    def to_json(self) -> dict:
+        def of(groups: dict[str, CeilingCounts]) -> dict:
+            return {key: c.to_json() for key, c in groups.items()}
+
+        return self.counts.to_json() | {
+            "by_type": of(self.by_type),
+            "by_repo": of(self.by_repo),
+            "by_language": of(self.by_language),
+        }
+
+
+@dataclass(frozen=True)
+class MedianP90:
+    median: float
+    p90: float
+
+    def to_json(self) -> dict:
+        return {"median": self.median, "p90": self.p90}
+
+
+@dataclass(frozen=True)
+class BenchRun:
+    """One binary's latency: wall time and each phase its profile reports, in ms."""
+
+    label: str
+    wall_ms: MedianP90
+    phases: dict[str, MedianP90]
+    spread: float
+    errors: int
+
+    def to_json(self) -> dict:
+        return {
+            "label": self.label, "wall_ms": self.wall_ms.to_json(),
+            "phases": {name: phase.to_json() for name, phase in self.phases.items()},
+            "spread": self.spread, "errors": self.errors,
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class BenchRatio:
+    """new / base of the per-query medians: the median, and p10 and p90 as its spread."""
+
+    base: str
+    new: str
+    median: float
+    p10: float
+    p90: float
+
+    def to_json(self) -> dict:
+        return {"base": self.base, "new": self.new, "median": self.median, "p10": self.p10,
+                "p90": self.p90}  # fmt: skip
+
+
+# Above this median relative spread of a query's reps, (p75 - p25) / median, the machine
+# was too noisy for differences of a few percent to mean anything: `noisy` below.
+NOISE_SPREAD = 0.25
+
+
+@dataclass(frozen=True)
+class BenchSummary:
+    reps: int
+    queries: int
+    noisy: bool
+    runs: tuple[BenchRun, ...]
+    ratios: tuple[BenchRatio, ...]  # each binary after the first against the first
+
+    def to_json(self) -> dict:
+        return {
+            "reps": self.reps, "queries": self.queries, "noisy": self.noisy,
+            "runs": [run.to_json() for run in self.runs],
+            "ratios": [r.to_json() for r in self.ratios],
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Miss:
+    """A sourced query whose source is not #1, and the name that is."""
+
+    repo: str
+    query: str
+    type: str
+    source: str
+    rank: int | None
+    first: str | None
+
+    def to_json(self) -> dict:
+        return {
+            "repo": self.repo, "query": self.query, "type": self.type, "source": self.source,
+            "rank": self.rank, "first": self.first,
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Report:
+    """Everything a run reports, in the order the text prints it. `diffs` holds each
+    candidate's diff against the baseline (empty without one); the JSON's `diff` is the
+    first of them, as the contract names it."""
+
+    meta: dict
+    corpus: dict[str, dict]
+    queries: int
+    sourced: int
+    runs: tuple[RunSummary, ...]
+    ceiling: CeilingSummary
+    diffs: tuple[Diff, ...] = ()
+    regress: RegressSection | None = None
+    bench: BenchSummary | None = None
+    misses: tuple[Miss, ...] | None = None  # with --misses: the last binary's
+
+    def to_json(self) -> dict:
+        out: dict = {
+            "schema": SCHEMA,
+            "meta": self.meta,
+            "corpus": self.corpus,
+            "queries": self.queries,
+            "sourced": self.sourced,
+            "runs": [run.to_json() for run in self.runs],
+            "ceiling": self.ceiling.to_json(),
+        }
+        if self.diffs:
+            out["diff"] = self.diffs[0].to_json()
+            out["diffs"] = [d.to_json() for d in self.diffs]
+        if self.regress is not None:
+            out["regress"] = self.regress.to_json()
+        if self.bench is not None:
+            out["bench"] = self.bench.to_json()
+        if self.misses is not None:
+            out["misses"] = [m.to_json() for m in self.misses]
+        return out

@@ -20,6 +20,8 @@ LITERAL_TYPES = ("exact", "case", "qualified")
 TYPED_TYPES = ("prefix", "word", "words", "qualified", "drop", "double", "neighbour", "case")
 HAND = "hand"
 TYPES = tuple(dict.fromkeys((*DERIVED_TYPES, *LITERAL_TYPES, *TYPED_TYPES, HAND)))
+# The order reports list the types of a query set in: the recipe tables' (docs/queries.md).
+TYPE_ORDER = (*DERIVED_TYPES, *TYPED_TYPES)
 
 
 # The committed query sets by name, each with the derive settings that make it: `--queries

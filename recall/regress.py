@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from recall.errors import RecallError
-from recall.model import QueryResult
+from recall.model import FailingCase, QueryResult, RegressSummary
 from recall.queryset import QueryRow, read_lines
 
 HEADER = ("repo", "query", "expect")
@@ -79,25 +79,27 @@ def first_written(result: QueryResult) -> str | None:
     return f"{first.file}:{first.line} {first.name}" if first.file else first.name
 
 
-def summarize(cases: list[Case], results: list[QueryResult]) -> dict:
+def summarize(cases: list[Case], results: list[QueryResult]) -> RegressSummary:
     verdicts = [verdict(c, r) for c, r in zip(cases, results, strict=True)]
-    return {
-        "cases": len(cases),
-        "holds": verdicts.count("holds"),
-        "fails": verdicts.count("fails"),
-        "not_applicable": verdicts.count("n/a"),
-        "failing": [
-            {"repo": c.repo, "query": c.query, "expect": c.expect, "first": first_written(r)}
+    return RegressSummary(
+        cases=len(cases),
+        holds=verdicts.count("holds"),
+        fails=verdicts.count("fails"),
+        not_applicable=verdicts.count("n/a"),
+        failing=tuple(
+            FailingCase(c.repo, c.query, c.expect, first_written(r))
             for c, r, v in zip(cases, results, verdicts, strict=True)
             if v == "fails"
-        ],
-    }
+        ),
+    )
 
 
-def broken(cases: list[Case], base: list[QueryResult], new: list[QueryResult]) -> list[dict]:
+def broken(
+    cases: list[Case], base: list[QueryResult], new: list[QueryResult]
+) -> tuple[FailingCase, ...]:
     """Cases that held in the baseline and fail in the candidate: losses."""
-    return [
-        {"repo": c.repo, "query": c.query, "expect": c.expect, "first": first_written(n)}
+    return tuple(
+        FailingCase(c.repo, c.query, c.expect, first_written(n))
         for c, b, n in zip(cases, base, new, strict=True)
         if verdict(c, b) == "holds" and verdict(c, n) == "fails"
-    ]
+    )

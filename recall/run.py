@@ -19,21 +19,30 @@ import git
 import orjson
 
 from recall import __version__, ceiling, derive, symbols
-from recall.accept import Key, apply_accepted, read_accepted
+from recall.accept import Key, read_accepted
 from recall.bench import run_bench
 from recall.build import base_binary, check_build_timeout, finder_root, run_build, with_bin
 from recall.corpus import Pin, cache_root, load_pins, mirror_root
 from recall.engine import Engine, resolve_engine
 from recall.errors import EXIT_LOSS, EXIT_OK, RecallError
-from recall.html import render_html
 from recall.interpreter import finder_python
 from recall.measure import check_answered, open_corpus, run_binary
 from recall.merge import merge_saved
-from recall.model import Corpus, FinderBuild, QueryResult, RunResult
+from recall.model import (
+    BenchSummary,
+    CeilingSummary,
+    Corpus,
+    FinderBuild,
+    QueryResult,
+    RegressSection,
+    Report,
+    RunResult,
+)
 from recall.queryset import HAND, QueryRow, query_set_path, read_queries, select
-from recall.regress import Case, broken, read_cases
-from recall.regress import summarize as summarize_regress
-from recall.report import build_report, diff, misses, render
+from recall.regress import Case, read_cases
+from recall.render.html import render_html
+from recall.render.text import render
+from recall.report import analyse
 from recall.saved import (
     Flags,
     cached_run,
@@ -186,39 +195,46 @@ class Plan:
 
 def finish(
     args: argparse.Namespace, plan: Plan, measured: list[Measured], *, has_base: bool,
-    meta: dict, bench: dict | None = None,
+    meta: dict, bench: BenchSummary | None = None,
 ) -> int:  # fmt: skip
     """Measured runs to the report, printed as asked, and the exit status: shared by a run
     and by `recall merge` of its shards, so both print the same report."""
-    rows, cases = plan.rows, plan.cases
-    diffs = (
-        [_diff(rows, cases, measured[0], m, plan.accepted) for m in measured[1:]]
-        if has_base
-        else []
-    )
-    report = build_report(meta, plan.pins, rows, [m.run for m in measured], diffs)
-    report["ceiling"] = query_set_ceiling(rows, plan.pins, plan.cache, plan.mirror, plan.corpora)
-    if cases or plan.skipped:
-        report["regress"] = {"file": args.regress or DEFAULT_REGRESS, "cases": len(cases)}
-        report["regress"]["skipped"] = plan.skipped
-        for summary, m in zip(report["runs"], measured, strict=True):
-            summary["regress"] = summarize_regress(cases, list(m.cases))
-    if bench is not None:
-        report["bench"] = bench
+    report = _analyse(args, plan, measured, has_base=has_base, meta=meta, bench=bench)
     if args.html:
         _write_html(Path(args.html), report)
-    last = measured[-1].run
     if args.json:
-        if args.misses:
-            report["misses"] = misses(rows, last)
-        sys.stdout.buffer.write(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
+        data = report.to_json()
+        sys.stdout.buffer.write(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
     else:
-        shown = misses(rows, last) if args.misses else None
-        sys.stdout.write(render(report, markdown=args.markdown, show_misses=shown))
+        sys.stdout.write(render(report, markdown=args.markdown))
     sys.stdout.flush()
-    if args.fail_on_loss and any(_is_loss(d) for d in diffs):
+    if args.fail_on_loss and any(d.is_loss for d in report.diffs):
         return EXIT_LOSS
     return EXIT_OK
+
+
+def _analyse(
+    args: argparse.Namespace, plan: Plan, measured: list[Measured], *, has_base: bool,
+    meta: dict, bench: BenchSummary | None,
+) -> Report:  # fmt: skip
+    """The plan's and the flags' part of the analysis: the ceiling of the rows, the regress
+    file, the explain flags of each diff; `report.analyse` does the rest."""
+    rows, cases = plan.rows, plan.cases
+    regress = (
+        RegressSection(args.regress or DEFAULT_REGRESS, len(cases), plan.skipped)
+        if cases or plan.skipped
+        else None
+    )
+    explain_flags = (
+        [_explain_flags(measured[0].explain, m.explain) for m in measured[1:]] if has_base else []
+    )
+    return analyse(
+        meta, plan.pins, rows, [m.run for m in measured], baseline=has_base, cases=cases,
+        case_results=[m.cases for m in measured], regress=regress, accepted=plan.accepted,
+        explain_flags=explain_flags,
+        ceiling=query_set_ceiling(rows, plan.pins, plan.cache, plan.mirror, plan.corpora),
+        bench=bench, show_misses=args.misses,
+    )  # fmt: skip
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
@@ -447,7 +463,7 @@ def check_sources(
 def query_set_ceiling(
     rows: list[QueryRow], pins: dict[str, Pin], cache: Path, mirror: Path | None,
     corpora: dict[str, Corpus],
-) -> dict:  # fmt: skip
+) -> CeilingSummary:  # fmt: skip
     """The best #1 and top 10 any finder can expect on these rows (recall/ceiling.py). It
     depends on the pins, the rows, the names ctags finds and the recipes alone, so it is
     kept in the cache under those (ctags's version and the code that extracts, filters and
@@ -484,20 +500,6 @@ def _fetch_corpora(
             corpora[repo] = open_corpus(pins[repo], cache, mirror)
 
 
-def _diff(
-    rows: list[QueryRow], cases: list[Case], base: Measured, new: Measured,
-    accepted: list[Key] | None,
-) -> dict:  # fmt: skip
-    result = diff(rows, base.run, new.run)
-    if cases:
-        result["regress_broken"] = broken(cases, list(base.cases), list(new.cases))
-    if accepted is not None:
-        result = apply_accepted(result, accepted)
-    result["candidate_errors"] = new.run.errors
-    result["explain_flags"] = _explain_flags(base.explain, new.explain)
-    return result
-
-
 def _explain_flags(base: Flags | None, new: Flags | None) -> str | None:
     """`recall explain` flags for a diff's rows; explain takes one engine, so a candidate
     with an engine of its own is explained alone."""
@@ -510,16 +512,9 @@ def _explain_flags(base: Flags | None, new: Flags | None) -> str | None:
     return " ".join(f"{flag} {shlex.quote(value)}" for flag, value in both.items())
 
 
-def _is_loss(d: dict) -> bool:
-    """Lost #1 or top 10 (not accepted), a broken regress case, or any query that errored."""
-    return bool(
-        d["lost_first"] or d["lost_top10"] or d.get("regress_broken") or d["candidate_errors"]
-    )
-
-
-def _write_html(path: Path, report: dict) -> None:
+def _write_html(path: Path, report: Report) -> None:
     try:
-        write_atomic(path, render_html(report).encode("utf-8"))
+        write_atomic(path, render_html(report.to_json()).encode("utf-8"))
     except OSError as exc:
         raise RecallError(f"--html {path}: cannot write: {exc.strerror or exc}") from None
 

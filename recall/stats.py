@@ -157,7 +157,7 @@ def paired_bootstrap(
     return (observed, float(low), float(high))
 
 
-def _better(new: Rank, base: Rank) -> bool:
+def better(new: Rank, base: Rank) -> bool:
     """Whether rank `new` beats rank `base`: found beats missed, smaller beats larger."""
     if new is None:
         return False
@@ -240,9 +240,9 @@ def compare(
     for base, new in zip(base_ranks, new_ranks, strict=True):
         _check_rank(base)
         _check_rank(new)
-        if _better(new, base):
+        if better(new, base):
             wins += 1
-        elif _better(base, new):
+        elif better(base, new):
             losses += 1
         else:
             ties += 1

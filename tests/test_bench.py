@@ -10,11 +10,12 @@ from recall.bench import (
     parse_phases,
     per_query_medians,
     ratio,
-    render_bench,
     schedule,
     spread,
     summarize_bench,
 )
+from recall.model import MedianP90
+from recall.render.text import render_bench
 
 
 def test_schedule_runs_a_warm_up_rep_then_every_query_through_every_binary():
@@ -54,7 +55,7 @@ def test_medians_are_per_query_then_median_and_p90_over_queries():
     samples = [[1.0, 100.0, 2.0], [4.0, 4.0, 5.0], [10.0, 9.0, 11.0]]
     medians = per_query_medians(samples)
     assert medians == [2.0, 4.0, 10.0]  # the stray 100 ms sample does not move query 0
-    assert median_p90(medians) == {"median": 4.0, "p90": 8.8}
+    assert median_p90(medians) == MedianP90(median=4.0, p90=8.8)
 
 
 def test_spread_is_the_median_relative_interquartile_range():
@@ -79,7 +80,7 @@ def _summary(wall_b, phases_b=None):
 
 def test_summary_has_the_json_fields_and_a_ratio_for_two_binaries():
     phases = [{"score": [1.0, 2.0, 3.0]}, {"score": [5.0, 5.0, 5.0]}]
-    bench = _summary([[20.0, 20.0, 20.0], [30.0, 30.0, 30.0]], phases)
+    bench = _summary([[20.0, 20.0, 20.0], [30.0, 30.0, 30.0]], phases).to_json()
     assert (bench["reps"], bench["queries"], bench["noisy"]) == (3, 2, False)
     base, new = bench["runs"]
     assert base == {
@@ -96,8 +97,8 @@ def test_summary_has_the_json_fields_and_a_ratio_for_two_binaries():
 
 def test_noisy_samples_warn_and_are_all_kept():
     bench = _summary([[5.0, 10.0, 40.0], [5.0, 10.0, 40.0]])
-    assert bench["noisy"]
-    assert bench["runs"][1]["wall_ms"]["median"] == 10.0
+    assert bench.noisy
+    assert bench.runs[1].wall_ms.median == 10.0
     lines = render_bench(bench, markdown=False)
     warning = [line for line in lines if line.startswith("warning:")]
     assert len(warning) == 1 and "too noisy" in warning[0] and "new" in warning[0]

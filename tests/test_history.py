@@ -14,7 +14,7 @@ from conftest import fzy_clone, mirror_dir, needs_ctags, needs_mirror, run_recal
 from test_html import FIRST_BLUE, _chromium, needs_chromium
 
 from recall.history import Commit, github_commit_url, is_range, thin
-from recall.history_page import render_html
+from recall.render.history import render_html
 
 pytestmark = [needs_mirror, needs_ctags]
 SELECTION = ("--repo", "gin", "--type", "abbr3")

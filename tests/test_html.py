@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from conftest import ROOT, needs_chromium, run_recall
 
-from recall.html import render_html, source_link
+from recall.render.html import render_html, source_link
 
 CHROMIUM = shutil.which("chromium") or "chromium"
 FIRST_BLUE, UP_GREEN, DOWN_RED = (8, 81, 156), (49, 163, 84), (222, 45, 38)

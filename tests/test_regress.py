@@ -13,7 +13,7 @@ from conftest import (
 
 from recall.corpus import load_pins
 from recall.errors import RecallError
-from recall.model import Hit, QueryResult
+from recall.model import FailingCase, Hit, QueryResult
 from recall.regress import Case, broken, read_cases, summarize, verdict
 
 
@@ -46,17 +46,15 @@ def test_summary_counts_and_lists_the_failing_cases_with_what_came_first():
     cases = [Case("gin", "a", "A$"), Case("gin", "b", "B$"), Case("gin", "c", "C$")]
     results = [_first("A"), _first("X"), _first("C", file=None, line=None)]
     summary = summarize(cases, results)
-    assert (summary["holds"], summary["fails"], summary["not_applicable"]) == (1, 1, 1)
-    assert summary["failing"] == [
-        {"repo": "gin", "query": "b", "expect": "B$", "first": "lib/ctx.go:12 X"}
-    ]
+    assert (summary.holds, summary.fails, summary.not_applicable) == (1, 1, 1)
+    assert summary.failing == (FailingCase("gin", "b", "B$", "lib/ctx.go:12 X"),)
 
 
 def test_only_a_case_that_held_and_now_fails_is_broken():
     cases = [Case("gin", "a", "A$"), Case("gin", "b", "B$"), Case("gin", "c", "C$")]
     base = [_first("A"), _first("X"), _first("C")]
     new = [_first("X"), _first("X"), _first("C")]
-    assert [b["query"] for b in broken(cases, base, new)] == ["a"]
+    assert [b.query for b in broken(cases, base, new)] == ["a"]
 
 
 @pytest.mark.parametrize(
@@ -100,7 +98,7 @@ def test_the_reference_finder_holds_the_committed_gin_cases_kept_out_of_the_coun
 
 def test_no_regress_skips_the_cases(real_cache, gin):
     report = _gin_abbr3(real_cache, "--no-regress")
-    assert "regress" not in report and "regress" not in report["runs"][0]
+    assert "regress" not in report and report["runs"][0]["regress"] is None
 
 
 @pytest.fixture

@@ -1,18 +1,18 @@
+import dataclasses
 import os
 from pathlib import Path
 
 import pytest
 
-from recall.accept import apply_accepted
 from recall.ceiling import RowCeiling
 from recall.ceiling import summary as ceiling_summary
 from recall.corpus import Pin
 from recall.measure import rank_by_name
-from recall.model import Hit, QueryResult, RunResult
+from recall.model import Hit, QueryResult, RegressSection, Report, RunResult
 from recall.queryset import QueryRow
-from recall.regress import Case, broken
-from recall.regress import summarize as summarize_regress
-from recall.report import build_report, diff, move_bucket, render
+from recall.regress import Case
+from recall.render.text import render
+from recall.report import analyse, diff, move_bucket
 
 ROWS = [QueryRow("gin", f"q{i}", "abbr3", f"name{i}") for i in range(6)]
 
@@ -52,20 +52,18 @@ def test_diff_moves_count_every_sourced_row_and_lost_rows_carry_the_source_locat
         _result("name5", ["name5"]),
     ]
     d = diff(ROWS, _run("base", base), _run("new", new))
-    moves = {k: v for k, v in d["moves"].items() if v}
+    moves = {k: v for k, v in d.moves.items() if v}
     assert moves == {"down 1": 2, "lost": 1, "up 2-4": 1, "found": 1, "same": 1}
-    assert list(d["moves"]) == [
+    assert list(d.moves) == [
         "found", "up 10+", "up 5-9", "up 2-4", "up 1", "same",
         "down 1", "down 2-4", "down 5-9", "down 10+", "lost",
     ]  # fmt: skip
-    assert sum(d["moves"].values()) == d["up"] + d["down"] + d["same"]
-    by_source = {r["source"]: r for r in d["lost_first"]}
-    assert (by_source["name0"]["source_file"], by_source["name0"]["source_line"]) == (
-        "name0.go", 7,
-    )  # fmt: skip
-    assert by_source["name4"]["source_file"] is None and by_source["name4"]["source_line"] is None
-    assert [r["source"] for r in d["lost_top10"]] == ["name1"]
-    assert d["lost_top10"][0]["source_file"] == "name1.go"
+    assert sum(d.moves.values()) == d.up + d.down + d.same
+    by_source = {r.source: r for r in d.lost_first}
+    assert (by_source["name0"].source_file, by_source["name0"].source_line) == ("name0.go", 7)
+    assert by_source["name4"].source_file is None and by_source["name4"].source_line is None
+    assert [r.source for r in d.lost_top10] == ["name1"]
+    assert d.lost_top10[0].source_file == "name1.go"
 
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -75,7 +73,7 @@ PINS = {
 }
 
 
-def _golden_report() -> dict:
+def _golden_report() -> Report:
     """Fixed results for two repos, a regress case, an accepted and a stale accepted loss."""
     rows = [
         QueryRow(repo, f"{repo[:2]}{i}", kind, f"{repo.title()}{i}")
@@ -91,20 +89,17 @@ def _golden_report() -> dict:
     base = [_result(r.source, order) for r, order in zip(rows, base_orders, strict=True)]
     new = [_result(r.source, order) for r, order in zip(rows, new_orders, strict=True)]
     runs = [_run("base main (0123456789ab)", base), _run("candidate", new)]
-    d = apply_accepted(diff(rows, runs[0], runs[1]), [("gin", "gi0", "Gin0"), ("gin", "x", "X")])
     cases = [Case("gin", "ctx", r"^Gin1\.go:7 Gin1$"), Case("flask", "app", "!_test")]
-    d["regress_broken"] = broken(cases, [base[1], base[5]], [new[0], new[5]])
-    report = build_report({}, PINS, rows, runs, [d])
     chances = [RowCeiling(1, 1.0, 1.0), RowCeiling(2, 0.5, 1.0), RowCeiling(12, 0.25, 0.9)]
     per_row = {row: chances[i % 3] for i, row in enumerate(rows[:-1])}
     languages = {name: pin.language for name, pin in PINS.items()}
-    report["ceiling"] = ceiling_summary(rows, per_row, languages)
-    report["regress"] = {"file": "regress.tsv", "cases": len(cases)}
-    for summary, results in zip(
-        report["runs"], ([base[1], base[5]], [new[0], new[5]]), strict=True
-    ):
-        summary["regress"] = summarize_regress(cases, results)
-    return report
+    return analyse(
+        {}, PINS, rows, runs, baseline=True, cases=cases,
+        case_results=[(base[1], base[5]), (new[0], new[5])],
+        regress=RegressSection("regress.tsv", len(cases), 0),
+        accepted=[("gin", "gi0", "Gin0"), ("gin", "x", "X")], explain_flags=[None],
+        ceiling=ceiling_summary(rows, per_row, languages),
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize("name", ["report.txt", "report.md"])
@@ -121,8 +116,11 @@ def test_text_report_prints_a_pasteable_explain_line_under_each_lost_row():
     base = _run("base", [_result("name0", ["name0"]), _result("name1", ["name1"])])
     new = _run("new", [_result("name0", ["x", "name0"]), _result("name1", ["name1"])])
     pins = {"gin": Pin("gin", "https://example.com/gin.git", "0" * 40, "go")}
-    report = build_report({}, pins, rows, [base, new], [diff(rows, base, new)])
-    report["diff"]["explain_flags"] = "--base main"
+    report = analyse(
+        {}, pins, rows, [base, new], baseline=True, cases=[], case_results=[(), ()],
+        regress=None, accepted=None, explain_flags=["--base main"],
+        ceiling=ceiling_summary(rows, {}, {"gin": "go"}),
+    )  # fmt: skip
     text = render(report)
     assert "  recall explain 'it'\"'\"'s' --repo gin --base main" in text.splitlines()
     assert "recall explain 'q1'" not in text and "recall explain q1" not in text
@@ -130,9 +128,8 @@ def test_text_report_prints_a_pasteable_explain_line_under_each_lost_row():
 
 
 def test_the_distance_to_a_ceiling_over_other_rows_is_not_shown_as_a_number():
-    report = _golden_report()
     rows = [QueryRow("gin", "gi0", "abbr3", "Gin0")]
-    report["ceiling"] = ceiling_summary(rows, {rows[0]: RowCeiling(2, 0.5, 1.0)}, {"gin": "go"})
-    text = render(report)
+    bound = ceiling_summary(rows, {rows[0]: RowCeiling(2, 0.5, 1.0)}, {"gin": "go"})
+    text = render(dataclasses.replace(_golden_report(), ceiling=bound))
     assert "candidate not comparable (the ceiling covers 1 of its 10)" in text
     assert any(line.split()[:3] == ["ceiling", "1", "0.5"] for line in text.splitlines())

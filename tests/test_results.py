@@ -12,16 +12,8 @@ from conftest import ROOT, mirror_dir, run_recall
 
 from recall.engine import load_preset
 from recall.errors import RecallError
-from recall.results import (
-    Peer,
-    agreement,
-    check_comparable,
-    command_line,
-    iterfzf_fzf,
-    latency_ms,
-    render_results,
-    served_repos,
-)
+from recall.render.results import agreement, latency_ms, render_results
+from recall.results import Peer, check_comparable, command_line, iterfzf_fzf, served_repos
 
 
 def _counts(n: int, first: int, top10: int, found: int, mrr: float) -> dict:
@@ -42,7 +34,7 @@ def _report(by_type: dict[str, tuple], query_s: float) -> dict:
     overall = _counts(*total, round(sum(v[4] for v in by_type.values()) / len(by_type), 4))
     types["hand"] = _counts(0, 0, 0, 0, 0.0)
     return {
-        "schema": 1,
+        "schema": 2,
         "meta": {"recall": "0.1.0", "ctags": "5.9.0", "queries_sha256": "ab" * 32},
         "corpus": {"gin": {"url": "u", "sha": "0" * 40, "language": "go"}},
         "queries": 9,

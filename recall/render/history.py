@@ -2,7 +2,7 @@
 self-contained HTML page with SVG line charts of #1 / top 10 / MRR over commits.
 
 Works on the JSON object alone, so a saved `--json` history renders the same page. As
-the report page (html.py) does, it fetches nothing when viewed and escapes every string
+the report page (render/html.py) does, it fetches nothing when viewed and escapes every string
 that came from a repository (subjects, tags, names), since a stranger wrote them.
 """
 
@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from html import escape
 
-from recall.terminal import safe_output, shown
+from recall.render.table import table
+from recall.terminal import safe_output
 
 METRICS = (("first_pct", "#1 %"), ("top10_pct", "top 10 %"), ("mrr", "MRR ×100"))
 METRIC_COLORS = {"first_pct": "#08519c", "top10_pct": "#6baed6", "mrr": "#e6550d"}
@@ -83,26 +84,9 @@ def render(data: dict, *, by: str | None = None, markdown: bool = False) -> str:
 
 
 def _table(body: list[list[str]], markdown: bool) -> list[str]:
-    if markdown:
-
-        def cell(text: str) -> str:
-            return shown(text).replace("|", "\\|")
-
-        lines = ["| " + " | ".join(HEAD) + " |",
-                 "|" + "|".join(["---"] * 3 + ["---:"] * 5) + "|"]  # fmt: skip
-        return lines + ["| " + " | ".join(cell(c) for c in row) + " |" for row in body]
-    rows = [HEAD, *([shown(c) for c in row] for row in body)]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(HEAD))]
-    widths[2] = min(widths[2], 40)
-
-    def line(row: list[str]) -> str:
-        cells = [c[:40] if i == 2 else c for i, c in enumerate(row)]
-        return "  ".join(
-            c.ljust(w) if i < 3 else c.rjust(w)
-            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
-        ).rstrip()
-
-    return [line(row) for row in rows]
+    """Commit, date and subject (cut to 40 characters in text) on the left, numbers right."""
+    right = [i >= 3 for i in range(len(HEAD))]
+    return table(HEAD, body, markdown, right=right, clip=None if markdown else {2: 40})
 
 
 # The page ------------------------------------------------------------------------------

@@ -1,0 +1,254 @@
+"""The run report as text or Markdown: the tables `recall run` prints."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from recall.commandline import explain_command
+from recall.model import (
+    NOISE_SPREAD,
+    BenchSummary,
+    CeilingCounts,
+    CeilingSummary,
+    Change,
+    Counts,
+    Diff,
+    FailingCase,
+    Report,
+    RunSummary,
+)
+from recall.render.table import table
+from recall.terminal import safe_output, shown
+
+METRIC_HEADER = ["n", "#1", "top 10", "found", "MRR", "nDCG@10", "errors"]
+COLUMN_CELL = "#1% / top 10% / found% / MRR"
+CEILING_CELL = "ceiling #1% / top 10%"
+Group = Callable[[RunSummary], dict[str, Counts]]
+CeilingGroup = Callable[[CeilingSummary], dict[str, CeilingCounts]]
+GROUPS: tuple[tuple[str, Group, CeilingGroup], ...] = (
+    ("type", lambda r: r.by_type, lambda c: c.by_type),
+    ("repo", lambda r: r.by_repo, lambda c: c.by_repo),
+    ("language", lambda r: r.by_language, lambda c: c.by_language),
+)
+
+
+def _cells(c: Counts) -> list[str]:
+    return [
+        f"{c.n}",
+        f"{c.first} ({c.first_pct:.1f}%)",
+        f"{c.top10} ({c.top10_pct:.1f}%)",
+        f"{c.found} ({c.found_pct:.1f}%)",
+        f"{c.mrr:.3f}",
+        f"{c.ndcg10:.3f}",
+        f"{c.errors}",
+    ]
+
+
+def _column_cell(c: Counts) -> str:
+    """One binary's numbers in one cell, for tables with a column per binary."""
+    return f"{c.first_pct:.1f} / {c.top10_pct:.1f} / {c.found_pct:.1f} / {c.mrr:.3f}"
+
+
+def _ceiling_cells(c: CeilingCounts) -> list[str]:
+    """The ceiling as a row of the binaries' table: expected counts at best, no MRR."""
+    return [
+        f"{c.n}",
+        f"{c.first:.1f} ({c.first_pct:.1f}%)",
+        f"{c.top10:.1f} ({c.top10_pct:.1f}%)",
+        "-", "-", "-", "-",
+    ]  # fmt: skip
+
+
+def _ceiling_cell(c: CeilingCounts | None) -> str:
+    return f"{c.first_pct:.1f} / {c.top10_pct:.1f}" if c else "-"
+
+
+def _ceiling_note(c: CeilingCounts, runs: tuple[RunSummary, ...]) -> list[str]:
+    """What the row means, and each binary's distance to it in points."""
+    gaps = ", ".join(
+        f"{run.label} {c.first_pct - run.counts.first_pct:.1f} / "
+        f"{c.top10_pct - run.counts.top10_pct:.1f}"
+        if run.counts.n == c.n
+        else f"{run.label} not comparable (the ceiling covers {c.n} of its {run.counts.n})"
+        for run in runs
+    )
+    return [
+        "ceiling: the best #1 and top 10 any finder can expect, since several names can make "
+        "one query (docs/queries.md)",
+        f"points below it (#1 / top 10): {gaps}",
+    ]
+
+
+def render(report: Report, *, markdown: bool = False) -> str:
+    """The report as text or Markdown, with its misses when it holds them; in text, each
+    lost row of a diff that has `explain_flags` is followed by the `recall explain` command
+    that looks at it."""
+    out: list[str] = []
+    runs = report.runs
+    out += _heading(f"recall: {report.sourced} sourced queries of {report.queries}", markdown)
+    body = [
+        [run.label, *_cells(run.counts), f"{run.index_s:.1f}", f"{run.query_s:.1f}"] for run in runs
+    ]
+    top = report.ceiling
+    body.append(["ceiling", *_ceiling_cells(top.counts), "-", "-"])
+    out += table(["binary", *METRIC_HEADER, "index s", "query s"], body, markdown)
+    out += ["", *_ceiling_note(top.counts, runs)]
+    for run in runs:
+        if run.cached:
+            out += ["", f"{run.label}: results reused, not run now (times are from then)"]
+    for title, group, ceiling_group in GROUPS:
+        out += _heading(f"By {title}", markdown)
+        first = group(runs[0])
+        keys = [k for k in first if first[k].n]  # hand rows: churn only
+        bound = ceiling_group(top)
+        if len(runs) == 1:
+            body = [[key, *_cells(first[key]), _ceiling_cell(bound.get(key))] for key in keys]
+            out += table([title, *METRIC_HEADER, CEILING_CELL], body, markdown)
+            continue
+        out += [f"each cell: {COLUMN_CELL}", ""] if markdown else [f"each cell: {COLUMN_CELL}"]
+        body = [
+            [key, str(first[key].n), *(_column_cell(group(run)[key]) for run in runs),
+             _ceiling_cell(bound.get(key))]
+            for key in keys
+        ]  # fmt: skip
+        header = [title, "n", *(run.label for run in runs), CEILING_CELL]
+        out += table(header, body, markdown)
+    for run in runs:
+        if run.dirtied:
+            out.append(
+                f"{run.label} wrote into the checkout of {', '.join(run.dirtied)}; "
+                "it was rebuilt from the pin"
+            )
+        if run.error_rows:
+            out += _heading(f"Errors in {run.label}: {len(run.error_rows)} queries", markdown)
+            out += [f"  {e.repo}\t{e.query!r}: {shown(e.error)}" for e in run.error_rows]
+    if report.regress is not None:
+        out += _render_regress(report, markdown)
+    for d in report.diffs:
+        out += _render_diff(d, markdown)
+    if report.bench is not None:
+        out += ["", *render_bench(report.bench, markdown)]
+    if report.misses is not None:
+        out += _heading(f"Misses: {len(report.misses)} sources not #1", markdown)
+        body = [
+            [m.repo, m.query, m.type, m.source, _rank(m.rank), m.first or "-"]
+            for m in report.misses
+        ]
+        out += table(["repo", "query", "type", "source", "rank", "#1"], body, markdown)
+    return safe_output("\n".join(out).lstrip("\n") + "\n")
+
+
+def _render_regress(report: Report, markdown: bool) -> list[str]:
+    out: list[str] = []
+    regress = report.regress
+    assert regress is not None
+    out += _heading(f"Regress cases ({regress.file}): {regress.cases}", markdown)
+    if regress.skipped:
+        skipped = f"{regress.skipped} regress cases skipped: their repos are not in the corpus pins"
+        out += ["", skipped, ""] if markdown else [skipped]
+    if not regress.cases:
+        return out
+    verdicts = [(run.label, run.regress) for run in report.runs if run.regress is not None]
+    body = [[label, str(r.holds), str(r.fails), str(r.not_applicable)] for label, r in verdicts]
+    out += table(["binary", "hold", "fail", "n/a"], body, markdown)
+    for label, r in verdicts:
+        if r.failing:
+            out += _heading(f"Regress cases failing in {label}: {len(r.failing)}", markdown)
+            out += _cases_table(r.failing, markdown)
+    return out
+
+
+def _heading(text: str, markdown: bool) -> list[str]:
+    return ["", f"## {text}" if markdown else text]
+
+
+def _cases_table(cases: tuple[FailingCase, ...], markdown: bool) -> list[str]:
+    body = [[c.repo, c.query, c.expect, c.first or "-"] for c in cases]
+    return table(["repo", "query", "expect", "#1 now"], body, markdown)
+
+
+def _changes_table(changes: tuple[Change, ...], markdown: bool) -> list[str]:
+    if not changes:
+        return []
+    body = [
+        [c.repo, c.query, c.type, c.source, _rank(c.base_rank), _rank(c.new_rank),
+         c.new_first or "-"]
+        for c in changes
+    ]  # fmt: skip
+    return table(["repo", "query", "type", "source", "old", "new", "#1 now"], body, markdown)
+
+
+def _render_diff(d: Diff, markdown: bool) -> list[str]:
+    out: list[str] = []
+    out += _heading(f"Diff: {d.new} against {d.base}", markdown)
+    out.append(
+        f"sources up {d.up}, down {d.down}, unchanged {d.same}; "
+        f"queries whose top 10 changed: {d.top10_changed}"
+    )
+    summary = d.significance.summary()
+    out += ["", summary] if markdown else [summary]
+    for lost, title in ((d.lost_first, "Lost #1"), (d.lost_top10, "Lost the top 10")):
+        out += _heading(f"{title}: {len(lost)}", markdown)
+        out += _changes_table(lost, markdown)
+        if not markdown and d.explain_flags is not None:
+            out += [f"  {shown(explain_command(c.repo, c.query, d.explain_flags))}" for c in lost]
+    if d.accepted is not None:
+        out += _heading(f"Accepted losses: {len(d.accepted)}", markdown)
+        out += _changes_table(d.accepted, markdown)
+        if d.stale_accepted:
+            out += _heading(
+                f"Stale accepted losses (no longer lost): {len(d.stale_accepted)}", markdown
+            )
+            body = [[s.repo, s.query, s.source] for s in d.stale_accepted]
+            out += table(["repo", "query", "source"], body, markdown)
+    if d.regress_broken is not None:
+        out += _heading(f"Regress cases that held and now fail: {len(d.regress_broken)}", markdown)
+        out += _cases_table(d.regress_broken, markdown) if d.regress_broken else []
+    if d.new_errors:
+        out += _heading(f"Errored in {d.new}, answered in {d.base}: {len(d.new_errors)}", markdown)
+        out += [f"  {c.repo}\t{c.query!r}: {shown(c.error)}" for c in d.new_errors]
+    return out
+
+
+def render_bench(bench: BenchSummary, markdown: bool) -> list[str]:
+    """The bench section of the text or Markdown report."""
+    title = (
+        f"Bench: {bench.queries} hand queries x {bench.reps} reps, interleaved "
+        "(ms, median and p90 over queries of per-query medians)"
+    )
+    out = [f"## {title}" if markdown else title]
+    names = list(dict.fromkeys(name for run in bench.runs for name in run.phases))
+    header = ["binary", "wall median", "wall p90"]
+    for name in names:
+        header += [f"{name} median", f"{name} p90"]
+    header += ["spread", "errors"]
+    body = []
+    for run in bench.runs:
+        cells = [run.label, _ms(run.wall_ms.median), _ms(run.wall_ms.p90)]
+        for name in names:
+            phase = run.phases.get(name)
+            cells += [_ms(phase.median), _ms(phase.p90)] if phase else ["-", "-"]
+        cells += [f"{100 * run.spread:.0f}%", str(run.errors)]
+        body.append(cells)
+    out += table(header, body, markdown)
+    if bench.noisy:
+        worst = max(bench.runs, key=lambda run: run.spread)
+        out.append(
+            f"warning: the machine was too noisy to trust these figures: a query's middle "
+            f"half of reps spans {100 * worst.spread:.0f}% of its median in "
+            f"{worst.label} (over {100 * NOISE_SPREAD:.0f}%); every sample is kept"
+        )
+    for r in bench.ratios:
+        out.append(
+            f"{r.new} / {r.base} per query: median {r.median:.3f} "
+            f"(p10 {r.p10:.3f}, p90 {r.p90:.3f})"
+        )
+    return out
+
+
+def _ms(value: float) -> str:
+    return f"{value:.1f}" if value >= 10 else f"{value:.2f}"
+
+
+def _rank(rank: int | None) -> str:
+    return "-" if rank is None else str(rank)
