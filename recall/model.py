@@ -422,9 +422,8 @@ class Miss:
 
 @dataclass(frozen=True)
 class Report:
-    """Everything a run reports, in the order the text prints it. `diffs` holds each
-    candidate's diff against the baseline (empty without one); the JSON's `diff` is the
-    first of them, as the contract names it."""
+    """Everything a run reports. `diffs` holds each candidate's diff against the baseline
+    (empty without one); the JSON's `diff` is the first of them, as the contract names it."""
 
     meta: dict
     corpus: dict[str, dict]

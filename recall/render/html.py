@@ -3,7 +3,8 @@
 A decision record outlives the network and any JS framework, so the page is plain HTML
 with inline CSS and inline SVG drawn here; it fetches nothing when viewed. Every string
 from a report (names, queries, paths, labels) is escaped, since corpus names are data a
-stranger wrote.
+stranger wrote. It renders the JSON report (schema 2) rather than the model, so that a
+report kept as JSON makes the same page.
 """
 
 from __future__ import annotations
@@ -208,7 +209,7 @@ def _lost_table(rows: list[dict], corpus: dict) -> str:
 
 
 def render_html(report: dict) -> str:
-    """The whole page for a report dict (as report.build_report makes it)."""
+    """The whole page for a JSON report (`Report.to_json()`, schema 2, docs/report-json.md)."""
     runs, meta = report["runs"], report.get("meta", {})
     engine = meta.get("engine", {}).get("source", "")
     out = [
