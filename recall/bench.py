@@ -19,11 +19,10 @@ import numpy as np
 import orjson
 
 from recall import stats
-from recall.engine import QueryArgv
 from recall.errors import RecallError
-from recall.measure import Session
 from recall.model import Corpus, FinderBuild
 from recall.queryset import QueryRow
+from recall.session import Session
 
 # Above this median relative spread of a query's reps, (p75 - p25) / median, the machine
 # was too noisy for differences of a few percent to mean anything.
@@ -93,7 +92,7 @@ class _Timer:
     def __init__(self, session: Session) -> None:
         self.session = session
         engine = session.engine
-        self.argv = QueryArgv(engine.profile or engine.query, session.values, session.bin_argv)
+        self.argv = session.prepared(engine.profile or engine.query)
         self.profiled = bool(engine.profile)
         self.ok_codes = {0, *engine.no_match_exit}
 

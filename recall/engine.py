@@ -24,7 +24,7 @@ PLACEHOLDERS = (
 )  # fmt: skip
 # {node_modules}: the tree's pinned npm packages (recall/peers/node), installed in the
 # cache when an engine names it, so that a kind = "lsp" server can be an npm package
-# (typescript-language-server) run by the Node on PATH; see measure.Session.
+# (typescript-language-server) run by the Node on PATH; see session.Session.
 NODE_MODULES = "{node_modules}"
 _FIELD = re.compile(r"\{([a-z_]+)\}")
 _ARGV_KEYS = ("build", "bin", "index", "query", "batch", "profile")
