@@ -42,8 +42,13 @@ def run_binary(
     *,
     jobs: int,
     timeout: float,
+    build: str | None = None,
 ) -> RunResult:
     """Every row through binary, results in row order whatever the completion order.
+
+    build is the cache identity of a cacheable build (the `binary` of its result key):
+    with it, an engine that declares `index_cache` reuses a kept index of each corpus;
+    without it (a working tree, --no-cache), every corpus is indexed anew.
 
     A batch engine's corpora are measured `jobs` at a time, each with its own index and
     processes, and a corpus's rows in shards when there are more jobs than corpora left;
@@ -79,7 +84,7 @@ def run_binary(
 
     try:
         for repo in repos:
-            sessions.append(Session(binary, corpora[repo], timeout))
+            sessions.append(Session(binary, corpora[repo], timeout, build=build))
         if together > 1:
             measured = _in_parallel(stop, measure, list(range(len(repos))), together)
         else:

@@ -23,8 +23,10 @@ from typing import BinaryIO
 import orjson
 
 from recall.answers import json_hits, parse_output, rank_by_name
+from recall.corpus import locked
 from recall.engine import QueryArgv, expand, fill, uses_node_modules
 from recall.errors import RecallError
+from recall.indexes import KeptIndex, index_key
 from recall.interpreter import cache_of
 from recall.model import Corpus, FinderBuild, QueryResult
 from recall.peers.node import MODULES_ENV, session_env
@@ -51,7 +53,11 @@ class Session:
     """One finder build on one corpus: its temporary folder, environment and index, and
     its processes, per query (`run`, `query_one`) or in batch (`query_batch`)."""
 
-    def __init__(self, binary: FinderBuild, corpus: Corpus, timeout: float) -> None:
+    def __init__(
+        self, binary: FinderBuild, corpus: Corpus, timeout: float, *, build: str | None = None
+    ) -> None:
+        """build: the cache identity of a cacheable build (as a result's key names it),
+        which lets an engine with `index_cache` reuse a kept index; None never does."""
         self.binary, self.corpus, self.timeout = binary, corpus, timeout
         self.engine = binary.engine
         self._live: set[int] = set()  # process groups of finder processes still running
@@ -72,7 +78,8 @@ class Session:
             db = self._tmp / "db"
             db.mkdir()
             names = self._tmp / "names.txt"
-            names.write_text("".join(f"{n}\n" for n in corpus.names), encoding="utf-8")
+            listed = "".join(f"{n}\n" for n in corpus.names).encode("utf-8")
+            names.write_bytes(listed)
         except OSError as exc:
             self.close()
             raise RecallError(f"temporary folder {self._tmp}: {exc.strerror or exc}") from None
@@ -93,6 +100,11 @@ class Session:
         self._env = {os.fsencode(k): os.fsencode(v) for k, v in self._environment().items()}
         self._spawner = Spawner(self._cwd, self._env)
         self._query_argv = self.prepared(self.engine.query)
+        self._db = db
+        self._kept: KeptIndex | None = None
+        if build is not None and self.engine.index_cache and corpus.cache is not None:
+            pin = corpus.checkout.pin
+            self._kept = KeptIndex(corpus.cache, index_key(build, self.engine, pin, listed))
 
     def _kind_env(self) -> dict[str, str]:
         """What an engine needs installed before its processes start: the tree's npm
@@ -156,10 +168,25 @@ class Session:
             self._live.discard(pid)
 
     def index(self) -> float:
+        """Seconds to make `{db}`: the index argv run, or a kept index copied in."""
         if not self.engine.index:
             return 0.0
-        argv = self._argv(self.engine.index)
         started = time.perf_counter()
+        if self._kept is None:
+            self._run_index()
+        else:
+            self._kept.hold()
+            try:
+                with locked(self._kept.lock):
+                    if not self._kept.restore(self._db):
+                        self._run_index()
+                        self._kept.store(self._db)
+            except OSError as exc:
+                raise RecallError(f"cache {self._kept.root}: {exc.strerror or exc}") from None
+        return time.perf_counter() - started
+
+    def _run_index(self) -> None:
+        argv = self._argv(self.engine.index)
         code, _out, err = self.run(argv, INDEX_TIMEOUT_S)
         if code != 0:
             reason = "timed out" if code is None else _ended(code)
@@ -167,7 +194,6 @@ class Session:
                 f"index {self.corpus.checkout.pin.name} with {self.binary.label} failed "
                 f"({reason}): {' '.join(argv)}: {_tail(err)}"
             )
-        return time.perf_counter() - started
 
     def run(self, argv: list[str], timeout: float) -> tuple[int | None, bytes, bytes]:
         """Run argv in its own process group; on timeout the whole group is killed."""
