@@ -175,8 +175,8 @@ class Session:
         if self._kept is None:
             self._run_index()
         else:
-            self._kept.hold()
             try:
+                self._kept.hold()
                 with locked(self._kept.lock):
                     if not self._kept.restore(self._db):
                         self._run_index()
