@@ -35,10 +35,11 @@ from recall import results  # noqa: E402
 from recall.corpus import cache_root, fetch, load_pins, mirror_root  # noqa: E402
 from recall.engine import load_engine  # noqa: E402
 from recall.interpreter import finder_python  # noqa: E402
-from recall.measure import AHEAD, run_binary  # noqa: E402
+from recall.measure import run_binary  # noqa: E402
 from recall.model import Corpus, FinderBuild  # noqa: E402
+from recall.proc import Spawner, reap  # noqa: E402
 from recall.queryset import QueryRow, format_queries, read_queries  # noqa: E402
-from recall.spawn import Spawner, reap  # noqa: E402
+from recall.session import AHEAD  # noqa: E402
 from recall.symbols import checkout_symbols, distinct_names  # noqa: E402
 
 ROUNDS = 3
@@ -139,7 +140,7 @@ def verdict(ok: bool) -> str:
 def item_spawn(bench: Bench, jobs: int) -> None:
     """The raw limit is the fastest of three bare loops over the same spawns at the same
     parallelism, each capturing stdout and stderr as the harness does: subprocess.run,
-    os.posix_spawn with pipes, and the harness's own spawner (recall.spawn) with nothing
+    os.posix_spawn with pipes, and the harness's own spawner (recall.proc) with nothing
     of the harness around it."""
     n = 2000
     rows = cycled([r for r in bench.rows if r.repo == "gin"], n)
@@ -186,7 +187,7 @@ def item_spawn(bench: Bench, jobs: int) -> None:
     finally:
         os.close(devnull)
     share = min(raw_s) / harness_s
-    names = ("subprocess.run", "os.posix_spawn", "recall.spawn")
+    names = ("subprocess.run", "os.posix_spawn", "recall.proc")
     loops = ", ".join(f"{n / s:,.0f}/s ({name})" for name, s in zip(names, raw_s, strict=True))
     print(f"1. per-query mode, null finder, {n} queries, {jobs} jobs: harness {n / harness_s:,.0f} "
           f"queries/s; raw spawn loops {loops}: {100 * share:.0f}% of the fastest "

@@ -19,9 +19,7 @@ import numpy as np
 import orjson
 
 from recall import stats
-from recall.engine import QueryArgv
 from recall.errors import RecallError
-from recall.measure import Session
 from recall.model import (
     NOISE_SPREAD,
     BenchRatio,
@@ -32,6 +30,7 @@ from recall.model import (
     MedianP90,
 )
 from recall.queryset import QueryRow
+from recall.session import Session
 
 
 def schedule(n_queries: int, n_binaries: int, reps: int) -> Iterator[tuple[int, int, int]]:
@@ -97,7 +96,7 @@ class _Timer:
     def __init__(self, session: Session) -> None:
         self.session = session
         engine = session.engine
-        self.argv = QueryArgv(engine.profile or engine.query, session.values, session.bin_argv)
+        self.argv = session.prepared(engine.profile or engine.query)
         self.profiled = bool(engine.profile)
         self.ok_codes = {0, *engine.no_match_exit}
 

@@ -19,7 +19,7 @@ from recall.engine import Engine, expand, fill
 from recall.errors import RecallError
 from recall.interpreter import finder_python
 from recall.model import FinderBuild
-from recall.spawn import kill_group
+from recall.proc import kill_group
 
 TAIL_LINES = 15
 BUILD_TIMEOUT_S = 3600.0  # a cold release build of a large finder, with room to spare

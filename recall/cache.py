@@ -1,10 +1,10 @@
 """`recall cache list` and `recall cache prune`: what the cache holds and what can go.
 
-Checkouts and builds are large and rebuilt slowly, so prune removes only what is stale
-(a checkout no pin asks for, symbols of no current checkout, builds past --keep-builds,
-anything unused for --older-than days) and never an entry a running harness holds: runs
-keep a shared lock on <kind>/<key>.inuse (corpus.hold_in_use) that prune must take
-exclusively, without waiting, before it deletes anything.
+Checkouts, builds and kept indexes are large and rebuilt slowly, so prune removes only
+what is stale (a checkout no pin asks for, symbols of no current checkout, builds past
+--keep-builds, anything unused for --older-than days) and never an entry a running
+harness holds: runs keep a shared lock on <kind>/<key>.inuse (corpus.hold_in_use) that
+prune must take exclusively, without waiting, before it deletes anything.
 """
 
 from __future__ import annotations
@@ -21,7 +21,9 @@ from pathlib import Path
 
 from recall.corpus import MARKER, Pin, read_marker, try_exclusive, use_lock
 
-KINDS = ("corpora", "builds", "interpreters", "node", "symbols", "results", "ceilings")
+KINDS = (
+    "corpora", "builds", "indexes", "interpreters", "node", "symbols", "results", "ceilings",
+)  # fmt: skip
 DAY_S = 86400.0
 LEFTOVER = (".tmp-", ".trash-")  # folders a killed fetch, build or prune left behind
 
@@ -65,6 +67,7 @@ def entries(cache: Path) -> list[Entry]:
     written = {
         "corpora": Path(".git") / MARKER,
         "builds": Path(".recall-built"),
+        "indexes": Path(".recall-indexed"),  # recall.indexes.MARKER
         "interpreters": Path(".recall-made"),
         "node": Path(".recall-installed"),  # recall.peers.node.MARKER
     }
@@ -133,6 +136,8 @@ def stale(
     for entry in found:
         if entry.kind in ("builds", "interpreters", "node") and entry.key.startswith(LEFTOVER):
             pick(entry, "left over from an interrupted build")
+        if entry.kind == "indexes" and entry.key.startswith(LEFTOVER):
+            pick(entry, "left over from an interrupted index")
     if keep_builds is not None:
         complete = [e for e in builds if not e.key.startswith(LEFTOVER)]
         newest = sorted(complete, key=lambda e: (-e.last_used, e.key))
@@ -148,7 +153,7 @@ def stale(
 @contextlib.contextmanager
 def _claimed(cache: Path, entry: Entry) -> Iterator[bool]:
     """True while no run holds the entry and no fetch or build is making it."""
-    if entry.kind not in ("corpora", "builds", "interpreters", "node"):
+    if entry.kind not in ("corpora", "builds", "indexes", "interpreters", "node"):
         yield True
         return
     name = entry.key
@@ -195,7 +200,6 @@ def when(stamp: float) -> str:
 
 def render_list(found: list[Entry]) -> str:
     lines = [f"{e.kind}\t{e.key}\t{human(e.size)}\t{when(e.last_used)}" for e in found]
-    lines.append("index\t-\t-\t-\tnone kept: each run indexes into a throwaway {db}")
     lines.append(f"total\t{len(found)} entries\t{human(sum(e.size for e in found))}")
     return "\n".join(lines) + "\n"
 

@@ -34,8 +34,8 @@ from recall.engine import Engine, fill, load_preset, preset_names
 from recall.errors import RecallError
 from recall.interpreter import SUPPORTED, finder_python
 from recall.peers.node import ADAPTER, MARKER, TREE_FOLDER, install_folder, locked_version, pinned
+from recall.proc import method
 from recall.queryset import read_queries
-from recall.spawn import method
 from recall.symbols import ctags_version
 
 OK, WARN, FAIL = "ok", "warn", "FAIL"

@@ -24,7 +24,7 @@ PLACEHOLDERS = (
 )  # fmt: skip
 # {node_modules}: the tree's pinned npm packages (recall/peers/node), installed in the
 # cache when an engine names it, so that a kind = "lsp" server can be an npm package
-# (typescript-language-server) run by the Node on PATH; see measure.Session.
+# (typescript-language-server) run by the Node on PATH; see session.Session.
 NODE_MODULES = "{node_modules}"
 _FIELD = re.compile(r"\{([a-z_]+)\}")
 _ARGV_KEYS = ("build", "bin", "index", "query", "batch", "profile")
@@ -69,6 +69,9 @@ class Engine:
     # --jobs batch processes per corpus over shards of its rows, sharing {db} read-only;
     # false for a finder that writes into {db} while it answers, or that is costly to start
     batch_jobs: bool = True
+    # the index argv writes the same {db} every time for the same build, corpus and names
+    # (and nothing in it depends on where {db} is): kept under the cache and reused
+    index_cache: bool = False
     kind: str = "process"  # as written: process, python, node or lsp
     languages: tuple[str, ...] = ()  # the corpus languages it serves; () for all
 
@@ -134,6 +137,7 @@ def parse_engine(data: bytes, source: str) -> Engine:
         table = _kind_table(kind, table, source)
     known = {
         *_ARGV_KEYS, "cwd", "stdin", "env", "env_remove", "output", "no_match_exit", "batch_jobs",
+        "index_cache",
     }  # fmt: skip
     for key in table:
         if key not in known:
@@ -185,6 +189,12 @@ def parse_engine(data: bytes, source: str) -> Engine:
     if not isinstance(batch_jobs, bool):
         raise RecallError(f"{source}: [engine] batch_jobs must be true or false")
     values["batch_jobs"] = batch_jobs
+    index_cache = table.get("index_cache", False)
+    if not isinstance(index_cache, bool):
+        raise RecallError(f"{source}: [engine] index_cache must be true or false")
+    if index_cache and not values.get("index"):
+        raise RecallError(f"{source}: [engine] index_cache = true needs an index command")
+    values["index_cache"] = index_cache
     query = values["query"]
     if not (isinstance(query, tuple) and any("{query}" in element for element in query)):
         raise RecallError(f"{source}: [engine] query must contain the placeholder {{query}}")

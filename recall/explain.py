@@ -12,9 +12,9 @@ import shlex
 from dataclasses import dataclass
 
 from recall.corpus import Pin
-from recall.measure import Session
 from recall.model import TOP, Corpus, FinderBuild, QueryResult
 from recall.queryset import HAND, QueryRow
+from recall.session import Session
 from recall.terminal import safe_output, shown
 
 EXPLAIN_TIMEOUT_S = 30.0

@@ -145,7 +145,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         if run is None:
             _fetch_corpora(asked, pins, cache, mirror, corpora)
             check_sources(rows, corpora, queries_path, all_rows)
-            run = run_binary(side.binary, asked, corpora, jobs=args.jobs, timeout=args.timeout)
+            kept = side.identity if side.cacheable and not args.no_cache else None
+            run = run_binary(
+                side.binary, asked, corpora, jobs=args.jobs, timeout=args.timeout, build=kept
+            )
             if side.cacheable:
                 store_run(cache, key, run)
         result = Measured(run, key, len(rows), side.explain)

@@ -52,11 +52,7 @@ def test_list_shows_every_checkout_build_symbols_and_results_entry_with_size_and
     assert proc.returncode == 0, proc.stderr
     rows = [line.split("\t") for line in proc.stdout.splitlines()]
     kinds = [r[0] for r in rows]
-    assert kinds == ["corpora"] * 2 + ["builds"] * 2 + ["symbols"] * 2 + [
-        "results",
-        "index",
-        "total",
-    ]
+    assert kinds == ["corpora"] * 2 + ["builds"] * 2 + ["symbols"] * 2 + ["results", "total"]
     assert [r[1] for r in rows[:2]] == ["demo", "gone"] and rows[6][1] == "r1.json"
     assert all(r[2].endswith(("B", "KB", "MB")) for r in rows[:7])
     assert rows[-1][:2] == ["total", "7 entries"]

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, make_repo, run_recall
 
-from recall.measure import rank_by_name
+from recall.answers import rank_by_name
 from recall.model import Hit
 
 FINDER = r"""

@@ -188,7 +188,7 @@ def test_a_batch_finder_that_stops_reading_times_out_on_that_query(tmp_path, gin
 
 
 def test_an_index_step_killed_by_a_signal_says_which(tmp_path, gin_corpus):
-    from recall.measure import Session
+    from recall.session import Session
 
     (tmp_path / "engine.toml").write_text(
         '[engine]\nbin = ["{python}"]\nquery = ["{bin}", "{query}"]\n'

@@ -4,10 +4,10 @@ from pathlib import Path
 
 import pytest
 
+from recall.answers import rank_by_name
 from recall.ceiling import RowCeiling
 from recall.ceiling import summary as ceiling_summary
 from recall.corpus import Pin
-from recall.measure import rank_by_name
 from recall.model import Hit, QueryResult, RegressSection, Report, RunResult
 from recall.queryset import QueryRow
 from recall.regress import Case

@@ -11,7 +11,7 @@ The packages come from the same tree: its package-lock.json is installed with
 never into the repo, and the adapter finds them through RECALL_NODE_MODULES. An engine
 table cannot know the cache (it is parsed before any cache is chosen, and `recall
 doctor` parses presets without one), so the install happens where a binary starts on a
-corpus (measure.Session, through `session_env`), and the cache is the one its `{python}`
+corpus (session.Session, through `session_env`), and the cache is the one its `{python}`
 was made in (interpreter.cache_of): the placeholder that already points into the cache,
 and the one every path that runs a finder (run, explain, bench, history) has resolved.
 """

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from recall.spawn import Spawner, reap
+from recall.proc import Spawner, reap
 
 PROBE = r"""
 import json, os, signal, sys
@@ -138,3 +138,48 @@ def test_a_killed_child_reports_minus_the_signal(make_spawner, tmp_path):
             os.close(fd)
     finally:
         os.close(devnull)
+
+
+def test_a_piped_child_reads_the_harness_pipe_and_keeps_its_status_once_reaped(
+    make_spawner, tmp_path
+):
+    """A batch finder starts as a per-query one does, with a pipe for its requests; its
+    exit status, once seen, is kept (a second waitpid would fail or find another process)."""
+    echo = "import sys\nfor line in sys.stdin:\n    print(line.strip().upper(), flush=True)\n"
+    (tmp_path / "echo.py").write_text(echo + "sys.exit(5)\n")
+    before = len(os.listdir("/proc/self/fd"))
+    proc = make_spawner(tmp_path, {}).start_piped([sys.executable, "echo.py"])
+    try:
+        os.write(proc.stdin, b"ab\ncd\n")
+        proc.close_stdin()
+        out = b""
+        while data := os.read(proc.stdout, 1 << 16):
+            out += data
+        assert out == b"AB\nCD\n"
+        assert proc.wait(10) == 5
+        assert (proc.poll(), proc.wait(), proc.wait(0)) == (5, 5, 5)
+    finally:
+        proc.close()
+    assert len(os.listdir("/proc/self/fd")) == before
+
+
+def test_a_piped_child_still_running_at_its_deadline_is_none_until_it_ends(make_spawner, tmp_path):
+    proc = make_spawner(tmp_path, {}).start_piped(["/bin/sleep", "30"])
+    try:
+        assert proc.poll() is None
+        assert proc.wait(0.05) is None
+        os.killpg(proc.pid, signal.SIGKILL)
+        assert proc.wait(10) == -signal.SIGKILL
+    finally:
+        proc.close()
+
+
+def test_a_piped_program_that_cannot_start_is_an_oserror_and_leaks_no_descriptor(
+    make_spawner, tmp_path
+):
+    before = len(os.listdir("/proc/self/fd"))
+    spawner = make_spawner(tmp_path, {})
+    for _ in range(5):
+        with pytest.raises(OSError):
+            spawner.start_piped([str(tmp_path / "missing")])
+    assert len(os.listdir("/proc/self/fd")) == before

@@ -1,0 +1,401 @@
+"""One finder build on one corpus: its folders, lock, environment, index and protocols.
+
+Every finder process gets a fresh database folder and a HOME of the session's own, so it
+can read no index or configuration of the user's. A query that crashes, hangs or prints
+garbage is an error for that query, never a plain miss. The folder is locked for the
+session's life, so a session killed outright (SIGKILL leaves its folder) is swept by the
+next one, and never a live one's.
+"""
+
+from __future__ import annotations
+
+import collections
+import fcntl
+import os
+import shutil
+import signal
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import BinaryIO
+
+import orjson
+
+from recall.answers import json_hits, parse_output, rank_by_name
+from recall.corpus import locked
+from recall.engine import QueryArgv, expand, fill, uses_node_modules
+from recall.errors import RecallError
+from recall.indexes import KeptIndex, index_key
+from recall.interpreter import cache_of
+from recall.model import Corpus, FinderBuild, QueryResult
+from recall.peers.node import MODULES_ENV, session_env
+from recall.proc import AnswerReader, Piped, Spawner, communicate, kill_group, write_by
+from recall.queryset import QueryRow
+
+TAIL = 300
+AHEAD = 16  # batch requests written before their answers are read
+AHEAD_BYTES = 4096  # and at most this much of them: a pipe holds at least one page
+EXIT_GRACE_S = 5.0  # for a batch finder to exit once its stdin is closed
+DEATH_GRACE_S = 1.0  # for a batch finder whose stdout closed to be seen exiting
+SHOWN = 80  # characters of a query or line quoted in a one-line error
+INDEX_TIMEOUT_S = 1800.0  # indexing a corpus is one long step, not a query
+RUN_PREFIX = "recall-run-"
+LOCK_NAME = ".recall-lock"
+
+
+def _tail(data: bytes) -> str:
+    text = data.decode("utf-8", "replace").strip()
+    return " ".join(text[-TAIL:].split())
+
+
+class Session:
+    """One finder build on one corpus: its temporary folder, environment and index, and
+    its processes, per query (`run`, `query_one`) or in batch (`query_batch`)."""
+
+    def __init__(
+        self, binary: FinderBuild, corpus: Corpus, timeout: float, *, build: str | None = None
+    ) -> None:
+        """build: the cache identity of a cacheable build (as a result's key names it),
+        which lets an engine with `index_cache` reuse a kept index; None never does."""
+        self.binary, self.corpus, self.timeout = binary, corpus, timeout
+        self.engine = binary.engine
+        self._live: set[int] = set()  # process groups of finder processes still running
+        self._stopping = False
+        self._guard = threading.Lock()
+        self._devnull = -1
+        self._kind_vars = self._kind_env()  # before the temporary folder: it may fail
+        sweep_stale_sessions()
+        try:
+            self._tmp = Path(tempfile.mkdtemp(prefix=RUN_PREFIX))
+        except OSError as exc:
+            raise RecallError(
+                f"temporary folder {tempfile.gettempdir()}: {exc.strerror or exc}"
+            ) from None
+        try:
+            self._lock = _hold_lock(self._tmp / LOCK_NAME)
+            self._devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+            db = self._tmp / "db"
+            db.mkdir()
+            names = self._tmp / "names.txt"
+            listed = "".join(f"{n}\n" for n in corpus.names).encode("utf-8")
+            names.write_bytes(listed)
+        except OSError as exc:
+            self.close()
+            raise RecallError(f"temporary folder {self._tmp}: {exc.strerror or exc}") from None
+        self._values = {
+            **binary.values(),
+            "db": str(db),
+            "corpus": str(corpus.checkout.path),
+            "names": str(names),
+            "language": corpus.checkout.pin.language,
+        }
+        if MODULES_ENV in self._kind_vars:
+            self._values["node_modules"] = self._kind_vars[MODULES_ENV]
+        self._bin_argv = binary.bin_argv()
+        self._values["bin"] = " ".join(self._bin_argv)
+        self._cwd = fill(self.engine.cwd, self._values)
+        self._stdin_path = fill(self.engine.stdin, self._values) if self.engine.stdin else None
+        # encoded once: Popen would encode every variable again for every query
+        self._env = {os.fsencode(k): os.fsencode(v) for k, v in self._environment().items()}
+        self._spawner = Spawner(self._cwd, self._env)
+        self._query_argv = self.prepared(self.engine.query)
+        self._db = db
+        self._kept: KeptIndex | None = None
+        if build is not None and self.engine.index_cache and corpus.cache is not None:
+            pin = corpus.checkout.pin
+            self._kept = KeptIndex(corpus.cache, index_key(build, self.engine, pin, listed))
+
+    def _kind_env(self) -> dict[str, str]:
+        """What an engine needs installed before its processes start: the tree's npm
+        packages, in the cache its `{python}` was made in, for a node engine and for an
+        engine that names {node_modules} (a language server that is an npm package)."""
+        if not uses_node_modules(self.engine):
+            return {}
+        return session_env(self.binary.tree, cache_of(self.binary.python))
+
+    def _environment(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if k not in self.engine.env_remove}
+        for name in ("home", "cache", "config", "data"):
+            (self._tmp / name).mkdir()
+        env.update(
+            HOME=str(self._tmp / "home"),
+            XDG_CACHE_HOME=str(self._tmp / "cache"),
+            XDG_CONFIG_HOME=str(self._tmp / "config"),
+            XDG_DATA_HOME=str(self._tmp / "data"),
+            LC_ALL="C.UTF-8",
+            TZ="UTC",
+        )
+        env.update(self._kind_vars)
+        env.update({k: fill(v, self._values) for k, v in self.engine.env})
+        return env
+
+    def _argv(self, template: tuple[str, ...]) -> list[str]:
+        return expand(template, self._values, self._bin_argv)
+
+    def prepared(self, template: tuple[str, ...]) -> QueryArgv:
+        """A per-query argv of this session (the engine's query, or its profile), with all
+        but {query} and {limit} filled in once."""
+        return QueryArgv(template, self._values, self._bin_argv)
+
+    def close(self) -> None:
+        self.stop()
+        if self._devnull >= 0:
+            os.close(self._devnull)
+            self._devnull = -1
+        shutil.rmtree(self._tmp, ignore_errors=True)
+        if getattr(self, "_lock", None) is not None:
+            self._lock.close()
+
+    def stop(self) -> None:
+        """Kill every finder process group still running, and any started after this."""
+        with self._guard:
+            self._stopping = True
+            live = list(self._live)
+        for pid in live:
+            kill_group(pid)
+
+    def _started(self, pid: int) -> None:
+        with self._guard:
+            self._live.add(pid)
+            stopping = self._stopping
+        if stopping:
+            kill_group(pid)
+
+    def _finished(self, pid: int) -> None:
+        kill_group(pid)  # background children must not outlive the query they served
+        with self._guard:
+            self._live.discard(pid)
+
+    def index(self) -> float:
+        """Seconds to make `{db}`: the index argv run, or a kept index copied in."""
+        if not self.engine.index:
+            return 0.0
+        started = time.perf_counter()
+        if self._kept is None:
+            self._run_index()
+        else:
+            try:
+                self._kept.hold()
+                with locked(self._kept.lock):
+                    if not self._kept.restore(self._db):
+                        self._run_index()
+                        self._kept.store(self._db)
+            except OSError as exc:
+                raise RecallError(f"cache {self._kept.root}: {exc.strerror or exc}") from None
+        return time.perf_counter() - started
+
+    def _run_index(self) -> None:
+        argv = self._argv(self.engine.index)
+        code, _out, err = self.run(argv, INDEX_TIMEOUT_S)
+        if code != 0:
+            reason = "timed out" if code is None else _ended(code)
+            raise RecallError(
+                f"index {self.corpus.checkout.pin.name} with {self.binary.label} failed "
+                f"({reason}): {' '.join(argv)}: {_tail(err)}"
+            )
+
+    def run(self, argv: list[str], timeout: float) -> tuple[int | None, bytes, bytes]:
+        """Run argv in its own process group; on timeout the whole group is killed."""
+        try:
+            if self._stdin_path:
+                with open(self._stdin_path, "rb") as stdin:
+                    child = self._spawner.start(argv, stdin.fileno())
+            else:
+                child = self._spawner.start(argv, self._devnull)
+        except OSError as exc:
+            return 127, b"", f"cannot start {argv[0]}: {exc.strerror}".encode()
+        self._started(child.pid)
+        try:
+            return communicate(child, timeout)
+        finally:
+            self._finished(child.pid)
+
+    def query_one(self, row: QueryRow) -> QueryResult:
+        code, out, err = self.run(self._query_argv.fill(row.query, "0"), self.timeout)
+        if code is None:
+            return QueryResult(None, (), f"timed out after {self.timeout:g} s: {_tail(err)}")
+        if code in self.engine.no_match_exit:
+            return QueryResult(None, ())
+        if code != 0:
+            return QueryResult(None, (), f"{_ended(code)}: {_tail(err)}")
+        try:
+            hits = parse_output(self.engine, out)
+        except (ValueError, UnicodeDecodeError) as exc:
+            return QueryResult(None, (), f"unparseable output ({exc}): {_tail(out)}")
+        return rank_by_name(hits, row.source)
+
+    def query_batch(self, rows: list[QueryRow]) -> list[QueryResult]:
+        """Every row through batch processes, one after another: a process that dies is
+        replaced for the rows after the one it died on."""
+        # Serialised once: a request is its id (counted from 0 in each process) put in
+        # front of this body, `"query":...,"limit":0}` and its newline.
+        bodies = [orjson.dumps({"query": row.query, "limit": 0})[1:] + b"\n" for row in rows]
+        results: list[QueryResult] = []
+        while len(results) < len(rows):
+            results += self._batch_process(rows, bodies, len(results))
+        return results
+
+    def _batch_process(
+        self, rows: list[QueryRow], bodies: list[bytes], start: int
+    ) -> list[QueryResult]:
+        """Answers from one batch process to rows[start:]; stops at the first query it
+        fails on.
+
+        Up to AHEAD requests are written before their answers are read, so the finder
+        finds its next query waiting when it answers one, and the harness reads answers
+        that have piled up several at a time, instead of both sleeping in turn on every
+        query. The finder still answers one query after another: the query in flight is
+        the first one unanswered, and each has `timeout` seconds from the answer before,
+        for writing its request (a finder may stop reading) and for reading its answer.
+        Once every row is answered, stdin is closed and stdout read to its end: a line
+        there is an answer to no request, so every answer before it may be shifted.
+        """
+        try:
+            proc = self._spawner.start_piped(self._argv(self.engine.batch))
+        except OSError as exc:
+            raise RecallError(f"cannot start {self.binary.label}: {exc.strerror}") from None
+        self._started(proc.pid)
+        reader = AnswerReader(proc.stdout, proc.stderr)
+        stdin = proc.stdin
+        os.set_blocking(stdin, False)  # a finder that stops reading must not block the harness
+        sent, ahead_bytes = start, 0  # requests written, the bytes of those not yet answered
+        in_flight: collections.deque[int] = collections.deque()  # their lengths
+        results: list[QueryResult] = []
+        ends_by = 0.0  # when a finder done with its requests must have exited
+        try:
+            for i in range(start, len(rows)):
+                deadline = time.monotonic() + self.timeout
+                chunk: list[bytes] = []
+                while sent < len(rows) and sent - i < AHEAD:
+                    request = b'{"id":%d,' % (sent - start) + bodies[sent]
+                    if sent > i and ahead_bytes + len(request) > AHEAD_BYTES:
+                        break
+                    chunk.append(request)
+                    in_flight.append(len(request))
+                    ahead_bytes += len(request)
+                    sent += 1
+                if chunk and not write_by(stdin, b"".join(chunk), deadline, reader):
+                    results.append(self._batch_died(proc, reader, stalled=True))
+                    return results
+                line = reader.readline(deadline)
+                if line is None:
+                    results.append(self._batch_died(proc, reader, stalled=False))
+                    return results
+                ahead_bytes -= in_flight.popleft()
+                results.append(self._batch_answer(line, rows[i], i - start))
+            proc.close_stdin()
+            ends_by = time.monotonic() + EXIT_GRACE_S
+            surplus, first = reader.rest(ends_by)
+            if surplus:
+                count = len(rows) - start
+                raise RecallError(
+                    self._protocol_error(
+                        f"{surplus} answer line{'s' if surplus > 1 else ''} more than the "
+                        f"{count} request{'s' if count > 1 else ''} it was sent; the first: "
+                        f"{_shown(first.decode('utf-8', 'replace'))}"
+                    )
+                )
+        except BaseException:
+            kill_group(proc.pid)  # interrupted, or out of step: no grace for the finder
+            raise
+        finally:
+            if proc.poll() is None:
+                proc.close_stdin()
+                if proc.wait(max(0.0, ends_by - time.monotonic())) is None:
+                    kill_group(proc.pid)
+            self._finished(proc.pid)
+            proc.wait()
+            proc.close()
+        return results
+
+    def _batch_died(self, proc: Piped, reader: AnswerReader, stalled: bool) -> QueryResult:
+        """The error of the query in flight when no answer came: how the finder ended.
+
+        A crash closes stdout a moment before the process can be reaped, so after the
+        pipe closes the exit is awaited a little (DEATH_GRACE_S) before the finder counts
+        as one that closed its stdout and lives on."""
+        code = proc.poll()
+        if code is None and reader.closed:
+            code = proc.wait(DEATH_GRACE_S)
+        if code is not None:
+            what = _ended(code)
+        elif reader.closed:
+            what = "closed its stdout"
+        else:
+            what = f"timed out after {self.timeout:g} s"
+            if stalled:
+                what += " (it stopped reading its requests)"
+        kill_group(proc.pid)
+        proc.wait()
+        return QueryResult(None, (), f"{what}: {_tail(reader.stderr())}")
+
+    def _batch_answer(self, line: bytes, row: QueryRow, expected: int) -> QueryResult:
+        """One answer line for row, whose request carried id `expected`. An answer that
+        carries an id must carry that one: any other means the answers have shifted
+        against the requests, and that is the run's error, not the query's."""
+        try:
+            data = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            return QueryResult(None, (), f"unparseable output ({exc}): {_tail(line)}")
+        if isinstance(data, dict) and "id" in data:
+            got = data["id"]
+            if type(got) is not int or got != expected:
+                raise RecallError(
+                    self._protocol_error(
+                        f"the answer for id {expected} (query {_shown(row.query)}) carries "
+                        f"id {_tail(orjson.dumps(got))}: its answers are out of step with "
+                        "its requests"
+                    )
+                )
+            if "error" not in data:
+                data = data.get("results")
+        if isinstance(data, dict) and "error" in data:
+            return QueryResult(None, (), f"finder error: {str(data['error'])[:TAIL]}")
+        try:
+            return rank_by_name(json_hits(data), row.source)
+        except ValueError as exc:
+            return QueryResult(None, (), f"unparseable output ({exc}): {_tail(line)}")
+
+    def _protocol_error(self, detail: str) -> str:
+        return (
+            f"batch finder {self.binary.label} ({' '.join(self._bin_argv)}) on "
+            f"{self.corpus.checkout.pin.name}: {detail}"
+        )
+
+
+def _ended(code: int) -> str:
+    """How a finder process ended, from its return code (negative: the signal)."""
+    if code >= 0:
+        return f"exit {code}"
+    try:
+        return f"killed by signal {signal.Signals(-code).name}"
+    except ValueError:
+        return f"killed by signal {-code}"
+
+
+def _shown(text: str) -> str:
+    """A query or line quoted for a one-line message, cut if long."""
+    return repr(text) if len(text) <= SHOWN else repr(text[:SHOWN]) + "..."
+
+
+def _hold_lock(path: Path) -> BinaryIO:
+    """An open file holding an exclusive lock: the kernel drops it when the run dies."""
+    partial = path.with_name(path.name + ".partial")
+    handle = open(partial, "a+b")  # noqa: SIM115 - held open for the session's life
+    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    partial.rename(path)  # a sweeper only ever sees the lock file already locked
+    return handle
+
+
+def sweep_stale_sessions() -> None:
+    """Remove the temporary folders of runs that were killed (SIGKILL leaves them): any
+    recall-run- folder whose lock no live process holds."""
+    root = Path(tempfile.gettempdir())
+    for folder in root.glob(f"{RUN_PREFIX}*"):
+        try:
+            with open(folder / LOCK_NAME, "rb") as handle:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                shutil.rmtree(folder, ignore_errors=True)
+        except OSError:
+            continue
