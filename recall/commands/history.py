@@ -9,9 +9,9 @@ from pathlib import Path
 
 import orjson
 
-from recall import history, history_page
+from recall import history, history_page, history_shards
 from recall.build import check_build_timeout
-from recall.commands._flags import add_commits_run
+from recall.commands._flags import add_commits_run, shard_spec
 from recall.errors import EXIT_FAILURE, EXIT_OK, RecallError
 from recall.symbols import write_atomic
 
@@ -39,6 +39,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     add_output_flags(p)
     add_commits_run(p)
+    p.add_argument(
+        "--shard", type=shard_spec, metavar="K/N",
+        help="measure shard K of N only and --save it for recall merge; prints no history. "
+        "The (commit, repo) pairs are counted oldest commit first, repos sorted within "
+        "each; shard K takes the K-th of N runs of consecutive pairs",
+    )  # fmt: skip
+    p.add_argument("--save", metavar="FILE", help="with --shard: write the shard's results to FILE")
 
 
 def add_output_flags(p: argparse.ArgumentParser) -> None:
@@ -52,6 +59,7 @@ def add_output_flags(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     check_build_timeout(args.build_timeout)
+    _check_shard_flags(args)
     plan = history.make_plan(args)
     if args.tags is not None and args.revs:
         raise RecallError("history: give --tags or RANGE|REF..., not both")
@@ -63,8 +71,41 @@ def run(args: argparse.Namespace) -> int:
         commits = history.range_commits(plan.root, args.revs, first_parent=args.first_parent)
     else:
         commits = history.listed_commits(plan.root, args.revs)
-    points = history.history(plan, history.thin(commits, args.every))
+    commits = history.thin(commits, args.every)
+    if args.shard:
+        return _shard(args, plan, commits)
+    points = history.history(plan, commits)
     return print_history(args, history.as_json(plan, points))
+
+
+def _check_shard_flags(args: argparse.Namespace) -> None:
+    if args.save and not args.shard:
+        raise RecallError("--save goes with --shard K/N: a shard's results go to recall merge")
+    if not args.shard:
+        return
+    if not args.save:
+        raise RecallError("--shard needs --save FILE: a shard's results go to recall merge")
+    for flag in ("json", "markdown", "html", "by"):
+        if getattr(args, flag):
+            raise RecallError(
+                f"--shard and --{flag}: a shard prints no history; give --{flag} to recall merge"
+            )
+
+
+def _shard(args: argparse.Namespace, plan: history.Plan, commits: list[history.Commit]) -> int:
+    """Measure this shard's (commit, repo) pairs and save them for recall merge."""
+    k, n = args.shard
+    measured = history_shards.measure_shard(plan, commits, k, n)
+    urls = [(commit, history.commit_url(plan.root, commit.sha)) for commit in commits]
+    history_shards.save_shard(Path(args.save), plan, urls, measured, args.shard)
+    pairs = sum(len(part.repos) for part, _key in measured)
+    total = len(commits) * len({row.repo for row in plan.rows})
+    print(
+        f"recall: history shard {k}/{n}: {pairs} of {total} "
+        f"(commit, repo) pairs ({len(measured)} commits) saved to {args.save}; recall merge "
+        "with the other shards' files makes the history"
+    )
+    return EXIT_OK
 
 
 def print_history(args: argparse.Namespace, data: dict) -> int:
