@@ -62,7 +62,7 @@ def as_json(pin: Pin, row: QueryRow, sides: list[Side]) -> dict:
         "query": row.query,
         "type": row.type,
         "source": row.source or None,
-        "index": "built for this query (no index is kept between runs)",
+        "index": "built for this query (explain never reuses a kept index)",
         "sides": [
             {
                 "label": side.label,
@@ -103,7 +103,7 @@ def render(data: dict, sides: list[Side]) -> str:
     lines = [
         f"recall explain {shown(shlex.quote(data['query']))} --repo {data['repo']}"
         f"  (type {data['type']}, source {shown(source) or '-'})",
-        "index: built for this query in a throwaway {db} (no index is kept between runs)",
+        "index: built for this query in a throwaway {db} (explain never reuses a kept index)",
         "",
     ]
     columns = [

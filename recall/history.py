@@ -8,7 +8,8 @@ as the binary's identity), so a history, a later `--base` run and a bisect over 
 commits share every build and every result, and a second history builds and runs nothing.
 
 These are plain functions over a Plan (what to ask, where, with which engine), so bisect
-reuses them; rendering lives in render/history.py.
+reuses them (and history_shards, which measures a history in parts on many machines);
+rendering lives in render/history.py.
 """
 
 from __future__ import annotations
@@ -100,14 +101,7 @@ def make_plan(args: argparse.Namespace) -> Plan:
     if args.jobs < 1:
         raise RecallError(f"--jobs {args.jobs}: give 1 or more")
     corpus_path, queries_path = Path(args.corpus), query_set_path(args.queries)
-    pins = load_pins(corpus_path)
-    for repo in args.repo or []:
-        if repo not in pins:
-            raise RecallError(f"--repo {repo}: not a pin in {corpus_path}")
-    all_rows = read_queries(queries_path, set(pins))
-    rows = [row for row in select(all_rows, args.repo, args.type) if row.sourced]
-    if not rows:
-        raise RecallError(f"{queries_path}: no sourced rows match the selection")
+    pins, all_rows, rows = select_rows(corpus_path, queries_path, args.repo, args.type)
     root = finder_root(Path(args.finder))
     return Plan(
         root=root, engine=resolve_engine(args.engine, root), engine_spec=args.engine,
@@ -117,6 +111,22 @@ def make_plan(args: argparse.Namespace) -> Plan:
         build_timeout=args.build_timeout, jobs=args.jobs, no_cache=args.no_cache,
         allow_empty=args.allow_empty,
     )  # fmt: skip
+
+
+def select_rows(
+    corpus_path: Path, queries_path: Path, repos: list[str] | None, types: list[str] | None
+) -> tuple[dict[str, Pin], list[QueryRow], list[QueryRow]]:
+    """The pins, every row of the query set, and the sourced rows of --repo and --type that
+    a history asks each commit (and that a merge of its shards must be given again)."""
+    pins = load_pins(corpus_path)
+    for repo in repos or []:
+        if repo not in pins:
+            raise RecallError(f"--repo {repo}: not a pin in {corpus_path}")
+    all_rows = read_queries(queries_path, set(pins))
+    rows = [row for row in select(all_rows, repos, types) if row.sourced]
+    if not rows:
+        raise RecallError(f"{queries_path}: no sourced rows match the selection")
+    return pins, all_rows, rows
 
 
 # Which commits -------------------------------------------------------------------------
@@ -203,7 +213,20 @@ def _last_line(text: str) -> str:
 def measure(plan: Plan, commit: Commit) -> Point:
     """One commit through the baseline machinery; a commit whose build or run fails is a
     Point with its one-line reason, not an error of the history."""
-    key = run_key(f"commit:{commit.sha}", plan.engine, plan.asked, plan.timeout)
+    return answered(measure_rows(plan, commit, plan.rows), plan.allow_empty)
+
+
+def commit_key(plan: Plan, commit: Commit, rows: list[QueryRow]) -> dict:
+    """The results cache key of rows run at the commit."""
+    asked = plan.asked if rows == plan.rows else data_key(plan.pins, rows)
+    return run_key(f"commit:{commit.sha}", plan.engine, asked, plan.timeout)
+
+
+def measure_rows(plan: Plan, commit: Commit, rows: list[QueryRow]) -> Point:
+    """The commit built (or found built) and run over rows, the plan's or a shard's share
+    of them, before `answered` judges the run: a shard's part of a commit is judged only
+    once the merge has put the commit's parts together."""
+    key = commit_key(plan, commit, rows)
     marker = plan.cache / "builds" / build_key(commit.sha, plan.engine) / ".recall-built"
     built = not marker.is_file()
     named = "".join(f" {ref}" for ref in commit.refs)
@@ -216,27 +239,40 @@ def measure(plan: Plan, commit: Commit) -> Point:
     run = None if plan.no_cache else cached_run(plan.cache, key, commit.sha[:12])
     cached = run is not None
     if run is None:
-        _open_corpora(plan)  # outside the try: a fetch or a bad source ends the history
+        _open_corpora(plan, rows)  # outside the try: a fetch or a bad source ends the history
         try:
-            run = run_binary(binary, plan.rows, plan.corpora, jobs=plan.jobs, timeout=plan.timeout)
+            kept = None if plan.no_cache else f"commit:{commit.sha}"  # its kept indexes
+            run = run_binary(
+                binary, rows, plan.corpora, jobs=plan.jobs, timeout=plan.timeout, build=kept
+            )
         except RecallError as exc:
             return Point(commit, None, _one_line(str(exc)), built, False)
         store_run(plan.cache, key, run)
-    try:
-        check_answered(run, allow_empty=plan.allow_empty)
-    except RecallError as exc:
-        return Point(commit, None, _one_line(str(exc)), built, cached)
     return Point(commit, run, None, built, cached)
 
 
-def _open_corpora(plan: Plan) -> None:
-    """The corpora of the rows, once per history, and every source checked against them
-    before the first binary runs (as `recall run` does)."""
-    if plan.corpora:
+def answered(point: Point, allow_empty: bool) -> Point:
+    """The point, or a failed one when its run failed on (almost) every query or, unless
+    allow_empty, returned nothing for (almost) every one."""
+    if point.run is None:
+        return point
+    try:
+        check_answered(point.run, allow_empty=allow_empty)
+    except RecallError as exc:
+        return Point(point.commit, None, _one_line(str(exc)), point.built, point.cached)
+    return point
+
+
+def _open_corpora(plan: Plan, rows: list[QueryRow]) -> None:
+    """The corpora of the rows, each once per history, and every source checked against
+    them before the first binary runs on them (as `recall run` does)."""
+    new = [repo for repo in dict.fromkeys(row.repo for row in rows) if repo not in plan.corpora]
+    if not new:
         return
-    for repo in dict.fromkeys(row.repo for row in plan.rows):
+    for repo in new:
         plan.corpora[repo] = open_corpus(plan.pins[repo], plan.cache, plan.mirror)
-    check_sources(plan.rows, plan.corpora, plan.queries_path, plan.all_rows)
+    fresh = [row for row in rows if row.repo in new]
+    check_sources(fresh, plan.corpora, plan.queries_path, plan.all_rows)
 
 
 def history(plan: Plan, commits: list[Commit]) -> list[Point]:
@@ -319,19 +355,12 @@ def github_commit_url(url: str, sha: str) -> str | None:
 
 def as_json(plan: Plan, points: list[Point]) -> dict:
     """The versioned history object (docs/history.md lists its keys)."""
-    commits = []
-    for point in points:
-        c = point.commit
-        entry: dict = {
-            "sha": c.sha, "short": c.sha[:12], "date": c.date, "subject": c.subject,
-            "refs": list(c.refs), "url": commit_url(plan.root, c.sha),
-            "built": point.built, "cached": point.cached, "error": point.error,
-        }  # fmt: skip
-        if point.run is not None:
-            entry.update(summarize(plan.rows, point.run.results))
-            entry["index_s"] = round(point.run.index_s, 2)
-            entry["query_s"] = round(point.run.query_s, 2)
-        commits.append(entry)
+    urls = [commit_url(plan.root, point.commit.sha) for point in points]
+    return document(header(plan), plan.rows, points, urls)
+
+
+def header(plan: Plan) -> dict:
+    """The history object but its commits: what every commit was measured with."""
     return {
         "schema": SCHEMA,
         "kind": KIND,
@@ -341,5 +370,23 @@ def as_json(plan: Plan, points: list[Point]) -> dict:
         "sourced": len(plan.rows),
         "repos": sorted({row.repo for row in plan.rows}),
         "types": sorted({row.type for row in plan.rows}),
-        "commits": commits,
     }
+
+
+def document(head: dict, rows: list[QueryRow], points: list[Point], urls: list[str | None]) -> dict:
+    """The history object from its header and each commit's point and url: what a history
+    prints and what a merge of its shards prints."""
+    commits = []
+    for point, url in zip(points, urls, strict=True):
+        c = point.commit
+        entry: dict = {
+            "sha": c.sha, "short": c.sha[:12], "date": c.date, "subject": c.subject,
+            "refs": list(c.refs), "url": url,
+            "built": point.built, "cached": point.cached, "error": point.error,
+        }  # fmt: skip
+        if point.run is not None:
+            entry.update(summarize(rows, point.run.results))
+            entry["index_s"] = round(point.run.index_s, 2)
+            entry["query_s"] = round(point.run.query_s, 2)
+        commits.append(entry)
+    return {**head, "commits": commits}

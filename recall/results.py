@@ -27,10 +27,9 @@ import orjson
 from recall.build import finder_root
 from recall.corpus import load_pins
 from recall.engine import Engine, load_preset
-from recall.errors import EXIT_OK, RecallError
+from recall.errors import RecallError
 from recall.model import SCHEMA
 from recall.peers.node import TREE_FOLDER, locked_version
-from recall.render.results import render_results
 from recall.symbols import write_atomic
 
 TAIL = 400
@@ -314,31 +313,7 @@ def check_comparable(entries: list[dict]) -> None:
             raise RecallError(f"{entry['label']}: ran a different query set")
 
 
-# Command line ------------------------------------------------------------------------
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """`recall results`'s own flags; --cache, --mirror and --corpus are every command's."""
-    parser.add_argument("--out", default="docs/RESULTS.md", help="the page to write")
-    parser.add_argument(
-        "--queries", default="queries.tsv", help="the query set: a file or a committed set's name"
-    )
-    parser.add_argument(
-        "--jobs", type=int, default=1,
-        help="parallel queries for per-query finders (default: 1, so latency is per query)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--reports", metavar="DIR",
-        help="keep each finder's JSON report there; with --render-only, read them from there",
-    )  # fmt: skip
-    parser.add_argument(
-        "--render-only", action="store_true",
-        help="run nothing: render the page from the reports kept in --reports",
-    )  # fmt: skip
-    parser.add_argument(
-        "--only", action="append", metavar="PRESET",
-        help="run only the peers of this preset (repeatable), e.g. while trying a change",
-    )  # fmt: skip
+# The finders' reports -----------------------------------------------------------------
 
 
 def _report_path(folder: Path, peer: Peer) -> Path:
@@ -362,7 +337,7 @@ def _read_entry(path: Path) -> dict:
     return entry
 
 
-def _entries(args: argparse.Namespace) -> list[dict]:
+def peer_entries(args: argparse.Namespace) -> list[dict]:
     root = finder_root(Path("."))
     peers = [p for p in default_peers() if not args.only or p.preset in args.only]
     if not peers:
@@ -395,20 +370,6 @@ def _entries(args: argparse.Namespace) -> list[dict]:
             )
         entries.append(entry)
     return entries
-
-
-def write_page(args: argparse.Namespace) -> int:
-    """Run (or read back) every finder's report and write the page; RecallError for the CLI."""
-    if args.jobs < 1:
-        raise RecallError("--jobs must be 1 or more")
-    entries = _entries(args)
-    check_comparable(entries)
-    page = render_results(entries, {**machine(), "jobs": str(args.jobs)})
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(out, page.encode("utf-8"))
-    print(f"recall results: wrote {args.out} ({len(entries)} finders)", file=sys.stderr)
-    return EXIT_OK
 
 
 if __name__ == "__main__":  # the command's old spelling, kept for scripts

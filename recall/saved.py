@@ -31,6 +31,7 @@ from recall.symbols import ctags_version, write_atomic
 # a run must pass before it is stored: 2 checks every source against its corpus's names).
 FORMAT = 2
 SAVED_KIND = "recall-saved-run"
+HISTORY_KIND = "recall-saved-history"  # a history shard's file (history_shards.py)
 Flags = tuple[tuple[str, str], ...]  # command-line flags and their values, in order
 
 
@@ -262,8 +263,9 @@ class Saved:
     explain: list[Flags | None]  # each run's flags for `recall explain`; [] if not saved
 
 
-def load_saved(path: Path, flag: str) -> Saved:
-    """A file written by --save, or a RecallError naming flag, the file and the field."""
+def read_saved(path: Path, flag: str, kinds: tuple[str, ...] = (SAVED_KIND,)) -> dict:
+    """The JSON object of a file written by --save of one of kinds (its format not yet
+    checked), or a RecallError naming flag and the file."""
     where = f"{flag} {path}"
     try:
         data = orjson.loads(path.read_bytes())
@@ -271,22 +273,34 @@ def load_saved(path: Path, flag: str) -> Saved:
         raise RecallError(f"{where}: cannot read: {exc.strerror}") from None
     except orjson.JSONDecodeError:
         raise RecallError(f"{where}: not JSON") from None
-    if not isinstance(data, dict) or data.get("kind") != SAVED_KIND:
+    if not isinstance(data, dict) or data.get("kind") not in kinds:
         raise RecallError(f"{where}: not a file written by recall --save")
-    if not isinstance(data.get("runs"), list) or not data["runs"]:
-        raise RecallError(f"{where}: runs must be a list of one run or more")
+    return data
+
+
+def check_format(where: str, data: dict) -> None:
+    """A saved file's results are read only in the format this recall writes."""
     if data.get("format") != FORMAT:
         raise RecallError(
             f"{where}: saved with results format {data.get('format')}, "
             f"this recall reads {FORMAT}: save it again"
         )
+
+
+def load_saved(path: Path, flag: str) -> Saved:
+    """A file written by --save, or a RecallError naming flag, the file and the field."""
+    where = f"{flag} {path}"
+    data = read_saved(path, flag)
+    if not isinstance(data.get("runs"), list) or not data["runs"]:
+        raise RecallError(f"{where}: runs must be a list of one run or more")
+    check_format(where, data)
     runs = []
     for i, item in enumerate(data["runs"]):
         try:
             runs.append(decode_run(item))
         except ValueError as exc:
             raise RecallError(f"{where}: runs[{i}]: {exc}") from None
-    rows = _decode_rows(where, data.get("rows"))
+    rows = decode_rows(where, data.get("rows"))
     for i, (run, _key) in enumerate(runs):
         if len(run.results) != len(rows):
             raise RecallError(
@@ -324,7 +338,7 @@ def load_against(path: Path, rows: list[QueryRow], key: dict) -> tuple[RunResult
     return RunResult(label, run.bin, run.index_s, run.query_s, run.results, cached=True), saved_key
 
 
-def _decode_rows(where: str, rows: object) -> list[QueryRow]:
+def decode_rows(where: str, rows: object) -> list[QueryRow]:
     """The saved rows, each [repo, query, type, source] of strings, or the field named."""
     if not isinstance(rows, list):
         raise RecallError(f"{where}: rows must be a list, not {_shown(rows)}")

@@ -9,7 +9,7 @@ import pytest
 from conftest import ROOT, commit_files, make_repo, needs_ctags, needs_mirror, run_recall
 
 from recall.build import build_base
-from recall.cache import entries, stale
+from recall.commands.cache import entries, stale
 from recall.corpus import Pin, fetch, release_in_use
 from recall.engine import load_engine
 from recall.symbols import checkout_symbols, ctags_version

@@ -4,8 +4,16 @@ from pathlib import Path
 
 from conftest import ROOT, make_repo, mirror_dir, needs_mirror, run_recall
 
+from recall.commands.doctor import (
+    FAIL,
+    OK,
+    WARN,
+    check_cache,
+    check_corpora,
+    check_sources,
+    healthy,
+)
 from recall.corpus import Pin
-from recall.doctor import FAIL, OK, WARN, check_cache, check_corpora, check_sources, healthy
 
 
 def _doctor(cache: Path, *extra: str, env: dict | None = None):

@@ -12,7 +12,7 @@ from test_faults import BUILD, CORPUS_FILES, ENGINE, FINDER, _args, _env
 from test_faults import ROWS as TINY_ROWS
 
 from recall import saved
-from recall.cache import entries, stale
+from recall.commands.cache import entries, stale
 from recall.corpus import MARKER, Pin, fetch, load_pins
 from recall.derive import load_settings
 from recall.engine import parse_engine

@@ -7,21 +7,24 @@ together, each file written whole, and only once the new pin has been fetched.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import fcntl
 import json
 import os
 import re
 import signal
+import sys
 import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from recall.corpus import Pin, fetch, load_pins, validate_pin
+from recall.commands._flags import add_common, add_queries, add_settings
+from recall.corpus import Pin, cache_root, fetch, load_pins, mirror_root, validate_pin
 from recall.derive import DEFAULT_SEED, RepoSettings, derive_rows, load_settings
-from recall.errors import RecallError
+from recall.errors import EXIT_OK, RecallError
 from recall.queryset import DERIVED_TYPES, QueryRow, format_queries, read_queries
 from recall.symbols import checkout_symbols, distinct_names
 from recall.terminal import shown
@@ -233,3 +236,33 @@ def render(change: PinChange, corpus: Path, queries: Path) -> str:
         )
         lines += [f"  {shown(r.query)}\t{shown(intended_name(r))}" for r in change.stale]
     return "\n".join(lines) + "\n"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("pin", help="add or move a pin and regenerate that repo's queries")
+    add_common(p)
+    p.add_argument("repo", metavar="REPO")
+    p.add_argument("url", metavar="URL")
+    p.add_argument("sha", metavar="SHA", help="the full 40-hex commit to pin")
+    p.add_argument("--language", required=True, metavar="L", help="the corpus language")
+    p.add_argument(
+        "--n", type=int,
+        help=f"names to sample for the repo (default: its derive.json n, else {DEFAULT_N})",
+    )  # fmt: skip
+    p.add_argument(
+        "--force", action="store_true",
+        help="pin even when no name of the repo can be sampled (a language with no names)",
+    )  # fmt: skip
+    add_settings(p)
+    add_queries(p, "the query set to update; hand rows are kept")
+
+
+def run(args: argparse.Namespace) -> int:
+    corpus, queries = Path(args.corpus), Path(args.queries)
+    change = pin_repo(
+        Pin(args.repo, args.url, args.sha, args.language), args.n,
+        corpus=corpus, settings_path=Path(args.settings), queries=queries,
+        cache=cache_root(args.cache), mirror=mirror_root(args.mirror), force=args.force,
+    )  # fmt: skip
+    sys.stdout.write(render(change, corpus, queries))
+    return EXIT_OK

@@ -9,17 +9,23 @@ prune must take exclusively, without waiting, before it deletes anything.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import dataclasses
 import hashlib
 import os
 import shutil
+import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from recall.corpus import MARKER, Pin, read_marker, try_exclusive, use_lock
+from recall.commands._flags import add_common
+from recall.corpus import MARKER, Pin, cache_root, load_pins, read_marker, try_exclusive, use_lock
+from recall.errors import EXIT_OK, RecallError
+from recall.symbols import ctags_version
 
 KINDS = (
     "corpora", "builds", "indexes", "interpreters", "node", "symbols", "results", "ceilings",
@@ -220,3 +226,45 @@ def prune(cache: Path, chosen: list[Entry], *, dry_run: bool) -> str:
             lines.append(f"busy, kept\t{entry.kind}\t{entry.key}\t{human(entry.size)}")
     lines.append(f"{'would free' if dry_run else 'freed'} {human(freed)}")
     return "\n".join(lines) + "\n"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("cache", help="list the cache's entries or prune what is not needed")
+    verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
+    list_p = verbs.add_parser("list", help="every checkout, build, symbols and results entry")
+    add_common(list_p)
+    prune_p = verbs.add_parser(
+        "prune", help="remove stale entries (never one a running harness holds)"
+    )
+    add_common(prune_p)
+    prune_p.add_argument(
+        "--older-than", type=float, metavar="DAYS", help="also remove entries unused this long"
+    )
+    prune_p.add_argument(
+        "--keep-builds", type=int, metavar="N", help="keep only the N most recently used builds"
+    )
+    prune_p.add_argument("--dry-run", action="store_true", help="say what would go; remove nothing")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.verb == "list":
+        sys.stdout.write(render_list(entries(cache_root(args.cache))))
+        return EXIT_OK
+    # written so that NaN, which compares false with every bound, is refused too
+    if (args.older_than is not None and not 0 <= args.older_than < float("inf")) or (
+        args.keep_builds is not None and args.keep_builds < 0
+    ):
+        raise RecallError("--older-than and --keep-builds must be zero or more (and finite)")
+    corpus = Path(args.corpus)
+    pins = load_pins(corpus) if corpus.exists() else None
+    try:
+        ctags = ctags_version()
+    except RecallError:
+        ctags = None  # without ctags no symbols key can be told current: keep them all
+    cache = cache_root(args.cache)
+    chosen = stale(
+        entries(cache), pins, ctags, older_than_days=args.older_than,
+        keep_builds=args.keep_builds, now=time.time(),
+    )  # fmt: skip
+    sys.stdout.write(prune(cache, chosen, dry_run=args.dry_run))
+    return EXIT_OK

@@ -8,6 +8,7 @@ is only useful next to `apt-get install universal-ctags`.
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import subprocess
@@ -21,21 +22,25 @@ from urllib.parse import urlsplit
 import git
 
 from recall import __version__
-from recall.cache import human, size
+from recall.build import finder_root
+from recall.commands._flags import add_common, add_finder, add_queries
+from recall.commands.cache import human, size
 from recall.corpus import (
     FROZEN_EPOCH,
     Pin,
+    cache_root,
     checkout_problem,
     corpora_dir,
     load_pins,
+    mirror_root,
     mirror_source,
 )
 from recall.engine import Engine, fill, load_preset, preset_names
-from recall.errors import RecallError
+from recall.errors import EXIT_FAILURE, EXIT_OK, RecallError
 from recall.interpreter import SUPPORTED, finder_python
 from recall.peers.node import ADAPTER, MARKER, TREE_FOLDER, install_folder, locked_version, pinned
 from recall.proc import method
-from recall.queryset import read_queries
+from recall.queryset import query_set_path, read_queries
 from recall.symbols import ctags_version
 
 OK, WARN, FAIL = "ok", "warn", "FAIL"
@@ -341,3 +346,19 @@ def render(checks: list[Check]) -> str:
     else:
         lines.append(f"recall doctor: the default run has what it needs ({warned} warning(s))")
     return "\n".join(lines) + "\n"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("doctor", help="check what the harness will use and whether it works")
+    add_common(parser)
+    add_queries(parser)
+    add_finder(parser, ", where presets look for built binaries")
+
+
+def run(args: argparse.Namespace) -> int:
+    checks = diagnose(
+        cache_root(args.cache), mirror_root(args.mirror), Path(args.corpus),
+        query_set_path(args.queries), finder_root(Path(args.finder)),
+    )  # fmt: skip
+    sys.stdout.write(render(checks))
+    return EXIT_OK if healthy(checks) else EXIT_FAILURE

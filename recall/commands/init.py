@@ -8,14 +8,17 @@ somebody's work.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import tempfile
 from importlib import resources
 from pathlib import Path
 
+from recall.build import finder_root
+from recall.commands._flags import add_finder
 from recall.engine import parse_engine, preset_names
-from recall.errors import RecallError
+from recall.errors import EXIT_OK, RecallError
 
 FILENAME = "recall.toml"
 
@@ -111,7 +114,7 @@ def next_step(path: Path, preset: str | None, cwd: Path) -> str:
     what = "edit bin and query" if preset is None else "check its build and bin"
     finder = path.parent
     harness = next(
-        (d for d in (cwd, Path(__file__).resolve().parents[1]) if (d / "corpus.json").is_file()),
+        (d for d in (cwd, Path(__file__).resolve().parents[2]) if (d / "corpus.json").is_file()),
         None,
     )
     run = "recall --repo gin --type abbr3"
@@ -124,3 +127,19 @@ def next_step(path: Path, preset: str | None, cwd: Path) -> str:
     else:
         command = f"cd {harness} && {run} --finder {finder}"
     return f"wrote {path}: {what}, then run: {command}"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("init", help="write a starter recall.toml in the finder's repo")
+    parser.add_argument(
+        "--preset", metavar="NAME",
+        help="start from this preset (default: a blank engine with every key explained)",
+    )  # fmt: skip
+    add_finder(parser, ", whose top folder gets recall.toml")
+
+
+def run(args: argparse.Namespace) -> int:
+    path = finder_root(Path(args.finder)) / FILENAME
+    write_new(path, starter(args.preset))
+    print(next_step(path, args.preset, Path.cwd()))
+    return EXIT_OK

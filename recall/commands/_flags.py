@@ -1,0 +1,145 @@
+"""The flags several commands share, defined once so that every command spells, defaults
+and explains them alike (the global three, the query set, the finder repo, how a report
+is printed, the run flags that history and bisect measure each commit with)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from recall.build import BUILD_TIMEOUT_S
+from recall.queryset import QUERY_SETS
+from recall.run import DEFAULT_REGRESS
+
+GLOBAL_VALUE_FLAGS = ("--cache", "--mirror", "--corpus")  # every command takes these
+
+
+def add_common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--cache", metavar="DIR",
+        help="cache folder (default: $RECALL_CACHE, else the user cache dir for recall)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--mirror", metavar="DIR",
+        help="folder of bare mirrors laid out DIR/<host>/<path>, tried before each url "
+        "(default: $RECALL_MIRROR)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--corpus", metavar="FILE", default="corpus.json",
+        help="the pinned corpora (default: %(default)s)",
+    )  # fmt: skip
+
+
+def add_build_timeout(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--build-timeout", type=float, default=BUILD_TIMEOUT_S, metavar="SECONDS",
+        help="seconds a build may take before it is killed (default: %(default)g)",
+    )  # fmt: skip
+
+
+def add_queries(parser: argparse.ArgumentParser, what: str = "the query set") -> None:
+    parser.add_argument(
+        "--queries", metavar="SET", default="queries.tsv",
+        help=f"{what}: a file, or a committed set's name ({', '.join(QUERY_SETS)}) "
+        "(default: %(default)s)",
+    )  # fmt: skip
+
+
+def add_finder(parser: argparse.ArgumentParser, purpose: str = "") -> None:
+    parser.add_argument(
+        "--finder", metavar="DIR", default=".", help=f"the finder's repo{purpose} (default: .)"
+    )
+
+
+def add_settings(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--settings", metavar="FILE", default="derive.json",
+        help="per-repo n and seed (default: %(default)s)",
+    )  # fmt: skip
+
+
+def add_selection(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--repo", action="append", metavar="R", help="only this repo (repeatable)")
+    parser.add_argument("--type", action="append", metavar="T", help="only this type (repeatable)")
+
+
+def add_jobs(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="parallel queries: per-query processes, or batch processes over corpora and "
+        "shards of their rows (default: %(default)s, the cores)",
+    )
+
+
+def add_timeout(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=30.0,
+        help="seconds per query before it counts as an error (default: %(default)s)",
+    )
+
+
+def add_report_flags(p: argparse.ArgumentParser) -> None:
+    """How a report is printed and judged: run and merge print the same report."""
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    out.add_argument("--markdown", action="store_true", help="print the report as Markdown")
+    p.add_argument(
+        "--fail-on-loss",
+        action="store_true",
+        help="exit 1 if a source lost #1 or the top 10 (unless accepted), a regress case that "
+        "held broke, or a query errored (needs a baseline)",
+    )
+    p.add_argument(
+        "--accept", metavar="FILE",
+        help="repo<TAB>query<TAB>source rows of reviewed losses: listed apart, not failing",
+    )  # fmt: skip
+    p.add_argument(
+        "--regress", metavar="FILE",
+        help=f"regress cases, repo<TAB>query<TAB>expect (default: {DEFAULT_REGRESS} when "
+        "present; its cases for repos the corpus does not pin are skipped)",
+    )  # fmt: skip
+    p.add_argument("--no-regress", action="store_true", help="skip the regress cases")
+    p.add_argument("--misses", action="store_true", help="list every source not ranked #1")
+    p.add_argument(
+        "--html", metavar="FILE",
+        help="also write the report as one self-contained HTML page with charts",
+    )  # fmt: skip
+
+
+def add_commits_run(p: argparse.ArgumentParser) -> None:
+    """The run flags that history and bisect measure each commit with."""
+    add_common(p)
+    add_finder(p)
+    p.add_argument(
+        "--engine",
+        metavar="E",
+        help="preset name or engine TOML file "
+        "(default: recall.toml in the finder repo, else the reference finder)",
+    )
+    add_queries(p)
+    add_selection(p)
+    add_timeout(p)
+    add_build_timeout(p)
+    add_jobs(p)
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="run every commit even when the results cache holds its results",
+    )
+    p.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="accept a commit that returns nothing for 95%% of queries",
+    )
+
+
+def shard_spec(text: str) -> tuple[int, int]:
+    """K/N with 1 <= K <= N, for --shard."""
+    k, sep, n = text.partition("/")
+    if not (sep and k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n)):
+        raise argparse.ArgumentTypeError(f"{text!r}: give K/N with 1 <= K <= N, as 2/3")
+    return int(k), int(n)

@@ -1,0 +1,133 @@
+"""`recall derive recipes|sample|all`: the queries each name derives, a sample of one
+repo's rows, and the committed query sets regenerated (or checked) from their settings."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from recall.commands._flags import add_common
+from recall.corpus import Pin, cache_root, fetch, load_pins, mirror_root, select_pins
+from recall.derive import (
+    DEFAULT_SEED,
+    RECIPE_SETS,
+    NameSource,
+    derive_all,
+    derive_rows,
+    load_settings,
+    name_source,
+    read_recipe_set,
+    recipes,
+    typed_recipes,
+)
+from recall.errors import EXIT_LOSS, EXIT_OK, RecallError
+from recall.queryset import QUERY_SETS, format_queries, read_queries
+from recall.symbols import checkout_symbols, write_atomic
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("derive", help="derive queries from the corpora's names")
+    verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
+
+    recipes_p = verbs.add_parser("recipes", help="print source, type, query for names")
+    recipes_p.add_argument("names", nargs="+", metavar="NAME")
+    recipes_p.add_argument(
+        "--seed", type=int, default=DEFAULT_SEED, help="recipe seed (default: %(default)s)"
+    )
+    recipes_p.add_argument(
+        "--set", choices=RECIPE_SETS, default="default", dest="recipe_set",
+        help="the query set's recipes (default: %(default)s)",
+    )  # fmt: skip
+    recipes_p.add_argument(
+        "--owner", metavar="OWNER", help="typed set: the name's scope owner, for `qualified`"
+    )
+    recipes_p.add_argument(
+        "--language", metavar="L", default="", help="typed set: the corpus language"
+    )
+
+    sample_p = verbs.add_parser("sample", help="print queries.tsv rows for one pinned repo")
+    add_common(sample_p)
+    sample_p.add_argument("repo", metavar="REPO")
+    sample_p.add_argument("--n", type=int, required=True, help="how many names to sample")
+    sample_p.add_argument(
+        "--seed", type=int, default=DEFAULT_SEED, help="sampling seed (default: %(default)s)"
+    )
+
+    all_p = verbs.add_parser(
+        "all", help="regenerate the query sets from their derive settings (hand rows kept)"
+    )
+    add_common(all_p)
+    all_p.add_argument(
+        "--settings", metavar="FILE",
+        help="one query set's settings (default: every named set whose settings exist: "
+        + ", ".join(f"{q} from {d}" for q, d in QUERY_SETS.values()) + ")",
+    )  # fmt: skip
+    all_p.add_argument("--queries", metavar="FILE", help="that set's file (default: queries.tsv)")
+    all_p.add_argument(
+        "--check", action="store_true", help="exit 1 if a result differs from its file"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    verbs = {"recipes": _recipes, "sample": _sample, "all": _all}
+    return verbs[args.verb](args)
+
+
+def _recipes(args: argparse.Namespace) -> int:
+    for name in args.names:
+        if args.recipe_set == "typed":
+            made = typed_recipes(name, args.seed, args.owner, args.language)
+        else:
+            made = recipes(name, args.seed)
+        for kind, query in made:
+            print(f"{name}\t{kind}\t{query}")
+    return EXIT_OK
+
+
+def _source(pin: Pin, args: argparse.Namespace) -> NameSource:
+    cache = cache_root(args.cache)
+    checkout = fetch(pin, cache, mirror_root(args.mirror))
+    return name_source(checkout_symbols(checkout, cache), pin.language)
+
+
+def _sample(args: argparse.Namespace) -> int:
+    corpus = Path(args.corpus)
+    (pin,) = select_pins(load_pins(corpus), [args.repo], corpus)
+    if args.n < 0:
+        raise RecallError("--n must be zero or more")
+    rows = derive_rows(pin.name, _source(pin, args).names, args.n, args.seed)
+    sys.stdout.buffer.write(format_queries(rows).split(b"\n", 1)[1])
+    return EXIT_OK
+
+
+def _all(args: argparse.Namespace) -> int:
+    if args.settings or args.queries:
+        sets = [(Path(args.queries or "queries.tsv"), Path(args.settings or "derive.json"))]
+    else:
+        named = [(Path(q), Path(d)) for q, d in QUERY_SETS.values()]
+        sets = [(queries, settings) for queries, settings in named if settings.exists()]
+    pins = load_pins(Path(args.corpus))
+    sources: dict[str, NameSource] = {}
+    status = EXIT_OK
+    for queries, settings_path in sets:
+        settings = load_settings(settings_path, pins)
+        recipe_set = read_recipe_set(settings_path)
+        existing = read_queries(queries, set(pins)) if queries.exists() else []
+        for repo in settings:
+            if repo not in sources:
+                sources[repo] = _source(pins[repo], args)
+        data = format_queries(derive_all(sources, settings, existing, recipe_set))
+        current = queries.read_bytes() if queries.exists() else b""
+        count = data.count(b"\n") - 1
+        if args.check:
+            if data != current:
+                print(f"recall: {queries} differs from what derive all makes now", file=sys.stderr)
+                status = EXIT_LOSS
+            else:
+                print(f"{queries}: up to date ({count} rows)")
+            continue
+        if data != current:
+            write_atomic(queries, data)
+        print(f"{queries}: {count} rows")
+    return status

@@ -1,0 +1,68 @@
+"""`recall explain QUERY --repo R`: one query through each binary, the top 10 side by
+side (the work is recall/explain.py's; this is its flags and the steps around it)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import orjson
+
+from recall import explain
+from recall.build import check_build_timeout, finder_root, make_binaries
+from recall.commands._flags import add_build_timeout, add_common, add_finder, add_queries
+from recall.corpus import cache_root, load_pins, mirror_root, select_pins
+from recall.engine import resolve_engine
+from recall.errors import EXIT_OK
+from recall.measure import open_corpus
+from recall.queryset import query_set_path, read_queries
+from recall.run import check_timeout
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("explain", help="one query through each binary, top 10 side by side")
+    add_common(p)
+    p.add_argument("query", metavar="QUERY")
+    p.add_argument("--repo", required=True, metavar="R", help="the pin the query runs on")
+    p.add_argument("--engine", metavar="E", help="preset name or engine TOML file")
+    add_finder(p)
+    p.add_argument("--bin", metavar="PATH", help="candidate binary built by hand")
+    base = p.add_mutually_exclusive_group()
+    base.add_argument("--base", metavar="REF", help="baseline: build REF of the finder repo")
+    base.add_argument("--base-bin", metavar="PATH", help="baseline: a binary built by hand")
+    p.add_argument(
+        "--source", metavar="NAME",
+        help="the intended name (default: the query's source in the query set)",
+    )  # fmt: skip
+    add_queries(p, "the query set the source is looked up in")
+    p.add_argument("--json", action="store_true", help="print the same as one JSON object")
+    p.add_argument(
+        "--timeout", type=float, default=explain.EXPLAIN_TIMEOUT_S,
+        help="seconds for the query (default: %(default)s)",
+    )  # fmt: skip
+    add_build_timeout(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    check_timeout(args.timeout)
+    check_build_timeout(args.build_timeout)
+    corpus, queries = Path(args.corpus), query_set_path(args.queries)
+    (pin,) = select_pins(load_pins(corpus), [args.repo], corpus)
+    rows = read_queries(queries, None) if queries.exists() else []
+    row = explain.pick_row(rows, pin.name, args.query, args.source)
+    cache = cache_root(args.cache)
+    root = finder_root(Path(args.finder))
+    engine = resolve_engine(args.engine, root)
+    binaries = make_binaries(
+        root, engine, cache, bin_path=args.bin, base=args.base, base_bin=args.base_bin,
+        build_timeout=args.build_timeout,
+    )  # fmt: skip
+    target = open_corpus(pin, cache, mirror_root(args.mirror))
+    sides = [explain.explain_one(b, target, row, args.timeout) for b in binaries]
+    data = explain.as_json(pin, row, sides)
+    if args.json:
+        sys.stdout.buffer.write(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
+    else:
+        sys.stdout.write(explain.render(data, sides))
+    return EXIT_OK

@@ -1,0 +1,66 @@
+"""`recall merge FILE...`: the files of `recall run --shard K/N --save FILE` as the one
+report the unsharded run prints (recall/merge.py joins them, run.cmd_merge reports), or
+those of `recall history --shard K/N --save FILE` as the one history
+(recall/history_shards.py)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from recall import history, history_shards
+from recall import run as running
+from recall.commands._flags import add_common, add_queries, add_report_flags, add_selection
+from recall.commands.history import print_history
+from recall.errors import RecallError
+from recall.queryset import query_set_path
+from recall.saved import HISTORY_KIND, SAVED_KIND, read_saved
+
+NOUNS = {SAVED_KIND: "run", HISTORY_KIND: "history"}
+RUN_ONLY = ("fail_on_loss", "accept", "regress", "no_regress", "misses")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "merge",
+        help="one report from the files of recall run --shard K/N --save FILE "
+        "(or one history from those of recall history --shard K/N --save FILE)",
+        description="Merge the saved runs of every shard of a run into the report the "
+        "unsharded run prints (the seconds are the shards' sums), or the files of every "
+        "shard of a history into the history the unsharded one prints (the seconds "
+        "summed too). Give the selection (--queries, --repo, --type, and for a run "
+        "--regress) the shards ran with. --fail-on-loss, --accept, --regress, --no-regress "
+        "and --misses judge a run's report only.",
+    )
+    add_common(p)
+    p.add_argument("files", nargs="+", metavar="FILE", help="each shard's --save file")
+    add_report_flags(p)
+    add_queries(p)
+    add_selection(p)
+    p.add_argument(
+        "--by", choices=("type", "repo"),
+        help="history files: also a table and chart per type or repo",
+    )  # fmt: skip
+
+
+def run(args: argparse.Namespace) -> int:
+    kinds = [read_saved(Path(f), "merge", tuple(NOUNS))["kind"] for f in args.files]
+    for path, kind in zip(args.files, kinds, strict=True):
+        if kind != kinds[0]:
+            raise RecallError(
+                f"merge {path}: the file of a {NOUNS[kind]} shard, and {args.files[0]} of a "
+                f"{NOUNS[kinds[0]]} shard: merge the shards of one run or of one history"
+            )
+    if kinds[0] == SAVED_KIND:
+        if args.by:
+            raise RecallError("--by goes with the files of a history's shards")
+        return running.cmd_merge(args)
+    for flag in RUN_ONLY:
+        if getattr(args, flag):
+            raise RecallError(
+                f"--{flag.replace('_', '-')} goes with the files of a run's shards, not a history's"
+            )
+    corpus, queries = Path(args.corpus), query_set_path(args.queries)
+    pins, _all_rows, rows = history.select_rows(corpus, queries, args.repo, args.type)
+    merged = history_shards.merge([Path(f) for f in args.files], pins, rows, corpus)
+    return print_history(args, merged)
