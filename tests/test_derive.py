@@ -108,23 +108,23 @@ def test_committed_query_set_passes_the_prefix_rule(all_names):
 
 
 def test_derive_all_check_passes_on_the_committed_set(real_cache, all_names):
-    from conftest import mirror_dir, run_recall
+    from conftest import mirror_dir, run_cli
 
     args = ["--cache", str(real_cache), "--mirror", str(mirror_dir())]
-    proc = run_recall("derive", "all", "--check", *args)
+    proc = run_cli("derive", "all", "--check", *args)
     assert proc.returncode == 0, proc.stderr
     assert {line.split(":")[0] for line in proc.stdout.splitlines()} == {
         "queries.tsv", "typed.tsv"
     }  # fmt: skip
-    proc = run_recall("derive", "recipes", "Model2")
+    proc = run_cli("derive", "recipes", "Model2")
     assert "Model2\tconsonants\tmdl2" in proc.stdout.splitlines()
 
 
 def test_derive_sample_reproduces_the_committed_rows(real_cache, all_names):
-    from conftest import mirror_dir, run_recall
+    from conftest import mirror_dir, run_cli
 
     args = ["--cache", str(real_cache), "--mirror", str(mirror_dir())]
-    proc = run_recall("derive", "sample", "gin", "--n", "100", "--seed", "1", *args)
+    proc = run_cli("derive", "sample", "gin", "--n", "100", "--seed", "1", *args)
     assert proc.returncode == 0, proc.stderr
     committed = [
         line for line in (ROOT / "queries.tsv").read_text().splitlines()

@@ -2,14 +2,14 @@ import os
 import shutil
 from pathlib import Path
 
-from conftest import ROOT, make_repo, mirror_dir, needs_mirror, run_recall
+from conftest import ROOT, make_repo, mirror_dir, needs_mirror, run_cli
 
 from recall.corpus import Pin
 from recall.doctor import FAIL, OK, WARN, check_cache, check_corpora, check_sources, healthy
 
 
 def _doctor(cache: Path, *extra: str, env: dict | None = None):
-    return run_recall(
+    return run_cli(
         "doctor", "--cache", str(cache), "--corpus", str(ROOT / "corpus.json"),
         "--queries", str(ROOT / "queries.tsv"), *extra, env=env,
     )  # fmt: skip

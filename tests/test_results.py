@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, mirror_dir, run_recall
+from conftest import ROOT, mirror_dir, run_cli
 
 from recall.engine import load_preset
 from recall.errors import RecallError
@@ -169,7 +169,7 @@ def test_a_bundled_binary_is_shown_by_its_package_folder_not_this_machines_path(
 
 
 def _gin_abbr3(real_cache: Path, *extra: str) -> dict:
-    proc = run_recall(
+    proc = run_cli(
         "--engine", "fzf", *extra, "--repo", "gin", "--type", "abbr3", "--type", "consonants",
         "--cache", str(real_cache), "--json",
     )  # fmt: skip
