@@ -38,8 +38,11 @@ results-typed: fetch
 bench: fetch
 	$(BIN)/python benchmarks/harness.py $(MIRROR_FLAG)
 
+# Two pytest-xdist workers, each test file whole on one of them (a file's module fixtures
+# are made once, and its tests keep their order); TEST_JOBS=0 runs the suite in one process.
+TEST_JOBS ?= 2
 test: $(STAMP)
-	RECALL_MIRROR=$(MIRROR) $(BIN)/python -m pytest -q
+	RECALL_MIRROR=$(MIRROR) $(BIN)/python -m pytest -q $(if $(filter-out 0,$(TEST_JOBS)),-n $(TEST_JOBS) --dist loadfile)
 
 check: $(STAMP)
 	$(BIN)/ruff check .

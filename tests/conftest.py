@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import git
@@ -94,6 +97,9 @@ def commit_files(repo: git.Repo, files: dict[str, str], message: str) -> str:
 
 
 def run_recall(*args: str, cwd: Path = ROOT, env: dict | None = None):
+    """`python -m recall ARGS` as a process of its own: for what only a process shows (its
+    exit by a signal, a fault of the harness process, what a terminal sees). Every other
+    test calls run_cli, which spares the second of imports each process costs."""
     import subprocess
 
     full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
@@ -101,6 +107,126 @@ def run_recall(*args: str, cwd: Path = ROOT, env: dict | None = None):
         [sys.executable, "-m", "recall", *args], cwd=cwd, env=full_env,
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Ran:
+    """What run_cli's call left, in the shape tests read of run_recall's CompletedProcess."""
+
+    args: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_cli(*args: str, cwd: Path = ROOT, env: dict | None = None) -> Ran:
+    """`recall ARGS` through `recall.cli.main` in this process, as run_recall would run it:
+    the same environment (PYTHONPATH included, for the processes recall starts), working
+    folder, and file descriptors 1 and 2 captured, so the output of the programs recall
+    starts lands where it would."""
+    import traceback
+
+    from recall import cli
+
+    with _captured() as (out, err), _as_a_new_process(cwd, env):
+        try:
+            returncode = cli.main(list(args))
+        except SystemExit as exc:  # argparse's usage errors, --help and --version
+            if exc.code is not None and not isinstance(exc.code, int):
+                print(exc.code, file=sys.stderr)
+            returncode = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+        except Exception:  # what the interpreter prints and exits 1 for
+            traceback.print_exc()
+            returncode = 1
+    return Ran(list(args), returncode, out.getvalue(), err.getvalue())
+
+
+@contextlib.contextmanager
+def _as_a_new_process(cwd: Path, env: dict | None) -> Iterator[None]:
+    """The environment and working folder set for one call, and what a new process would
+    not carry over reset around it: the functools caches of recall's modules (ctags looked
+    up on another PATH), tempfile's remembered TMPDIR, and the in-use locks a run holds
+    until its process exits."""
+    import tempfile
+
+    from recall import corpus
+
+    saved_env, saved_cwd, saved_tempdir = dict(os.environ), os.getcwd(), tempfile.tempdir
+    held = len(corpus._HELD)
+    _clear_recall_caches()
+    try:
+        os.environ.clear()
+        os.environ.update({**saved_env, "PYTHONPATH": str(ROOT), **(env or {})})
+        tempfile.tempdir = None
+        os.chdir(cwd)
+        yield
+    finally:
+        while len(corpus._HELD) > held:
+            corpus._HELD.pop().close()
+        os.chdir(saved_cwd)
+        tempfile.tempdir = saved_tempdir
+        os.environ.clear()
+        os.environ.update(saved_env)
+        _clear_recall_caches()
+
+
+@dataclass
+class _Output:
+    """A captured descriptor's text, read once the call is over."""
+
+    text: str = ""
+
+    def getvalue(self) -> str:
+        return self.text
+
+
+@contextlib.contextmanager
+def _captured() -> Iterator[tuple[_Output, _Output]]:
+    """Descriptors 1 and 2 into files, and sys.stdout and sys.stderr writing to them as
+    Python sets them up for a pipe (stdout block-buffered, stderr line-buffered), so that
+    what recall prints and what its children print keep their order."""
+    import io
+    import tempfile
+
+    saved_streams, saved_fds = (sys.stdout, sys.stderr), (os.dup(1), os.dup(2))
+    outputs = (_Output(), _Output())
+    with tempfile.TemporaryFile() as out_file, tempfile.TemporaryFile() as err_file:
+        files = (out_file, err_file)
+        try:
+            for fd, file in zip((1, 2), files, strict=True):
+                os.dup2(file.fileno(), fd)
+            with (
+                open(1, "wb", closefd=False) as out_fd,
+                open(2, "wb", closefd=False) as err_fd,
+            ):
+                sys.stdout = io.TextIOWrapper(out_fd, encoding="utf-8")
+                sys.stderr = io.TextIOWrapper(
+                    err_fd, encoding="utf-8", errors="backslashreplace", line_buffering=True
+                )
+                try:
+                    yield outputs
+                finally:
+                    sys.stdout.flush()
+                    sys.stderr.flush()
+                    sys.stdout.detach()
+                    sys.stderr.detach()
+        finally:
+            sys.stdout, sys.stderr = saved_streams
+            for fd, saved in zip((1, 2), saved_fds, strict=True):
+                os.dup2(saved, fd)
+                os.close(saved)
+        for output, file in zip(outputs, files, strict=True):
+            file.seek(0)
+            output.text = file.read().decode("utf-8")
+
+
+def _clear_recall_caches() -> None:
+    """Forget what recall's functools caches learnt, as a new process would not know it."""
+    for name, module in list(sys.modules.items()):
+        if name == "recall" or name.startswith("recall."):
+            for value in list(vars(module).values()):
+                if getattr(value, "__module__", None) == name and hasattr(value, "cache_clear"):
+                    value.cache_clear()
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, make_repo, run_recall
+from conftest import ROOT, make_repo, run_cli
 
 from recall.bench import (
     median_p90,
@@ -162,7 +162,7 @@ def _bench(tmp_path: Path, real_cache: Path, profile: str | None, *extra: str):
     make_repo(finder, {"finder.py": FINDER, "recall.toml": _engine(log, profile)})
     queries = tmp_path / "q.tsv"
     queries.write_text(QUERIES)
-    proc = run_recall(
+    proc = run_cli(
         "--finder", str(finder), "--queries", str(queries), "--corpus",
         str(ROOT / "corpus.json"), "--cache", str(real_cache), *extra, cwd=finder,
     )  # fmt: skip

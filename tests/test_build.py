@@ -11,7 +11,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SUBSEQUENCE_FINDER, commit_files, make_repo, needs_mirror, run_recall
+from conftest import ROOT, SUBSEQUENCE_FINDER, commit_files, make_repo, needs_mirror, run_cli
 
 from recall.build import extract_archive, unsafe_member
 from recall.errors import RecallError
@@ -101,7 +101,7 @@ def _finder_repo(tmp_path: Path):
 
 
 def _run_base(path: Path, cache: Path, ref: str):
-    return run_recall(
+    return run_cli(
         "--cache", str(cache), "--finder", str(path), "--base", ref, "--repo", "gin",
         "--no-regress", "--json",
     )  # fmt: skip
@@ -132,8 +132,8 @@ def test_a_base_with_no_finder_at_all_is_one_line_exit_2(tmp_path, real_cache):
 
 def test_a_finder_folder_that_is_missing_or_empty_is_refused(tmp_path, real_cache):
     (tmp_path / "empty").mkdir()
-    missing = run_recall("--cache", str(real_cache), "--finder", str(tmp_path / "nope"))
-    empty = run_recall("--cache", str(real_cache), "--finder", str(tmp_path / "empty"))
+    missing = run_cli("--cache", str(real_cache), "--finder", str(tmp_path / "nope"))
+    empty = run_cli("--cache", str(real_cache), "--finder", str(tmp_path / "empty"))
     assert missing.returncode == 2 and "no such folder" in missing.stderr
     assert empty.returncode == 2 and "has no module recall.finder" in empty.stderr
 
@@ -141,7 +141,7 @@ def test_a_finder_folder_that_is_missing_or_empty_is_refused(tmp_path, real_cach
 def test_a_bin_that_is_not_executable_is_refused(tmp_path, real_cache):
     script = tmp_path / "finder.sh"
     script.write_text("#!/bin/sh\necho '[]'\n")
-    proc = run_recall("--cache", str(real_cache), "--bin", str(script), "--repo", "gin")
+    proc = run_cli("--cache", str(real_cache), "--bin", str(script), "--repo", "gin")
     assert proc.returncode == 2 and "not executable" in proc.stderr
 
 
@@ -158,11 +158,11 @@ def test_a_working_tree_finder_run_by_a_program_on_path_is_measured_again_after_
     args = ("--cache", str(real_cache), "--finder", str(tmp_path / "f"), "--repo", "gin")
     args += ("--type", "abbr3", "--no-regress", "--json")
     env = {"PATH": f"{python.parent}:{os.environ['PATH']}"}
-    first = run_recall(*args, env=env)
+    first = run_cli(*args, env=env)
     assert first.returncode == 0, first.stderr
     worse = SUBSEQUENCE_FINDER.replace("key=lambda n: (len(n), n))", "key=lambda n: (-len(n), n))")
     commit_files(repo, {"finder.py": worse}, "rank the longest first")
-    second = run_recall(*args, env=env)
+    second = run_cli(*args, env=env)
     assert second.returncode == 0, second.stderr
     before, after = json.loads(first.stdout)["runs"][0], json.loads(second.stdout)["runs"][0]
     assert after["first"] < before["first"]

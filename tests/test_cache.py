@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, commit_files, make_repo, needs_ctags, needs_mirror, run_recall
+from conftest import ROOT, commit_files, make_repo, needs_ctags, needs_mirror, run_cli
 
 from recall.build import build_base
 from recall.commands.cache import entries, stale
@@ -42,7 +42,7 @@ def filled(tmp_path: Path):
 
 
 def _cache(where: Path, *args: str):
-    return run_recall("cache", *args, "--cache", str(where / "cache"), cwd=where)
+    return run_cli("cache", *args, "--cache", str(where / "cache"), cwd=where)
 
 
 @needs_ctags
@@ -127,7 +127,7 @@ def test_explain_marks_its_checkout_in_use(filled):
     where, cache, _ = filled
     mark = cache / "corpora" / "demo.inuse"
     (where / "queries.tsv").write_text("repo\tquery\ttype\tsource\n")
-    proc = run_recall(
+    proc = run_cli(
         "explain", "demfun", "--repo", "demo", "--engine", "reference",
         "--cache", str(cache), "--queries", str(where / "queries.tsv"), "--finder", str(ROOT),
         cwd=where,
@@ -139,7 +139,7 @@ def test_explain_marks_its_checkout_in_use(filled):
 
 @needs_mirror
 def test_list_on_the_real_cache_shows_the_gin_checkout(gin, real_cache):
-    proc = run_recall("cache", "list", "--cache", str(real_cache))
+    proc = run_cli("cache", "list", "--cache", str(real_cache))
     assert proc.returncode == 0, proc.stderr
     row = next(
         line.split("\t") for line in proc.stdout.splitlines() if line.startswith("corpora\tgin")

@@ -127,14 +127,14 @@ def test_the_report_s_ceiling_row_is_the_query_set_s_and_its_cache_is_never_trus
 ):
     import json
 
-    from conftest import ROOT, run_recall
+    from conftest import ROOT, run_cli
 
     from recall.corpus import load_pins
     from recall.queryset import read_queries, select
 
     def report() -> dict:
         flags = ("--repo", "gin", "--type", "abbr3", "--type", "typo", "--no-regress")
-        proc = run_recall(*flags, "--cache", str(real_cache), "--json")
+        proc = run_cli(*flags, "--cache", str(real_cache), "--json")
         assert proc.returncode == 0, proc.stderr
         return json.loads(proc.stdout)["ceiling"]
 

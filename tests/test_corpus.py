@@ -8,7 +8,7 @@ from pathlib import Path
 
 import git
 import pytest
-from conftest import ROOT, make_repo, mirror_dir, needs_mirror
+from conftest import ROOT, make_repo, mirror_dir, needs_mirror, run_cli
 
 from recall.corpus import FROZEN_EPOCH, Pin, fetch, is_clean, load_pins
 from recall.errors import RecallError
@@ -70,10 +70,9 @@ def test_unreachable_url_from_the_cli_exits_2_with_one_line(tmp_path):
     corpus = tmp_path / "corpus.json"
     url = (tmp_path / "nowhere.git").as_uri()
     corpus.write_text(json.dumps({"ghost": {"url": url, "sha": "b" * 40, "language": "go"}}))
-    proc = subprocess.run(
-        [sys.executable, "-m", "recall", "fetch", "--corpus", str(corpus), "--cache",
-         str(tmp_path / "cache")], capture_output=True, text=True, cwd=ROOT,
-        env={k: v for k, v in os.environ.items() if k != "RECALL_MIRROR"},
+    proc = run_cli(
+        "fetch", "--corpus", str(corpus), "--cache", str(tmp_path / "cache"),
+        env={"RECALL_MIRROR": ""},  # empty is unset to recall: no mirror to fall back on
     )  # fmt: skip
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "ghost" in proc.stderr and url in proc.stderr
@@ -199,10 +198,7 @@ def test_committed_pins_are_the_six_mirrored_corpora(pins):
 
 @needs_mirror
 def test_fetch_all_six_from_the_mirror_then_again_quickly(real_cache, all_names):
-    proc = subprocess.run(
-        [sys.executable, "-m", "recall", "fetch", "--cache", str(real_cache), "--mirror",
-         str(mirror_dir())], capture_output=True, text=True, cwd=ROOT,
-    )  # fmt: skip
+    proc = run_cli("fetch", "--cache", str(real_cache), "--mirror", str(mirror_dir()))
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert [line.split("\t")[0] for line in lines] == list(all_names)

@@ -98,33 +98,34 @@ def test_derived_rows_drop_queries_that_are_a_name_prefix():
 def test_committed_query_set_passes_the_prefix_rule(all_names):
     rows = read_queries(ROOT / "queries.tsv", set(all_names))
     indexes = {repo: PrefixIndex(names) for repo, names in all_names.items()}
+    known = {repo: set(names) for repo, names in all_names.items()}
     derived = [r for r in rows if r.type != "hand"]
     assert len(derived) >= 4500
     assert sum(1 for r in rows if r.type == "hand") >= 60
     for row in derived:
-        assert row.source in set(all_names[row.repo]) or pytest.fail(row)
+        assert row.source in known[row.repo] or pytest.fail(row)
         if row.type != "glob":
             assert not indexes[row.repo].has_prefix(row.query), row
 
 
 def test_derive_all_check_passes_on_the_committed_set(real_cache, all_names):
-    from conftest import mirror_dir, run_recall
+    from conftest import mirror_dir, run_cli
 
     args = ["--cache", str(real_cache), "--mirror", str(mirror_dir())]
-    proc = run_recall("derive", "all", "--check", *args)
+    proc = run_cli("derive", "all", "--check", *args)
     assert proc.returncode == 0, proc.stderr
     assert {line.split(":")[0] for line in proc.stdout.splitlines()} == {
         "queries.tsv", "typed.tsv"
     }  # fmt: skip
-    proc = run_recall("derive", "recipes", "Model2")
+    proc = run_cli("derive", "recipes", "Model2")
     assert "Model2\tconsonants\tmdl2" in proc.stdout.splitlines()
 
 
 def test_derive_sample_reproduces_the_committed_rows(real_cache, all_names):
-    from conftest import mirror_dir, run_recall
+    from conftest import mirror_dir, run_cli
 
     args = ["--cache", str(real_cache), "--mirror", str(mirror_dir())]
-    proc = run_recall("derive", "sample", "gin", "--n", "100", "--seed", "1", *args)
+    proc = run_cli("derive", "sample", "gin", "--n", "100", "--seed", "1", *args)
     assert proc.returncode == 0, proc.stderr
     committed = [
         line for line in (ROOT / "queries.tsv").read_text().splitlines()
@@ -198,4 +199,5 @@ def test_committed_typed_set_has_300_rows_of_every_type(all_names):
     rows = read_queries(ROOT / "typed.tsv", set(all_names))
     counts = {kind: sum(1 for r in rows if r.type == kind) for kind in TYPED_TYPES}
     assert min(counts.values()) >= 300, counts
-    assert all(r.source in set(all_names[r.repo]) for r in rows if r.type == "prefix")
+    known = {repo: set(names) for repo, names in all_names.items()}
+    assert all(r.source in known[r.repo] for r in rows if r.type == "prefix")

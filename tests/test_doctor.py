@@ -2,7 +2,7 @@ import os
 import shutil
 from pathlib import Path
 
-from conftest import ROOT, make_repo, mirror_dir, needs_mirror, run_recall
+from conftest import ROOT, make_repo, mirror_dir, needs_mirror, run_cli
 
 from recall.commands.doctor import (
     FAIL,
@@ -17,7 +17,7 @@ from recall.corpus import Pin
 
 
 def _doctor(cache: Path, *extra: str, env: dict | None = None):
-    return run_recall(
+    return run_cli(
         "doctor", "--cache", str(cache), "--corpus", str(ROOT / "corpus.json"),
         "--queries", str(ROOT / "queries.tsv"), *extra, env=env,
     )  # fmt: skip

@@ -10,7 +10,7 @@ from conftest import (
     make_repo,
     needs_ctags,
     needs_mirror,
-    run_recall,
+    run_cli,
 )
 
 from recall.explain import Side, pick_row, render
@@ -40,7 +40,7 @@ def setup(tmp_path: Path):
 
 
 def _explain(where: Path, *extra: str):
-    return run_recall(
+    return run_cli(
         "explain", *extra, "--finder", str(where / "finder"),
         "--corpus", str(where / "corpus.json"), "--queries", str(where / "queries.tsv"),
         "--cache", str(where / "cache"), cwd=where / "finder",
@@ -114,7 +114,7 @@ def test_render_marks_the_source_and_reports_errors_per_side():
 
 @needs_mirror
 def test_explain_on_gin_gives_locations_that_define_the_names(gin, real_cache):
-    proc = run_recall(
+    proc = run_cli(
         "explain", "tstcnt", "--repo", "gin", "--engine", "reference", "--json",
         "--cache", str(real_cache),
     )  # fmt: skip
@@ -128,7 +128,7 @@ def test_explain_on_gin_gives_locations_that_define_the_names(gin, real_cache):
 
 @needs_ctags
 def test_a_lost_row_in_the_report_prints_an_explain_command_that_runs(setup):
-    proc = run_recall(
+    proc = run_cli(
         "--base", "HEAD~1", "--finder", str(setup / "finder"),
         "--corpus", str(setup / "corpus.json"), "--queries", str(setup / "queries.tsv"),
         "--cache", str(setup / "cache"), "--allow-empty", cwd=setup / "finder",

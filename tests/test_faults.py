@@ -13,7 +13,7 @@ from pathlib import Path
 
 import git
 import pytest
-from conftest import ROOT, commit_files, make_repo, needs_ctags, run_recall
+from conftest import ROOT, commit_files, make_repo, needs_ctags, run_cli, run_recall
 
 from recall.corpus import Pin, fetch, is_clean
 
@@ -142,7 +142,7 @@ def _state(proc: Path) -> str:
 
 
 def _run_ok(world: dict, *extra: str) -> dict:
-    proc = run_recall(*_args(world, *extra), cwd=world["finder"], env=_env(world))
+    proc = run_cli(*_args(world, *extra), cwd=world["finder"], env=_env(world))
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
@@ -220,7 +220,7 @@ def test_explain_bounds_the_build_by_build_timeout_too(world):
 @pytest.mark.parametrize("command", ["run", "explain"])
 def test_a_build_timeout_of_zero_is_a_usage_error(world, command):
     args = ("explain", "alpha", "--repo", "tiny") if command == "explain" else ("run",)
-    proc = run_recall(
+    proc = run_cli(
         *args, "--finder", str(world["finder"]), "--corpus", str(world["corpus"]),
         "--queries", str(world["queries"]), "--cache", str(world["cache"]),
         "--build-timeout", "0", cwd=world["finder"], env=_env(world),
@@ -260,14 +260,14 @@ def test_sigint_after_the_fetch_leaves_a_clean_checkout(world, tmp_path):
 
 @needs_ctags
 def test_finder_that_writes_into_the_checkout_is_named_and_the_checkout_rebuilt(world):
-    proc = run_recall(*_args(world), cwd=world["finder"], env=_env(world, "dirty"))
+    proc = run_cli(*_args(world), cwd=world["finder"], env=_env(world, "dirty"))
     assert proc.returncode == 0, proc.stderr
     run = json.loads(proc.stdout)["runs"][0]
     assert run["dirtied"] == ["tiny"]
     checkout = world["cache"] / "corpora" / "tiny"
     assert not (checkout / "lib" / "written-by-finder.txt").exists()
     assert git.Repo(checkout).git.status("--porcelain", "--ignored") == ""
-    text = run_recall(
+    text = run_cli(
         *[a for a in _args(world) if a != "--json"], cwd=world["finder"],
         env=_env(world, "dirty"),
     )  # fmt: skip
@@ -283,7 +283,7 @@ def test_awkward_queries_reach_the_finder_unchanged_never_through_a_shell(world)
     hand = [f"tiny\t{q}\thand\t" for q in AWKWARD]
     with world["queries"].open("a", encoding="utf-8") as queries:
         queries.write("\n".join(hand) + "\n")
-    proc = run_recall(*_args(world), cwd=world["finder"], env=_env(world, "echo"))
+    proc = run_cli(*_args(world), cwd=world["finder"], env=_env(world, "echo"))
     assert proc.returncode == 0, proc.stderr
     received = (world["marks"] / "queries").read_text(encoding="utf-8").splitlines()
     sent = [query for query, _source in ROWS] + AWKWARD
@@ -312,7 +312,7 @@ def test_nothing_is_written_outside_the_cache_the_temporary_folder_and_the_repor
 def test_a_file_where_the_cache_folder_should_be_is_one_line_exit_2(world):
     world["cache"].rmdir()
     world["cache"].write_text("not a folder")
-    proc = run_recall(*_args(world), cwd=world["finder"], env=_env(world))
+    proc = run_cli(*_args(world), cwd=world["finder"], env=_env(world))
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.startswith("recall: ") and proc.stderr.count("\n") == 1
     assert "Traceback" not in proc.stderr
@@ -362,7 +362,7 @@ def test_a_build_that_fails_or_produces_no_binary_is_one_line_exit_2(world, buil
     engine = world["finder"] / "recall.toml"
     text = ENGINE.replace('["{python}", "{tree}/build.py"]', build)
     engine.write_text(text.replace('["{python}", "{tree}/finder.py"]', bin_))
-    proc = run_recall(*_args(world), cwd=world["finder"], env=_env(world))
+    proc = run_cli(*_args(world), cwd=world["finder"], env=_env(world))
     assert proc.returncode == 2 and message in proc.stderr, proc.stderr
     assert proc.stderr.startswith("recall: ") and proc.stderr.count("\n") == 1
     assert proc.stdout == ""
@@ -378,11 +378,11 @@ def test_names_holding_a_tab_or_newline_never_break_the_report(world):
         )
     )
     args = [a for a in _args(world) if a != "--json"]
-    proc = run_recall(*args, "--misses", cwd=world["finder"], env=_env(world))
+    proc = run_cli(*args, "--misses", cwd=world["finder"], env=_env(world))
     assert proc.returncode == 0, proc.stderr
     rows = [line for line in proc.stdout.splitlines() if "bad" in line]
     assert len(rows) == len(ROWS) and all("bad\\tna\\nme" in row for row in rows)
-    proc = run_recall(*_args(world), "--misses", cwd=world["finder"], env=_env(world))
+    proc = run_cli(*_args(world), "--misses", cwd=world["finder"], env=_env(world))
     assert json.loads(proc.stdout)["misses"][0]["first"] == "bad\tna\nme"
 
 
@@ -393,7 +393,7 @@ def test_a_query_that_errors_in_the_candidate_counts_as_a_loss(world):
         'if mode == "dirty":', 'if query == "beta":\n    sys.exit(5)\nif mode == "dirty":'
     )
     commit_files(repo, {"finder.py": crash}, "crash on beta")
-    proc = run_recall(
+    proc = run_cli(
         *_args(world, "--base", "HEAD~1", "--fail-on-loss"), cwd=world["finder"], env=_env(world)
     )
     assert proc.returncode == 1, proc.stderr
@@ -410,7 +410,7 @@ def test_a_checkout_edited_by_hand_is_rebuilt_before_the_first_query(world):
     _run_ok(world)
     alpha = world["cache"] / "corpora" / "tiny" / "lib" / "alpha.py"
     alpha.write_text(alpha.read_text() + "# edited by hand\n")
-    proc = run_recall(*_args(world), cwd=world["finder"], env=_env(world, "peek"))
+    proc = run_cli(*_args(world), cwd=world["finder"], env=_env(world, "peek"))
     assert proc.returncode == 0, proc.stderr
     assert "tiny: the checkout no longer matches its pin" in proc.stderr
     assert set((world["marks"] / "peek").read_text().split()) == {"pin"}
@@ -421,7 +421,7 @@ def test_a_checkout_edited_by_hand_is_rebuilt_before_the_first_query(world):
 def test_a_source_that_is_no_name_of_its_corpus_is_a_bad_row_with_its_line(world):
     with world["queries"].open("a") as queries:
         queries.write("tiny\talfun\texact\talpha_function \n")
-    proc = run_recall(*_args(world), cwd=world["finder"], env=_env(world))
+    proc = run_cli(*_args(world), cwd=world["finder"], env=_env(world))
     assert proc.returncode == 2 and proc.stdout == ""
     line = len(ROWS) + 2
     assert f"queries.tsv:{line}: source 'alpha_function ' is not a name of tiny" in proc.stderr
@@ -445,7 +445,7 @@ def test_an_engine_that_answers_nothing_is_exit_2_with_the_reason(world, finder,
         engine = engine.replace('bin = ["{python}", "{tree}/finder.py"]', f"bin = {bin_}")
     (world["finder"] / "recall.toml").write_text(engine)
     args = [a for a in _args(world) if a != "--allow-empty"]
-    proc = run_recall(*args, cwd=world["finder"], env=_env(world))
+    proc = run_cli(*args, cwd=world["finder"], env=_env(world))
     assert proc.returncode == 2 and message in proc.stderr, proc.stderr
     assert proc.stderr.count("\n") == 1
 
@@ -466,7 +466,7 @@ def test_a_batch_finder_out_of_step_is_one_line_exit_2_and_no_report(world):
         '[engine]\nbin = ["{python}", "{tree}/batch.py"]\nquery = ["{bin}", "{query}"]\n'
         'batch = ["{bin}"]\n'
     )
-    proc = run_recall(*_args(world), cwd=world["finder"], env=_env(world))
+    proc = run_cli(*_args(world), cwd=world["finder"], env=_env(world))
     assert proc.returncode == 2, proc.stderr
     assert (
         proc.stderr.startswith("recall: batch finder candidate (") and " on tiny: " in proc.stderr

@@ -10,7 +10,7 @@ from pathlib import Path
 import git
 import numpy as np
 import pytest
-from conftest import fzy_clone, mirror_dir, needs_ctags, needs_mirror, run_recall
+from conftest import fzy_clone, mirror_dir, needs_ctags, needs_mirror, run_cli
 from test_html import FIRST_BLUE, _chromium, needs_chromium
 
 from recall.history import Commit, github_commit_url, is_range, thin
@@ -24,7 +24,7 @@ FIRST_BAD_05_06 = (
 
 
 def recall(fzy: Path, cache: Path, *args: str):  # type: ignore[no-untyped-def]
-    return run_recall(
+    return run_cli(
         *args, "--finder", str(fzy), "--cache", str(cache), "--mirror", str(mirror_dir()),
         *SELECTION,
     )  # fmt: skip

@@ -10,7 +10,7 @@ from pathlib import Path
 import git
 import orjson
 import pytest
-from conftest import commit_files, fzy_clone, mirror_dir, needs_ctags, needs_mirror, run_recall
+from conftest import commit_files, fzy_clone, mirror_dir, needs_ctags, needs_mirror, run_cli
 
 from recall.errors import RecallError
 from recall.history import Commit
@@ -20,14 +20,14 @@ SELECTION = ("--repo", "gin", "--repo", "ripgrep", "--type", "abbr3")  # 84 + 72
 
 
 def _recall(clone: Path, cache: Path, *args: str):  # type: ignore[no-untyped-def]
-    return run_recall(
+    return run_cli(
         *args, "--finder", str(clone), "--cache", str(cache), "--mirror", str(mirror_dir()),
         *SELECTION,
     )  # fmt: skip
 
 
 def _merge(tmp: Path, *files: str, extra: tuple[str, ...] = ()):  # type: ignore[no-untyped-def]
-    return run_recall("merge", *(str(tmp / f) for f in files), *SELECTION, *extra)
+    return run_cli("merge", *(str(tmp / f) for f in files), *SELECTION, *extra)
 
 
 def _without_seconds(data: dict) -> dict:
@@ -178,6 +178,6 @@ def test_the_files_of_a_run_and_of_a_history_are_not_merged_together(sharded):
 def test_a_history_shard_that_could_only_print_a_partial_history_is_refused(
     flags, message, tmp_path
 ):
-    proc = run_recall("history", "--tags", *flags, "--cache", str(tmp_path), cwd=tmp_path)
+    proc = run_cli("history", "--tags", *flags, "--cache", str(tmp_path), cwd=tmp_path)
     assert proc.returncode == 2 and message in proc.stderr
     assert not Path(tmp_path, "x.json").exists()

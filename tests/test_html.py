@@ -9,7 +9,7 @@ from pathlib import Path
 import git
 import numpy as np
 import pytest
-from conftest import ROOT, needs_chromium, run_recall
+from conftest import ROOT, needs_chromium, run_cli
 
 from recall.render.html import render_html, source_link
 
@@ -102,7 +102,7 @@ def test_html_of_a_base_run_renders_charts_and_links_without_console_errors(
     real_cache, gin, worse_clone, tmp_path
 ):
     page = tmp_path / "report.html"
-    proc = run_recall(
+    proc = run_cli(
         "--cache", str(real_cache), "--repo", "gin", "--type", "abbr2", "--type",
         "consonants", "--finder", str(worse_clone), "--base", "HEAD~1", "--json",
         "--html", str(page),

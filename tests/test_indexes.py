@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, make_repo, run_recall
+from conftest import ROOT, make_repo, run_cli
 
 from recall.engine import load_engine
 from recall.indexes import KIND, MARKER
@@ -195,7 +195,7 @@ def test_a_bad_index_cache_is_exit_2_with_one_line_naming_file_and_key(tmp_path,
     if "needs an index" in message:
         body = "\n".join(b for b in body.splitlines() if not b.startswith("index ")) + "\n"
     engine.write_text(body)
-    proc = run_recall(
+    proc = run_cli(
         "--finder", str(tmp_path / "finder"), "--corpus", str(ROOT / "corpus.json"),
         "--queries", str(ROOT / "queries.tsv"), "--engine", str(engine),
         "--cache", str(tmp_path / "cache"), cwd=tmp_path,
@@ -217,7 +217,7 @@ def test_a_base_build_reuses_its_index_and_the_working_tree_never_does(tmp_path,
     (tree / "recall.toml").write_text(ENGINE.replace("{tree}/index.log", str(log)))
     cache = tmp_path / "cache"
     for timeout in ("10", "11"):
-        proc = run_recall(
+        proc = run_cli(
             "--finder", str(tree), "--corpus", str(ROOT / "corpus.json"),
             "--queries", str(ROOT / "queries.tsv"), "--cache", str(cache), "--repo", "gin",
             "--type", "hand", "--allow-empty", "--base", "HEAD", "--timeout", timeout, "--json",
@@ -239,14 +239,14 @@ def test_recall_cache_lists_a_kept_index_and_prune_removes_it_once_unused(finder
     _run(finder, corpus, "file:one")
     release_in_use()  # this test process is not a running harness
     (entry,) = _entries(corpus)
-    proc = run_recall("cache", "list", "--cache", str(corpus.cache), cwd=tmp_path)
+    proc = run_cli("cache", "list", "--cache", str(corpus.cache), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     rows = [line.split("\t") for line in proc.stdout.splitlines()]
     assert [r[:2] for r in rows if r[0] == KIND] == [[KIND, entry.name]]
     old = 1_000_000_000
     for stamp in (entry / MARKER, corpus.cache / KIND / f"{entry.name}.inuse"):
         os.utime(stamp, (old, old))
-    proc = run_recall(
+    proc = run_cli(
         "cache", "prune", "--older-than", "30", "--cache", str(corpus.cache), cwd=tmp_path
     )
     assert proc.returncode == 0, proc.stderr

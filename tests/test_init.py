@@ -1,7 +1,7 @@
 import re
 from pathlib import Path
 
-from conftest import make_repo, run_recall
+from conftest import make_repo, run_cli
 
 from recall.engine import load_engine, load_preset, preset_names
 
@@ -11,7 +11,7 @@ OPTIONAL = ("build", "index", "batch", "profile", "cwd", "stdin", "env", "env_re
 
 def test_init_with_the_rq_preset_writes_a_loadable_copy_and_the_next_command(tmp_path):
     make_repo(tmp_path / "rq", {"Cargo.toml": "[package]\n"})
-    proc = run_recall("init", "--preset", "rq", cwd=tmp_path / "rq")
+    proc = run_cli("init", "--preset", "rq", cwd=tmp_path / "rq")
     assert proc.returncode == 0, proc.stderr
     written = load_engine(tmp_path / "rq" / "recall.toml")
     preset = load_preset("rq")
@@ -25,7 +25,7 @@ def test_init_with_the_rq_preset_writes_a_loadable_copy_and_the_next_command(tmp
 def test_blank_init_loads_and_explains_every_optional_key_commented_out(tmp_path):
     make_repo(tmp_path / "f", {"x.txt": "x"})
     (tmp_path / "f" / "sub").mkdir()
-    proc = run_recall("init", cwd=tmp_path / "f" / "sub")
+    proc = run_cli("init", cwd=tmp_path / "f" / "sub")
     assert proc.returncode == 0, proc.stderr
     path = tmp_path / "f" / "recall.toml"
     engine = load_engine(path)
@@ -37,7 +37,7 @@ def test_blank_init_loads_and_explains_every_optional_key_commented_out(tmp_path
 
 def test_init_refuses_to_overwrite_an_existing_recall_toml(tmp_path):
     make_repo(tmp_path / "f", {"recall.toml": "mine\n"})
-    proc = run_recall("init", "--preset", "fzf", cwd=tmp_path / "f")
+    proc = run_cli("init", "--preset", "fzf", cwd=tmp_path / "f")
     assert proc.returncode == 2
     assert (
         proc.stderr
@@ -48,6 +48,6 @@ def test_init_refuses_to_overwrite_an_existing_recall_toml(tmp_path):
 
 
 def test_init_with_an_unknown_preset_names_the_presets_and_writes_nothing(tmp_path: Path):
-    proc = run_recall("init", "--preset", "nope", cwd=tmp_path)
+    proc = run_cli("init", "--preset", "nope", cwd=tmp_path)
     assert proc.returncode == 2 and f"(presets: {', '.join(preset_names())})" in proc.stderr
     assert list(tmp_path.iterdir()) == []

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import make_repo, needs_ctags, run_recall
+from conftest import make_repo, needs_ctags, run_cli
 from test_faults import BUILD, CORPUS_FILES, ENGINE, FINDER, _args, _env
 from test_faults import ROWS as TINY_ROWS
 
@@ -56,9 +56,9 @@ def _one_line_exit_2(proc, *needles: str) -> None:
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf", "0", "-3", "1e300"])
 def test_a_timeout_that_is_not_a_finite_number_of_seconds_is_one_line_exit_2(world, value):
-    proc = run_recall(*_args(world, f"--timeout={value}"), cwd=world["finder"], env=_env(world))
+    proc = run_cli(*_args(world, f"--timeout={value}"), cwd=world["finder"], env=_env(world))
     _one_line_exit_2(proc, "--timeout")
-    explain = run_recall(
+    explain = run_cli(
         "explain", "alpha", "--repo", "tiny", "--corpus", str(world["corpus"]),
         "--cache", str(world["cache"]), "--finder", str(world["finder"]), f"--timeout={value}",
         cwd=world["finder"], env=_env(world),
@@ -68,7 +68,7 @@ def test_a_timeout_that_is_not_a_finite_number_of_seconds_is_one_line_exit_2(wor
 
 @pytest.mark.parametrize(("flag", "value"), [("--jobs", "0"), ("--jobs", "-2"), ("--bench", "0")])
 def test_jobs_and_bench_reps_below_one_are_one_line_exit_2(world, flag, value):
-    proc = run_recall(*_args(world, flag, value), cwd=world["finder"], env=_env(world))
+    proc = run_cli(*_args(world, flag, value), cwd=world["finder"], env=_env(world))
     _one_line_exit_2(proc, flag)
 
 
@@ -103,14 +103,14 @@ def test_an_engine_file_nested_past_any_depth_is_refused_as_not_toml():
 
 def test_a_corpus_file_nested_100k_deep_is_one_line_exit_2(world):
     world["corpus"].write_bytes(DEEP)
-    proc = run_recall(*_args(world), cwd=world["finder"], env=_env(world))
+    proc = run_cli(*_args(world), cwd=world["finder"], env=_env(world))
     _one_line_exit_2(proc, f"{world['corpus']}: not JSON")
 
 
 def test_a_derive_settings_file_nested_100k_deep_is_one_line_exit_2(world, tmp_path):
     settings = tmp_path / "derive.json"
     settings.write_bytes(DEEP_OBJECT)
-    proc = run_recall(
+    proc = run_cli(
         "derive", "all", "--corpus", str(world["corpus"]), "--settings", str(settings),
         "--queries", str(world["queries"]), "--cache", str(world["cache"]),
         cwd=world["finder"], env=_env(world),
@@ -121,7 +121,7 @@ def test_a_derive_settings_file_nested_100k_deep_is_one_line_exit_2(world, tmp_p
 def test_a_saved_run_nested_100k_deep_is_one_line_exit_2(world, tmp_path):
     path = tmp_path / "saved.json"
     path.write_bytes(DEEP_OBJECT)
-    proc = run_recall(*_args(world, "--against", str(path)), cwd=world["finder"], env=_env(world))
+    proc = run_cli(*_args(world, "--against", str(path)), cwd=world["finder"], env=_env(world))
     _one_line_exit_2(proc, f"--against {path}: not JSON")
 
 
@@ -283,7 +283,7 @@ def test_load_pins_names_a_file_nested_too_deeply(tmp_path):
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-1"])
 def test_prune_older_than_a_number_of_days_that_is_not_finite_is_one_line_exit_2(tmp_path, value):
-    proc = run_recall("cache", "prune", f"--older-than={value}", "--cache", str(tmp_path))
+    proc = run_cli("cache", "prune", f"--older-than={value}", "--cache", str(tmp_path))
     _one_line_exit_2(proc, "--older-than")
 
 

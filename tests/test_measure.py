@@ -4,7 +4,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, make_repo, run_recall
+from conftest import ROOT, make_repo, run_cli
 
 from recall.answers import rank_by_name
 from recall.model import Hit
@@ -75,7 +75,7 @@ def test_misbehaving_finder_is_reported_per_query(misbehaving, tmp_path, real_ca
     lines += [f"gin\t{q}\texact\tContext" for q in bad]
     queries.write_text("\n".join(lines) + "\n")
     started = time.monotonic()
-    proc = run_recall(
+    proc = run_cli(
         "--finder", str(misbehaving), "--queries", str(queries), "--corpus",
         str(ROOT / "corpus.json"), "--cache", str(real_cache), "--timeout", "3",
         "--json", "--allow-empty", cwd=misbehaving, env={"PIDDIR": str(tmp_path)},
@@ -109,7 +109,7 @@ def test_engine_that_returns_nothing_is_suspect(misbehaving, tmp_path, real_cach
     queries.write_text("repo\tquery\ttype\tsource\ngin\tqqqqzz\texact\tContext\n")
     args = ["--finder", str(misbehaving), "--queries", str(queries), "--corpus",
             str(ROOT / "corpus.json"), "--cache", str(real_cache)]  # fmt: skip
-    proc = run_recall(*args, cwd=misbehaving)
+    proc = run_cli(*args, cwd=misbehaving)
     assert proc.returncode == 2
     assert "engine description is probably wrong" in proc.stderr
     assert proc.stdout == ""

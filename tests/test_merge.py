@@ -6,7 +6,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import mirror_dir, needs_ctags, run_recall
+from conftest import mirror_dir, needs_ctags, run_cli
 
 from recall.queryset import QueryRow
 from recall.run import shard_rows
@@ -36,10 +36,10 @@ def shards(tmp_path_factory, real_cache) -> dict:
         pytest.skip("the offline corpus mirrors (../shared/corpora) are absent")
     tmp = tmp_path_factory.mktemp("shards")
     flags = (*SELECTION, "--base", "HEAD", "--cache", str(real_cache))
-    whole = run_recall("run", *flags, "--json", "--save", str(tmp / "whole.json"))
+    whole = run_cli("run", *flags, "--json", "--save", str(tmp / "whole.json"))
     assert whole.returncode == 0, whole.stderr
     for k in (1, 2):
-        proc = run_recall("run", *flags, "--shard", f"{k}/2", "--save", str(tmp / f"{k}.json"))
+        proc = run_cli("run", *flags, "--shard", f"{k}/2", "--save", str(tmp / f"{k}.json"))
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout.startswith(f"recall: shard {k}/2 (")
     return {"whole": json.loads(whole.stdout), "tmp": tmp, "cache": str(real_cache)}
@@ -47,7 +47,7 @@ def shards(tmp_path_factory, real_cache) -> dict:
 
 def _merge(shards: dict, *files: str, extra: tuple[str, ...] = ()):
     paths = [str(shards["tmp"] / f) for f in files]
-    return run_recall("merge", *paths, *SELECTION, "--cache", shards["cache"], *extra)
+    return run_cli("merge", *paths, *SELECTION, "--cache", shards["cache"], *extra)
 
 
 @needs_ctags
@@ -82,7 +82,7 @@ def test_shards_that_ran_other_code_or_another_selection_are_refused(shards):
     proc = _merge(shards, "1.json", "other.json")
     assert proc.returncode == 2 and "ran other code or data than" in proc.stderr
     paths = [str(shards["tmp"] / f) for f in ("1.json", "2.json")]
-    narrower = run_recall("merge", *paths, *SELECTION, "--type", "glob", "--cache", shards["cache"])
+    narrower = run_cli("merge", *paths, *SELECTION, "--type", "glob", "--cache", shards["cache"])
     assert narrower.returncode == 2 and "its rows of" in narrower.stderr
 
 
@@ -95,6 +95,6 @@ def test_shards_that_ran_other_code_or_another_selection_are_refused(shards):
     ],
 )
 def test_a_shard_that_could_only_print_a_partial_report_is_refused(flags, message, tmp_path):
-    proc = run_recall("run", *flags, "--cache", str(tmp_path))
+    proc = run_cli("run", *flags, "--cache", str(tmp_path))
     assert proc.returncode == 2 and message in proc.stderr
     assert not Path(tmp_path, "x.json").exists()

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, run_recall
+from conftest import ROOT, run_cli
 
 pytest.importorskip("frizbee")
 
@@ -70,7 +70,7 @@ def test_answers_are_identical_run_to_run(tmp_path):
 
 
 def _gin_run(preset: str, real_cache: Path) -> dict:
-    proc = run_recall(
+    proc = run_cli(
         "--engine", preset, "--repo", "gin", "--type", "abbr3", "--type", "typo",
         "--cache", str(real_cache), "--json",
     )  # fmt: skip

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, run_recall
+from conftest import ROOT, run_cli
 
 from recall.engine import load_preset, parse_engine
 from recall.errors import RecallError
@@ -144,7 +144,7 @@ def test_each_library_preset_on_gin_ranks_as_the_library_called_directly(
 ):
     call = _direct(preset)
     saved = tmp_path / "saved.json"
-    proc = run_recall(
+    proc = run_cli(
         "--engine", preset, "--repo", "gin", "--type", "abbr3", "--type", "typo",
         "--cache", str(real_cache), "--save", str(saved), "--no-regress",
     )  # fmt: skip
@@ -184,7 +184,7 @@ def _library_engine(tmp_path: Path, target: str) -> Path:
 
 def test_a_library_that_kills_its_worker_costs_the_query_in_flight_only(real_cache, gin, tmp_path):
     engine = _library_engine(tmp_path, "dying:find")
-    proc = run_recall(
+    proc = run_cli(
         "--engine", str(engine), "--repo", "gin", "--type", "abbr3",
         "--cache", str(real_cache), "--json", "--no-regress",
     )  # fmt: skip
@@ -198,7 +198,7 @@ def test_a_library_that_kills_its_worker_costs_the_query_in_flight_only(real_cac
 
 def test_a_library_that_cannot_be_imported_is_exit_2_naming_it(real_cache, gin, tmp_path):
     engine = _library_engine(tmp_path, "nosuchmod_zz:find")
-    proc = run_recall(
+    proc = run_cli(
         "--engine", str(engine), "--repo", "gin", "--type", "abbr3",
         "--cache", str(real_cache), "--no-regress",
     )  # fmt: skip

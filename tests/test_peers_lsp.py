@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, make_repo, run_recall
+from conftest import ROOT, make_repo, run_cli
 
 from recall.engine import load_preset, parse_engine, uses_node_modules
 from recall.errors import RecallError
@@ -466,7 +466,7 @@ def test_a_server_crashing_mid_run_costs_the_query_in_flight_only(real_cache, gi
         f'server = ["{{python}}", "{script}", "{{names}}", "{{db}}/log", "crash"]\n'
         "ready_timeout = 20\n"
     )
-    proc = run_recall(
+    proc = run_cli(
         "--engine", str(engine), "--repo", "gin", "--type", "first+last",
         "--cache", str(real_cache), "--json", "--no-regress", "--allow-empty",
     )  # fmt: skip

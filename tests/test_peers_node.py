@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, commit_files, make_repo, needs_tool, run_recall
+from conftest import ROOT, commit_files, make_repo, needs_tool, run_cli
 
 from recall.engine import load_preset, parse_engine
 from recall.errors import RecallError
@@ -243,7 +243,7 @@ def test_each_node_preset_on_gin_ranks_as_the_package_called_directly(
     preset, modules, real_cache, gin, tmp_path
 ):
     saved = tmp_path / "saved.json"
-    proc = run_recall(
+    proc = run_cli(
         "--engine", preset, "--repo", "gin", "--type", "abbr3", "--type", "typo",
         "--cache", str(real_cache), "--save", str(saved), "--no-regress",
     )  # fmt: skip
@@ -277,7 +277,7 @@ def test_a_base_runs_its_own_adapter(tmp_path, modules, real_cache, gin):
     assert reversed_cut in files["recall/peers/node/adapter.js"]
     repo = make_repo(tmp_path / "finder", files, "an adapter that answers backwards")
     commit_files(repo, {"recall/peers/node/adapter.js": good}, "the real adapter")
-    proc = run_recall(
+    proc = run_cli(
         "--finder", str(tmp_path / "finder"), "--engine", "match-sorter", "--base", "HEAD~1",
         "--repo", "gin", "--type", "abbr3", "--cache", str(real_cache), "--json", "--no-regress",
     )  # fmt: skip
@@ -291,7 +291,7 @@ def test_node_missing_from_path_is_one_line_and_exit_2(tmp_path):
     folder = tmp_path / "bin"
     folder.mkdir()
     (folder / "git").symlink_to(shutil.which("git"))
-    proc = run_recall(
+    proc = run_cli(
         "--engine", "fusejs", "--repo", "gin", "--type", "abbr3", "--no-regress",
         "--cache", str(tmp_path / "cache"), env={"PATH": str(folder)},
     )  # fmt: skip

@@ -13,7 +13,7 @@ from conftest import (
     mirror_dir,
     needs_ctags,
     needs_mirror,
-    run_recall,
+    run_cli,
 )
 
 from recall.queryset import read_queries
@@ -41,7 +41,7 @@ def project(tmp_path: Path):
 
 
 def _pin(where: Path, *args: str):
-    return run_recall(
+    return run_cli(
         "pin", *args, "--language", "python", "--cache", str(where.parent / "cache"),
         cwd=where,
     )  # fmt: skip
@@ -63,7 +63,7 @@ def test_pin_of_a_new_repo_writes_the_pin_its_n_and_rows_that_derive_all_agrees_
     assert json.loads((where / "derive.json").read_text()) == {
         "repos": {"demo": {"n": 3, "seed": 1}}
     }
-    check = run_recall("derive", "all", "--check", "--cache", str(tmp / "cache"), cwd=where)
+    check = run_cli("derive", "all", "--check", "--cache", str(tmp / "cache"), cwd=where)
     assert check.returncode == 0, check.stderr
 
 
@@ -117,7 +117,7 @@ def test_a_pin_that_cannot_be_fetched_or_is_malformed_changes_no_file(project):
 def test_repinning_gin_at_its_own_sha_leaves_every_file_byte_identical(tmp_path, gin, real_cache):
     for name in ("corpus.json", "derive.json", "queries.tsv"):
         shutil.copy(ROOT / name, tmp_path / name)
-    proc = run_recall(
+    proc = run_cli(
         "pin", "gin", gin.pin.url, gin.pin.sha, "--language", "go",
         "--cache", str(real_cache), "--mirror", str(mirror_dir()), cwd=tmp_path,
     )  # fmt: skip
@@ -147,7 +147,7 @@ def test_two_pins_of_different_repos_at_once_both_land(project):
     assert set(json.loads((where / "corpus.json").read_text())) == {"one", "two", "three"}
     assert set(json.loads((where / "derive.json").read_text())["repos"]) == {"one", "two", "three"}
     assert {r.repo for r in read_queries(where / "queries.tsv")} == {"one", "two", "three"}
-    check = run_recall("derive", "all", "--check", "--cache", str(tmp / "cache"), cwd=where)
+    check = run_cli("derive", "all", "--check", "--cache", str(tmp / "cache"), cwd=where)
     assert check.returncode == 0, check.stderr
 
 
@@ -171,7 +171,7 @@ def test_a_language_that_leaves_a_repo_no_rows_needs_force(project):
     where = tmp / "project"
     assert _pin(where, "demo", url, first, "--n", "3").returncode == 0
     files = {n: (where / n).read_bytes() for n in ("corpus.json", "derive.json", "queries.tsv")}
-    wrong = run_recall("pin", "demo", url, first, "--language", "go",
+    wrong = run_cli("pin", "demo", url, first, "--language", "go",
                        "--cache", str(tmp / "cache"), cwd=where)  # fmt: skip
     assert wrong.returncode == 2
     assert wrong.stderr.startswith(
@@ -179,7 +179,7 @@ def test_a_language_that_leaves_a_repo_no_rows_needs_force(project):
     )
     assert wrong.stderr.count("\n") == 1 and "--force" in wrong.stderr
     assert {n: (where / n).read_bytes() for n in files} == files
-    forced = run_recall("pin", "demo", url, first, "--language", "go", "--force",
+    forced = run_cli("pin", "demo", url, first, "--language", "go", "--force",
                         "--cache", str(tmp / "cache"), cwd=where)  # fmt: skip
     assert forced.returncode == 0, forced.stderr
     assert json.loads((where / "corpus.json").read_text())["demo"]["language"] == "go"

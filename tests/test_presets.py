@@ -5,7 +5,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, make_repo, run_recall
+from conftest import ROOT, make_repo, run_cli
 
 RQ_STANDIN = r'''#!/usr/bin/env python3
 """A stand-in speaking rq's CLI protocol: --index DIR, then QUERY --json --limit N."""
@@ -49,7 +49,7 @@ def test_subsequence_presets_rank_real_names(preset, tmp_path, real_cache, gin):
     if shutil.which(preset) is None:
         pytest.skip(f"{preset} is not installed (.ci/run installs it)")
     queries = _queries(tmp_path, QUERIES)
-    proc = run_recall(
+    proc = run_cli(
         "--engine", preset, "--queries", str(queries), "--cache", str(real_cache), "--json"
     )
     assert proc.returncode == 0, proc.stderr
@@ -65,7 +65,7 @@ def test_rq_preset_through_a_stand_in(tmp_path, real_cache, gin):
     binary.write_text(RQ_STANDIN)
     binary.chmod(0o755)
     queries = _queries(tmp_path, QUERIES)
-    proc = run_recall(
+    proc = run_cli(
         "--finder", str(finder), "--bin", str(binary), "--queries", str(queries),
         "--corpus", str(ROOT / "corpus.json"), "--cache", str(real_cache), "--json",
         "--misses", cwd=finder,
@@ -83,11 +83,11 @@ def test_reference_per_query_and_batch_modes_rank_alike(tmp_path, real_cache, gi
     per_query.write_text("\n".join(ln for ln in text.splitlines() if not ln.startswith("batch")))
     queries = tmp_path / "q.tsv"
     lines = (ROOT / "queries.tsv").read_text().splitlines()
-    gin_rows = [ln for ln in lines if ln.startswith("gin\t")][::12]
+    gin_rows = [ln for ln in lines if ln.startswith("gin\t")][::24]  # 24, every type
     queries.write_text("\n".join([lines[0], *gin_rows]) + "\n")
     reports = []
     for engine in ("reference", str(per_query)):
-        proc = run_recall(
+        proc = run_cli(
             "--engine", engine, "--queries", str(queries), "--cache", str(real_cache),
             "--json", "--misses",
         )  # fmt: skip

@@ -8,7 +8,7 @@ from conftest import (
     SUBSEQUENCE_FINDER,
     make_repo,
     needs_ctags,
-    run_recall,
+    run_cli,
 )
 
 from recall.corpus import load_pins
@@ -81,7 +81,7 @@ def test_the_committed_cases_are_twenty_or_more_over_the_pinned_corpora():
 
 
 def _gin_abbr3(cache: Path, *extra: str) -> dict:
-    proc = run_recall("--cache", str(cache), "--repo", "gin", "--type", "abbr3", "--json", *extra)
+    proc = run_cli("--cache", str(cache), "--repo", "gin", "--type", "abbr3", "--json", *extra)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
@@ -123,7 +123,7 @@ def mine(tmp_path: Path) -> Path:
 
 def _mine(project: Path, *extra: str):
     where = project.parent
-    return run_recall(
+    return run_cli(
         "--corpus", "mine.json", "--queries", "mine.tsv", "--finder", str(where / "finder"),
         "--cache", str(where / "cache"), *extra, cwd=project, env={"RECALL_MIRROR": ""},
     )  # fmt: skip

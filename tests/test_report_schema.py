@@ -9,7 +9,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from conftest import ROOT, run_recall
+from conftest import ROOT, run_cli
 from test_report import _golden_report
 
 from recall.bench import summarize_bench
@@ -33,7 +33,7 @@ def _valid(report: dict) -> dict:
 
 
 def _json(*args: str, cwd: Path = ROOT) -> dict:
-    proc = run_recall(*args, "--json", cwd=cwd)
+    proc = run_cli(*args, "--json", cwd=cwd)
     assert proc.returncode == 0, proc.stderr
     return _valid(json.loads(proc.stdout))
 
@@ -106,7 +106,7 @@ def test_a_merged_report_validates_and_matches_the_unsharded_run_but_the_seconds
     real_cache, gin, tmp_path
 ):
     shard = tmp_path / "shard.json"
-    proc = run_recall("--cache", str(real_cache), *GIN_ABBR3, "--shard", "1/1", "--save",
+    proc = run_cli("--cache", str(real_cache), *GIN_ABBR3, "--shard", "1/1", "--save",
                       str(shard))  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     merged = _json("merge", "--cache", str(real_cache), *GIN_ABBR3, str(shard))
@@ -152,7 +152,7 @@ def test_a_kept_report_of_schema_1_is_refused_naming_the_file_and_the_schema(tmp
     report = {"schema": 1, "queries": 1, "sourced": 1, "runs": []}
     kept.write_text(json.dumps({"label": "reference", "version": "v", "command": "c",
                                 "note": "n", "report": report}))  # fmt: skip
-    proc = run_recall("results", "--render-only", "--reports", str(tmp_path), "--only",
+    proc = run_cli("results", "--render-only", "--reports", str(tmp_path), "--only",
                       "reference", "--out", str(tmp_path / "page.md"))  # fmt: skip
     assert proc.returncode == 2
     assert f"recall: {kept}: a kept report of schema 1, and this recall reads schema 2" in (

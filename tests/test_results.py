@@ -1,14 +1,11 @@
 """The results page: rendered from fixed reports, and the peers it runs through the real CLI."""
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, mirror_dir, run_recall
+from conftest import ROOT, Ran, mirror_dir, run_cli
 
 from recall.engine import load_preset
 from recall.errors import RecallError
@@ -161,7 +158,7 @@ def test_a_bundled_binary_is_shown_by_its_package_folder_not_this_machines_path(
 
 
 def _gin_abbr3(real_cache: Path, *extra: str) -> dict:
-    proc = run_recall(
+    proc = run_cli(
         "--engine", "fzf", *extra, "--repo", "gin", "--type", "abbr3", "--type", "consonants",
         "--cache", str(real_cache), "--json",
     )  # fmt: skip
@@ -190,13 +187,10 @@ def test_results_command_writes_the_page_and_rerenders_it_byte_identically(tmp_p
     rows = [r for r in (ROOT / "queries.tsv").read_text().splitlines() if r.startswith("gin\t")]
     queries.write_text("repo\tquery\ttype\tsource\n" + "\n".join(rows[:40]) + "\n")
 
-    def results(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "-m", "recall", "results", "--only", "frizbee",
-             "--only", "frizbee-typo", "--queries", str(queries), "--reports",
-             str(tmp_path / "kept"), *args],
-            cwd=ROOT, capture_output=True, text=True, timeout=300,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
+    def results(*args: str) -> Ran:
+        return run_cli(
+            "results", "--only", "frizbee", "--only", "frizbee-typo", "--queries", str(queries),
+            "--reports", str(tmp_path / "kept"), *args,
         )  # fmt: skip
 
     ran = results(

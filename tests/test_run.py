@@ -9,7 +9,7 @@ from conftest import (
     SUBSEQUENCE_FINDER,
     commit_files,
     make_repo,
-    run_recall,
+    run_cli,
 )
 
 GOOD, ENGINE = SUBSEQUENCE_FINDER, SUBSEQUENCE_ENGINE
@@ -22,7 +22,7 @@ def finder(tmp_path: Path):
 
 
 def _run(finder_dir: Path, cache: Path, *extra: str):
-    return run_recall(
+    return run_cli(
         "--finder", str(finder_dir), "--corpus", str(ROOT / "corpus.json"),
         "--queries", str(ROOT / "queries.tsv"), "--cache", str(cache),
         "--repo", "gin", "--type", "abbr3", *extra, cwd=finder_dir,
@@ -130,7 +130,7 @@ def test_reference_finder_against_itself_by_base_bin_json(real_cache, gin, tmp_p
     wrapper = tmp_path / "finder.sh"
     wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} -m recall.finder "$@"\n')
     wrapper.chmod(0o755)
-    proc = run_recall(
+    proc = run_cli(
         "--cache", str(real_cache), "--repo", "gin", "--base-bin", str(wrapper), "--json",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
@@ -154,7 +154,7 @@ def test_reference_base_head_runs_both_sides_and_shows_no_change(real_cache, gin
     if src.head.is_valid() is False:
         pytest.skip("the project repo has no commit yet")
     git.Repo.clone_from(ROOT, clone)
-    proc = run_recall(
+    proc = run_cli(
         "--cache", str(real_cache), "--repo", "gin", "--base", "HEAD", "--json",
         "--corpus", str(clone / "corpus.json"), "--queries", str(clone / "queries.tsv"),
         cwd=clone,

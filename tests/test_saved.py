@@ -4,7 +4,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import ROOT, needs_ctags, run_recall
+from conftest import ROOT, needs_ctags, run_cli
 
 from recall import saved
 from recall.corpus import Pin
@@ -155,7 +155,7 @@ def test_a_file_that_is_not_a_saved_run_is_refused(tmp_path):
 
 def _gin(cache: Path, finder: tuple[Path, Path], *extra: str):
     engine, script = finder
-    return run_recall(
+    return run_cli(
         "--cache", str(cache), "--repo", "gin", "--type", "abbr3", "--no-regress",
         "--engine", str(engine), "--bin", str(script), "--json", *extra,
     )  # fmt: skip
@@ -186,7 +186,7 @@ def test_save_then_against_diffs_with_nothing_run_for_the_baseline(
     )
     assert (report["diff"]["up"], report["diff"]["down"]) == (0, 0)
     engine, script = subsequence_bin
-    other = run_recall("--cache", str(real_cache), "--repo", "gin", "--type", "typo",
+    other = run_cli("--cache", str(real_cache), "--repo", "gin", "--type", "typo",
                        "--no-regress", "--engine", str(engine), "--bin", str(script),
                        "--against", str(path))  # fmt: skip
     assert other.returncode == 2 and "query set differs" in other.stderr
@@ -194,7 +194,7 @@ def test_save_then_against_diffs_with_nothing_run_for_the_baseline(
 
 @pytest.mark.parametrize("save", ["same.json", "./same.json", "{tmp}/same.json"])
 def test_against_and_save_naming_one_file_are_refused_before_anything_runs(tmp_path, save):
-    proc = run_recall(
+    proc = run_cli(
         "--against", "same.json", "--save", save.format(tmp=tmp_path), "--cache",
         str(tmp_path / "cache"), cwd=tmp_path,
     )  # fmt: skip

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import make_repo, needs_ctags, run_recall
+from conftest import make_repo, needs_ctags, run_cli
 from test_faults import CORPUS_FILES
 
 from recall import saved
@@ -51,7 +51,7 @@ def tiny(tmp_path: Path) -> dict:
 
 
 def _recall(tiny: dict, *args: str):
-    return run_recall(
+    return run_cli(
         *args, "--corpus", str(tiny["corpus"]), "--cache", str(tiny["cache"]),
         "--finder", str(tiny["finder"]), cwd=tiny["finder"], env={"RECALL_MIRROR": ""},
     )  # fmt: skip
