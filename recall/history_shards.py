@@ -38,6 +38,7 @@ from recall.history import (
     header,
     measure_rows,
 )
+from recall.merge import check_same_meta
 from recall.model import QueryResult, RunResult
 from recall.queryset import QueryRow
 from recall.saved import (
@@ -225,13 +226,7 @@ def merge(paths: list[Path], pins: dict[str, Pin], rows: list[QueryRow], corpus:
     shards = [load_shard(path) for path in paths]
     first = shards[0]
     for path, shard in zip(paths, shards, strict=True):
-        if shard.meta != first.meta:
-            changed = sorted(k for k in shard.meta.keys() | first.meta.keys()
-                             if shard.meta.get(k) != first.meta.get(k))  # fmt: skip
-            raise RecallError(
-                f"merge {path}: ran other code or data than {paths[0]} "
-                f"({', '.join(changed)} differ)"
-            )
+        check_same_meta(path, shard.meta, paths[0], first.meta)
         theirs, ours = _selection(shard), _selection(first)
         if theirs != ours:
             changed = sorted(k for k in theirs if theirs[k] != ours[k])

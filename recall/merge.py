@@ -24,13 +24,7 @@ def merge_saved(paths: list[Path], asked: list[QueryRow]) -> Saved:
     labels = [run.label for run, _key in first.runs]
     owner: dict[str, int] = {}
     for i, (path, shard) in enumerate(zip(paths, shards, strict=True)):
-        if shard.meta != first.meta:
-            changed = sorted(k for k in shard.meta.keys() | first.meta.keys()
-                             if shard.meta.get(k) != first.meta.get(k))  # fmt: skip
-            raise RecallError(
-                f"merge {path}: ran other code or data than {paths[0]} "
-                f"({', '.join(changed)} differ)"
-            )
+        check_same_meta(path, shard.meta, paths[0], first.meta)
         same = (shard.baseline, shard.explain) == (first.baseline, first.explain)
         if [run.label for run, _key in shard.runs] != labels or not same:
             raise RecallError(f"merge {path}: holds other runs than {paths[0]} ({labels})")
@@ -65,3 +59,14 @@ def merge_saved(paths: list[Path], asked: list[QueryRow]) -> Saved:
         query_s = sum(shard.runs[r][0].query_s for shard in shards)
         runs.append((RunResult(run.label, run.bin, index_s, query_s, merged), key))
     return Saved(first.meta, first.baseline, asked, runs, first.explain)
+
+
+def check_same_meta(path: Path, meta: dict, first_path: Path, first_meta: dict) -> None:
+    """A shard's file ran the code and data of the first one, or the merge refuses it,
+    naming what differs: a merge of other code's numbers would be a wrong report."""
+    if meta != first_meta:
+        changed = sorted(k for k in meta.keys() | first_meta.keys()
+                         if meta.get(k) != first_meta.get(k))  # fmt: skip
+        raise RecallError(
+            f"merge {path}: ran other code or data than {first_path} ({', '.join(changed)} differ)"
+        )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from html import escape
 
+from recall.render.html import page_css
 from recall.render.table import table
 from recall.terminal import safe_output
 
@@ -17,18 +18,7 @@ METRICS = (("first_pct", "#1 %"), ("top10_pct", "top 10 %"), ("mrr", "MRR ×100"
 METRIC_COLORS = {"first_pct": "#08519c", "top10_pct": "#6baed6", "mrr": "#e6550d"}
 GROUP_COLORS = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d",
                 "#666666", "#1f78b4", "#b2df8a")  # fmt: skip
-CSS = """
-body { font: 14px/1.4 system-ui, sans-serif; margin: 2em; color: #222; max-width: 1200px; }
-h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 1.8em; }
-table { border-collapse: collapse; margin: .5em 0; }
-th, td { padding: 3px 8px; border-bottom: 1px solid #ddd; text-align: right; }
-th.text, td.text { text-align: left; }
-th { background: #f3f3f3; }
-.meta { color: #666; font-size: 12px; }
-.legend span { display: inline-block; width: 12px; height: 12px; margin: 0 4px 0 12px;
-               vertical-align: middle; }
-svg text { font: 11px system-ui, sans-serif; fill: #222; }
-"""
+CSS = page_css(1200, 11)
 HEAD = ["commit", "date", "subject", "#1", "top 10", "found", "MRR", "errors"]
 
 

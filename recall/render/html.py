@@ -16,19 +16,26 @@ from urllib.parse import quote, urlsplit
 COLORS = {"found": "#c6dbef", "top10": "#6baed6", "first": "#08519c"}
 MOVE_COLORS = {"up": "#31a354", "found": "#006d2c", "same": "#969696", "down": "#de2d26",
                "lost": "#a50f15"}  # fmt: skip
-CSS = """
-body { font: 14px/1.4 system-ui, sans-serif; margin: 2em; color: #222; max-width: 1100px; }
-h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 1.8em; }
-table { border-collapse: collapse; margin: .5em 0; }
-th, td { padding: 3px 8px; border-bottom: 1px solid #ddd; text-align: right; }
-th.text, td.text { text-align: left; }
-th { background: #f3f3f3; }
-.meta { color: #666; font-size: 12px; }
-.legend span { display: inline-block; width: 12px; height: 12px; margin: 0 4px 0 12px;
-               vertical-align: middle; }
-svg text { font: 12px system-ui, sans-serif; fill: #222; }
-a { color: #08519c; }
+
+
+def page_css(max_width: int, svg_text_px: int) -> str:
+    """The style both pages share (this report's and the history's), which differ only in
+    how wide they run and how large a chart's labels are."""
+    return f"""
+body {{ font: 14px/1.4 system-ui, sans-serif; margin: 2em; color: #222; max-width: {max_width}px; }}
+h1 {{ font-size: 1.5em; }} h2 {{ font-size: 1.2em; margin-top: 1.8em; }}
+table {{ border-collapse: collapse; margin: .5em 0; }}
+th, td {{ padding: 3px 8px; border-bottom: 1px solid #ddd; text-align: right; }}
+th.text, td.text {{ text-align: left; }}
+th {{ background: #f3f3f3; }}
+.meta {{ color: #666; font-size: 12px; }}
+.legend span {{ display: inline-block; width: 12px; height: 12px; margin: 0 4px 0 12px;
+               vertical-align: middle; }}
+svg text {{ font: {svg_text_px}px system-ui, sans-serif; fill: #222; }}
 """
+
+
+CSS = page_css(1100, 12) + "a { color: #08519c; }\n"
 
 
 @dataclass(frozen=True)
