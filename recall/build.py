@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
 import git
@@ -85,7 +86,12 @@ def build_base(
             try:
                 tree = tmp / "tree"
                 extract_archive(root, commit, tree)
-                run_build(engine, tree, python, timeout)
+                try:
+                    run_build(engine, tree, python, timeout)
+                except RecallError as exc:  # the folder's random name must not reach a
+                    # message that a history keeps and a merge compares
+                    shown = f"{{tree of {commit[:12]}}}"
+                    raise RecallError(str(exc).replace(str(tree), shown)) from None
                 (tmp / ".recall-built").write_text(commit + "\n")
                 tmp.rename(final)
             finally:
@@ -199,14 +205,27 @@ def check_build_timeout(seconds: float) -> None:
         raise RecallError("--build-timeout must be above 0")
 
 
+# What a make that started recall passes its sub-makes: a build under `make recall` would
+# otherwise be a sub-make, print its temporary folder ("Entering directory ..."), and so
+# fail with another message than the same build started from a shell.
+MAKE_VARIABLES = ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "MAKE_TERMOUT",
+                  "MAKE_TERMERR")  # fmt: skip
+
+
+def build_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The harness's environment without its own make's: a build depends on its tree, not
+    on how recall was started."""
+    return {k: v for k, v in environ.items() if k not in MAKE_VARIABLES}
+
+
 def _build_process(argv: list[str], tree: Path, timeout: float) -> tuple[int, bytes]:
     """The build's exit status and its stdout then stderr. It runs in a process group of
     its own, so that a timeout, Ctrl-C or SIGTERM ends the whole build (a compiler it
     started included) and not only the process the harness started."""
     try:
         proc = subprocess.Popen(
-            argv, cwd=tree, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, start_new_session=True,
+            argv, cwd=tree, env=build_env(os.environ), stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
         )  # fmt: skip
     except OSError as exc:
         raise RecallError(f"build in {tree}: cannot run {argv[0]}: {exc.strerror}") from None

@@ -166,3 +166,25 @@ def test_a_working_tree_finder_run_by_a_program_on_path_is_measured_again_after_
     assert second.returncode == 0, second.stderr
     before, after = json.loads(first.stdout)["runs"][0], json.loads(second.stdout)["runs"][0]
     assert after["first"] < before["first"]
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_a_failed_base_build_says_the_same_whoever_started_it(tmp_path, real_cache, monkeypatch):
+    """Under `make recall` a finder's make would be a sub-make that names its folder, and a
+    base is built in a folder of random name: either would change the message that a
+    history keeps and a merge of its shards compares."""
+    finder = tmp_path / "finder"
+    repo = make_repo(finder, {
+        "Makefile": "all:\n\t@echo level=$(MAKELEVEL) flags=$(MAKEFLAGS) in=$(CURDIR) >&2; false\n",
+        "recall.toml": '[engine]\nbuild = ["make"]\nbin = ["{tree}/fzy"]\n'
+                       'query = ["{bin}", "{query}"]\noutput = "lines"\n',
+    })  # fmt: skip
+    (finder / "Makefile").write_text("all:\n\tprintf '#!/bin/sh\\n' > fzy; chmod +x fzy\n")
+    monkeypatch.setenv("MAKELEVEL", "1")
+    monkeypatch.setenv("MAKEFLAGS", "w")
+    proc = run_cli("--finder", str(finder), "--base", "HEAD", "--cache", str(real_cache),
+                   "--repo", "gin")  # fmt: skip
+    assert proc.returncode == 2
+    sha = repo.head.commit.hexsha[:12]
+    assert f"level=0 flags= in={{tree of {sha}}} |" in proc.stderr
+    assert "Entering directory" not in proc.stderr and ".tmp-" not in proc.stderr
