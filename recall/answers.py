@@ -32,29 +32,42 @@ def rank_by_name(rows: Iterable[Hit], source: str) -> QueryResult:
     return QueryResult(rank, tuple(top))
 
 
-def parse_output(engine: Engine, out: bytes) -> list[Hit]:
-    """The ranked rows of one answer; raises ValueError on anything unparseable."""
+def rank_answer(engine: Engine, out: bytes, source: str) -> QueryResult:
+    """The rank of source in one per-query answer; raises ValueError on anything
+    unparseable."""
     if engine.output == "lines":
         text = out.decode("utf-8")
-        return [Hit(line.split("\t", 1)[0], None, None) for line in text.splitlines() if line]
-    data = orjson.loads(out)
-    return json_hits(data)
+        hits = (Hit(line.split("\t", 1)[0], None, None) for line in text.splitlines() if line)
+        return rank_by_name(hits, source)
+    return rank_json(orjson.loads(out), source)
 
 
-def json_hits(data: object) -> list[Hit]:
+def rank_json(data: object, source: str) -> QueryResult:
+    """rank_by_name over a parsed JSON answer, a list of objects with a string `name` (and
+    a `file` string and `line` integer where the finder has them); raises ValueError on
+    anything else, wherever in the list it is.
+
+    Answers are unlimited, so a list holds thousands of rows (a default run reads 200 MB
+    of them): each row is checked, but only the top 10 become Hits, and names are counted
+    only until the source is found."""
     if not isinstance(data, list):
         raise ValueError("expected a JSON list of results")
-    hits = []
+    seen: set[str] = set()
+    top: list[Hit] = []
+    rank = None
     for item in data:
-        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+        if type(item) is not dict or type(item.get("name")) is not str:
             raise ValueError("expected objects with a string 'name'")
-        line = item.get("line")
-        file = item.get("file")
-        hits.append(
-            Hit(
-                item["name"],
-                file if isinstance(file, str) else None,
-                line if isinstance(line, int) and not isinstance(line, bool) else None,
-            )
-        )
-    return hits
+        if rank is not None and len(top) >= TOP:
+            continue
+        name = item["name"]
+        if name in seen:
+            continue
+        seen.add(name)
+        if len(top) < TOP:
+            file, line = item.get("file"), item.get("line")
+            top.append(Hit(name, file if type(file) is str else None,
+                           line if type(line) is int else None))  # fmt: skip
+        if name == source:
+            rank = len(seen)
+    return QueryResult(rank, tuple(top))

@@ -124,6 +124,38 @@ def extract_archive(root: Path, commit: str, dest: Path) -> None:
             archive.extractall(dest, members=members)
 
 
+def tree_identity(root: Path, engine: Engine) -> str | None:
+    """A working tree known by its content, for keeping its index (`index_cache`): every
+    file git lists in it, tracked or untracked but not ignored, with its executable bit,
+    and every file under it that the engine's commands name (`{tree}/fzy`, a build's
+    ignored output). None outside a git working tree, where no such list is to be had.
+
+    Only the index is kept by it: the working tree's queries always run, so a self-diff
+    runs both sides for real and an edit is measured at once."""
+    try:
+        listed = git.Git(str(root)).ls_files("-z", "--cached", "--others", "--exclude-standard")
+    except git.GitCommandError:
+        return None
+    paths = {path for path in listed.split("\0") if path}
+    for template in (engine.bin, engine.index, engine.query, engine.batch):
+        paths |= {
+            p[len("{tree}/") :] for p in template if p.startswith("{tree}/") and p.count("{") == 1
+        }
+    digest = hashlib.sha256()
+    for relative in sorted(paths):
+        path = root / relative
+        digest.update(relative.encode("utf-8", "surrogateescape") + b"\0")
+        if path.is_symlink():
+            digest.update(b"link " + os.fsencode(os.readlink(path)))
+        elif path.is_file():
+            digest.update(b"x " if os.access(path, os.X_OK) else b"- ")
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+        else:
+            digest.update(b"absent")  # deleted, or a submodule's folder
+        digest.update(b"\0")
+    return f"tree:{digest.hexdigest()}"
+
+
 def unsafe_member(member: tarfile.TarInfo) -> str | None:
     """Why a member could write outside the folder it is unpacked into, or None: an absolute
     or `..` path, a link whose target leaves the folder, a device or fifo."""

@@ -4,7 +4,7 @@ indexing again.
 
 A kept index stands in for running the index argv, so it is known by everything that
 could change what that argv writes: the build (its cache identity, as a result's key
-has it; a working-tree build has none and never keeps an index), the engine description
+has it; for a working tree, its content: build.tree_identity), the engine description
 and its index argv, the corpus pin, the names file, ctags's and Python's versions, and
 the programs and packages the engine runs (saved.environment_key). It is written whole
 or not at all: indexed in the session, copied into a temporary folder beside the entry,

@@ -8,18 +8,20 @@ nothing stops the run.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 from recall.corpus import Pin, fetch, hold_in_use, is_clean, use_lock
 from recall.errors import RecallError
 from recall.model import Corpus, FinderBuild, QueryResult, RunResult
 from recall.queryset import QueryRow
-from recall.session import Session
+from recall.session import BatchFeed, Session
 from recall.symbols import checkout_symbols, distinct_names
 
 EMPTY_SUSPECT = 0.95
@@ -50,80 +52,156 @@ def run_binary(
     with it, an engine that declares `index_cache` reuses a kept index of each corpus;
     without it (a working tree, --no-cache), every corpus is indexed anew.
 
-    A batch engine's corpora are measured `jobs` at a time, each with its own index and
-    processes, and a corpus's rows in shards when there are more jobs than corpora left;
-    per-query engines take one corpus at a time through a pool of `jobs` processes. The
-    sessions are made one after another before any runs: each sweeps the temporary
-    folders of dead runs, and must not see another's folder before it is locked."""
+    A batch engine's corpora are served by `jobs` batch processes at once (one, for an
+    engine that says `batch_jobs = false`), scheduled by `_BatchPlan`; per-query engines
+    take one corpus at a time through a pool of `jobs` processes. The sessions are made
+    one after another before any runs: each sweeps the temporary folders of dead runs,
+    and must not see another's folder before it is locked."""
     repos = list(dict.fromkeys(r.repo for r in rows))
     picked = [[i for i, r in enumerate(rows) if r.repo == repo] for repo in repos]
+    subsets = [[rows[i] for i in indexes] for indexes in picked]
     engine = binary.engine
-    together = min(jobs, len(repos)) if engine.batch and engine.batch_jobs else 1
     sessions: list[Session] = []
-
-    def measure(k: int) -> tuple[list[QueryResult], float, float, bool]:
-        session, subset = sessions[k], [rows[i] for i in picked[k]]
-        _progress(f"{binary.label}: {repos[k]}: indexing, then {len(subset)} queries")
-        try:
-            index_s = session.index()
-            started = time.perf_counter()
-            if not engine.batch:
-                answers = _query_pool(session, subset, jobs)
-            else:
-                answers = _batch_shards(
-                    session, subset, jobs // together if engine.batch_jobs else 1
-                )
-            query_s = time.perf_counter() - started
-        finally:
-            session.close()
-        return answers, index_s, query_s, restore_if_dirty(corpora[repos[k]])
-
-    def stop() -> None:
-        for session in sessions:
-            session.stop()
-
     try:
         for repo in repos:
             sessions.append(Session(binary, corpora[repo], timeout, build=build))
-        if together > 1:
-            measured = _in_parallel(stop, measure, list(range(len(repos))), together)
+        if engine.batch:
+            plan = _BatchPlan(binary.label, repos, sessions, subsets, corpora)
+            workers = max(1, min(jobs, len(rows))) if engine.batch_jobs else 1
+            _in_parallel(plan.halt, plan.work, list(range(workers)), workers)
+            measured = plan.measured()
         else:
-            measured = [measure(k) for k in range(len(repos))]
+            measured = []
+            for k, session in enumerate(sessions):
+                _progress(f"{binary.label}: {repos[k]}: indexing, then {len(subsets[k])} queries")
+                index_s = session.index()
+                started = time.perf_counter()
+                answers = _in_parallel(session.stop, session.query_one, subsets[k], jobs)
+                measured.append((answers, index_s, time.perf_counter() - started))
     finally:
         for session in sessions:
             session.close()
+    dirtied = tuple(repo for repo in repos if restore_if_dirty(corpora[repo]))
     results: list[QueryResult | None] = [None] * len(rows)
-    for k, (answers, _index_s, _query_s, _dirtied) in enumerate(measured):
+    for k, (answers, _index_s, _query_s) in enumerate(measured):
         for i, answer in zip(picked[k], answers, strict=True):
             results[i] = answer
     done = tuple(r for r in results if r is not None)
     return RunResult(
         binary.label, " ".join(binary.bin_argv()),
-        sum(m[1] for m in measured), sum(m[2] for m in measured), done,
-        dirtied=tuple(repo for repo, m in zip(repos, measured, strict=True) if m[3]),
+        sum(m[1] for m in measured), sum(m[2] for m in measured), done, dirtied=dirtied,
     )  # fmt: skip
 
 
 T = TypeVar("T")
 R = TypeVar("R")
 
-
-def _batch_shards(session: Session, rows: list[QueryRow], jobs: int) -> list[QueryResult]:
-    """A corpus's rows in `jobs` contiguous shards, each through batch processes of its
-    own over the one index: a batch finder answers each query from the index alone, so
-    the answers are the ones a single process gives, in row order, in about 1/jobs of the
-    time on as many cores."""
-    size = -(-len(rows) // max(1, jobs))
-    shards = [rows[i : i + size] for i in range(0, len(rows), size)] if rows else []
-    if len(shards) <= 1:
-        return session.query_batch(rows)
-    answers = _in_parallel(session.stop, session.query_batch, shards, len(shards))
-    return [answer for shard in answers for answer in shard]
+JOIN_MIN = 64  # rows a corpus must have left for another batch process to start on it
 
 
-def _query_pool(session: Session, rows: list[QueryRow], jobs: int) -> list[QueryResult]:
-    """Per-query processes in parallel."""
-    return _in_parallel(session.stop, session.query_one, rows, jobs)
+@dataclasses.dataclass
+class _Served:
+    """One corpus under a _BatchPlan: how far it has got."""
+
+    session: Session
+    feed: BatchFeed
+    weight: int
+    state: Literal["waiting", "indexing", "ready"] = "waiting"  # indexed by its first worker
+    index_s: float = 0.0
+    first: float | None = None  # when its first query was sent
+    last: float = 0.0  # when its last process ended
+
+
+class _BatchPlan:
+    """Which corpus each of `jobs` workers serves next, as a batch process of its own.
+
+    The corpora are started heaviest first (rows times names: a query's cost grows with
+    the names it ranks), each indexed by the worker that starts it. Once none is left to
+    start, a worker joins the corpus with the most rows left, drawing from the same feed
+    as the processes already on it, and waits while a corpus with rows left is being
+    indexed. So one large corpus (rails has a third of the rows and most of the work) is
+    not left to one core while the other idles; and since a batch finder answers from
+    its index alone, the answers are those of one process a corpus, one after another."""
+
+    def __init__(
+        self,
+        label: str,
+        repos: list[str],
+        sessions: list[Session],
+        subsets: list[list[QueryRow]],
+        corpora: dict[str, Corpus],
+    ) -> None:
+        self.label, self.repos = label, repos
+        self.served = [
+            _Served(session, BatchFeed(subset), len(subset) * (len(corpora[repo].names) + 1))
+            for repo, session, subset in zip(repos, sessions, subsets, strict=True)
+        ]
+        self.order = sorted(range(len(repos)), key=lambda k: -self.served[k].weight)
+        self.failed = False
+        self.changed = threading.Condition()
+
+    def _next(self) -> tuple[int, bool] | None:
+        """The corpus a free worker serves next and whether it must index it first, or
+        None when no work is left for it; waits while the only work is a corpus being
+        indexed. Called with `changed` held."""
+        while not self.failed:
+            for k in self.order:
+                if self.served[k].state == "waiting":
+                    self.served[k].state = "indexing"
+                    return k, True
+            ready = [k for k in self.order if self.served[k].state == "ready"]
+            joinable = [k for k in ready if self.served[k].feed.left() >= JOIN_MIN]
+            if joinable:
+                return max(joinable, key=lambda k: self.served[k].feed.left()), False
+            if not any(s.state == "indexing" and s.feed.left() for s in self.served):
+                return None
+            self.changed.wait()
+        return None
+
+    def work(self, _worker: int) -> None:
+        """One worker: corpora from _next until none is left; any failure stops them all."""
+        while True:
+            with self.changed:
+                job = self._next()
+                if job is None:
+                    return
+                k, index_first = job
+                served = self.served[k]
+            try:
+                if index_first:
+                    _progress(f"{self.label}: {self.repos[k]}: indexing, then "
+                              f"{len(served.feed.rows)} queries")  # fmt: skip
+                    served.index_s = served.session.index()
+                    with self.changed:
+                        served.state = "ready"
+                        self.changed.notify_all()
+                with self.changed:
+                    served.first = served.first or time.perf_counter()
+                served.session.serve(served.feed)
+            except BaseException:
+                self.halt()
+                raise
+            finally:
+                with self.changed:
+                    served.last = max(served.last, time.perf_counter())
+                    self.changed.notify_all()
+
+    def halt(self) -> None:
+        """No more work for any worker, and every process of every corpus killed now: one
+        failure, or an interrupt, ends the run rather than its other corpora's rows."""
+        with self.changed:
+            self.failed = True
+            self.changed.notify_all()
+        for served in self.served:
+            served.session.stop()
+
+    def measured(self) -> list[tuple[list[QueryResult], float, float]]:
+        """Each corpus's answers in row order, its index seconds, and its query seconds
+        (from its first query to the end of its last process)."""
+        return [
+            (s.feed.answers(), s.index_s, s.last - s.first if s.first is not None else 0.0)
+            for s in self.served
+        ]
 
 
 def _in_parallel(

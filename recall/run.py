@@ -21,7 +21,14 @@ import orjson
 from recall import __version__, ceiling, derive, symbols
 from recall.accept import Key, read_accepted
 from recall.bench import run_bench
-from recall.build import base_binary, check_build_timeout, finder_root, run_build, with_bin
+from recall.build import (
+    base_binary,
+    check_build_timeout,
+    finder_root,
+    run_build,
+    tree_identity,
+    with_bin,
+)
 from recall.corpus import Pin, cache_root, load_pins, mirror_root
 from recall.engine import Engine, resolve_engine
 from recall.errors import EXIT_LOSS, EXIT_OK, RecallError
@@ -69,6 +76,7 @@ class Side:
     identity: str
     cacheable: bool
     explain: Flags  # the flags that make `recall explain` run this same binary
+    content: str | None = None  # a working tree's content, which keeps its index alone
 
 
 @dataclass(frozen=True)
@@ -145,7 +153,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         if run is None:
             _fetch_corpora(asked, pins, cache, mirror, corpora)
             check_sources(rows, corpora, queries_path, all_rows)
-            kept = side.identity if side.cacheable and not args.no_cache else None
+            kept = None if args.no_cache else side.identity if side.cacheable else side.content
             run = run_binary(
                 side.binary, asked, corpora, jobs=args.jobs, timeout=args.timeout, build=kept
             )
@@ -404,14 +412,16 @@ def _tree_side(
     """The engine as built from the finder's working tree. Its results are cached only when
     all it runs is a program outside the tree (a preset's installed finder), known by its
     content; an engine that names `{tree}` anywhere may run the tree's files, whose edits
-    no key of ours sees, so it runs every time."""
+    no key of ours sees, so it runs every time; but an engine whose index is
+    deterministic keeps it by the tree's content (build.tree_identity)."""
     run_build(engine, root, python, build_timeout)
     binary = FinderBuild(label, engine, root, python)
     if engine.bin and not any("{" in part for part in engine.bin) and not uses_tree(engine):
         program = shutil.which(engine.bin[0])
         if program:
             return Side(binary, file_identity(Path(program)), True, explain)
-    return Side(binary, f"working tree {root.absolute()}", False, explain)
+    content = tree_identity(root, engine) if engine.index_cache else None
+    return Side(binary, f"working tree {root.absolute()}", False, explain, content)
 
 
 def uses_tree(engine: Engine) -> bool:

@@ -22,7 +22,7 @@ from typing import BinaryIO
 
 import orjson
 
-from recall.answers import json_hits, parse_output, rank_by_name
+from recall.answers import rank_answer, rank_json
 from recall.corpus import locked
 from recall.engine import QueryArgv, expand, fill, uses_node_modules
 from recall.errors import RecallError
@@ -220,27 +220,30 @@ class Session:
         if code != 0:
             return QueryResult(None, (), f"{_ended(code)}: {_tail(err)}")
         try:
-            hits = parse_output(self.engine, out)
+            return rank_answer(self.engine, out, row.source)
         except (ValueError, UnicodeDecodeError) as exc:
             return QueryResult(None, (), f"unparseable output ({exc}): {_tail(out)}")
-        return rank_by_name(hits, row.source)
 
     def query_batch(self, rows: list[QueryRow]) -> list[QueryResult]:
-        """Every row through batch processes, one after another: a process that dies is
-        replaced for the rows after the one it died on."""
-        # Serialised once: a request is its id (counted from 0 in each process) put in
-        # front of this body, `"query":...,"limit":0}` and its newline.
-        bodies = [orjson.dumps({"query": row.query, "limit": 0})[1:] + b"\n" for row in rows]
-        results: list[QueryResult] = []
-        while len(results) < len(rows):
-            results += self._batch_process(rows, bodies, len(results))
-        return results
+        """Every row through batch processes, one after another."""
+        feed = BatchFeed(rows)
+        self.serve(feed)
+        return feed.answers()
 
-    def _batch_process(
-        self, rows: list[QueryRow], bodies: list[bytes], start: int
-    ) -> list[QueryResult]:
-        """Answers from one batch process to rows[start:]; stops at the first query it
-        fails on.
+    def serve(self, feed: BatchFeed) -> None:
+        """Answer rows drawn from feed through one batch process at a time until the feed
+        is empty: a process that dies is replaced for the rows it had drawn after the one
+        it died on, unless the session is being stopped. Other processes, of this session
+        or another thread's call, may draw from the same feed meanwhile."""
+        unsent: collections.deque[int] = collections.deque()
+        while self._batch_process(feed, unsent):
+            if self._stopping or not (unsent or feed.left()):
+                break
+
+    def _batch_process(self, feed: BatchFeed, unsent: collections.deque[int]) -> bool:
+        """Answers from one batch process to the rows in unsent, then to rows drawn from
+        feed; stops at the first query it fails on, leaving the rows it had drawn but not
+        answered in unsent. True if it stopped there, False once every row is answered.
 
         Up to AHEAD requests are written before their answers are read, so the finder
         finds its next query waiting when it answers one, and the harness reads answers
@@ -259,40 +262,49 @@ class Session:
         reader = AnswerReader(proc.stdout, proc.stderr)
         stdin = proc.stdin
         os.set_blocking(stdin, False)  # a finder that stops reading must not block the harness
-        sent, ahead_bytes = start, 0  # requests written, the bytes of those not yet answered
-        in_flight: collections.deque[int] = collections.deque()  # their lengths
-        results: list[QueryResult] = []
+        sent = answered = ahead_bytes = 0  # requests written, answers read, the bytes between
+        in_flight: collections.deque[tuple[int, int]] = collections.deque()  # (row, length)
         ends_by = 0.0  # when a finder done with its requests must have exited
         try:
-            for i in range(start, len(rows)):
+            while True:
                 deadline = time.monotonic() + self.timeout
                 chunk: list[bytes] = []
-                while sent < len(rows) and sent - i < AHEAD:
-                    request = b'{"id":%d,' % (sent - start) + bodies[sent]
-                    if sent > i and ahead_bytes + len(request) > AHEAD_BYTES:
+                while len(in_flight) < AHEAD:
+                    i = unsent[0] if unsent else feed.draw()
+                    if i is None:
                         break
+                    request = b'{"id":%d,' % sent + feed.bodies[i]
+                    if in_flight and ahead_bytes + len(request) > AHEAD_BYTES:
+                        if not unsent:
+                            unsent.append(i)  # drawn: it is this process's to send next
+                        break
+                    if unsent:
+                        unsent.popleft()
                     chunk.append(request)
-                    in_flight.append(len(request))
+                    in_flight.append((i, len(request)))
                     ahead_bytes += len(request)
                     sent += 1
+                if not in_flight:
+                    break
                 if chunk and not write_by(stdin, b"".join(chunk), deadline, reader):
-                    results.append(self._batch_died(proc, reader, stalled=True))
-                    return results
+                    self._died(feed, unsent, in_flight, proc, reader, stalled=True)
+                    return True
                 line = reader.readline(deadline)
                 if line is None:
-                    results.append(self._batch_died(proc, reader, stalled=False))
-                    return results
-                ahead_bytes -= in_flight.popleft()
-                results.append(self._batch_answer(line, rows[i], i - start))
+                    self._died(feed, unsent, in_flight, proc, reader, stalled=False)
+                    return True
+                i, length = in_flight.popleft()
+                ahead_bytes -= length
+                feed.answer(i, self._batch_answer(line, feed.rows[i], answered))
+                answered += 1
             proc.close_stdin()
             ends_by = time.monotonic() + EXIT_GRACE_S
             surplus, first = reader.rest(ends_by)
             if surplus:
-                count = len(rows) - start
                 raise RecallError(
                     self._protocol_error(
                         f"{surplus} answer line{'s' if surplus > 1 else ''} more than the "
-                        f"{count} request{'s' if count > 1 else ''} it was sent; the first: "
+                        f"{sent} request{'s' if sent > 1 else ''} it was sent; the first: "
                         f"{_shown(first.decode('utf-8', 'replace'))}"
                     )
                 )
@@ -307,7 +319,21 @@ class Session:
             self._finished(proc.pid)
             proc.wait()
             proc.close()
-        return results
+        return False
+
+    def _died(
+        self,
+        feed: BatchFeed,
+        unsent: collections.deque[int],
+        in_flight: collections.deque[tuple[int, int]],
+        proc: Piped,
+        reader: AnswerReader,
+        stalled: bool,
+    ) -> None:
+        """The query in flight answered by how the process ended; the rows written after
+        it go back to the front of unsent, in order, for the next process."""
+        feed.answer(in_flight.popleft()[0], self._batch_died(proc, reader, stalled))
+        unsent.extendleft(reversed([i for i, _length in in_flight]))
 
     def _batch_died(self, proc: Piped, reader: AnswerReader, stalled: bool) -> QueryResult:
         """The error of the query in flight when no answer came: how the finder ended.
@@ -353,7 +379,7 @@ class Session:
         if isinstance(data, dict) and "error" in data:
             return QueryResult(None, (), f"finder error: {str(data['error'])[:TAIL]}")
         try:
-            return rank_by_name(json_hits(data), row.source)
+            return rank_json(data, row.source)
         except ValueError as exc:
             return QueryResult(None, (), f"unparseable output ({exc}): {_tail(line)}")
 
@@ -362,6 +388,45 @@ class Session:
             f"batch finder {self.binary.label} ({' '.join(self._bin_argv)}) on "
             f"{self.corpus.checkout.pin.name}: {detail}"
         )
+
+
+class BatchFeed:
+    """A corpus's rows handed out one at a time, in row order, to the batch processes that
+    serve it, and their answers kept by row. A batch finder answers a query from its index
+    alone, so whichever process draws a row, the answer is the one a single process gives,
+    and a process that is done early draws more instead of waiting for the others."""
+
+    def __init__(self, rows: list[QueryRow]) -> None:
+        self.rows = rows
+        # Serialised once: a request is its id (counted from 0 in each process) put in
+        # front of this body, `"query":...,"limit":0}` and its newline.
+        self.bodies = [orjson.dumps({"query": row.query, "limit": 0})[1:] + b"\n" for row in rows]
+        self._answers: list[QueryResult | None] = [None] * len(rows)
+        self._drawn = 0
+        self._guard = threading.Lock()
+
+    def draw(self) -> int | None:
+        """The next row no process has drawn, or None when none is left."""
+        with self._guard:
+            if self._drawn == len(self.rows):
+                return None
+            self._drawn += 1
+            return self._drawn - 1
+
+    def left(self) -> int:
+        """How many rows no process has drawn yet."""
+        with self._guard:
+            return len(self.rows) - self._drawn
+
+    def answer(self, i: int, result: QueryResult) -> None:
+        self._answers[i] = result
+
+    def answers(self) -> list[QueryResult]:
+        """Every row's answer, in row order; only once every row is answered."""
+        done = [a for a in self._answers if a is not None]
+        if len(done) != len(self.rows):
+            raise RecallError(f"{len(self.rows) - len(done)} rows were never answered")
+        return done
 
 
 def _ended(code: int) -> str:

@@ -44,6 +44,15 @@ def mirror_dir() -> Path | None:
     return None
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """The commands under test find the mirrors that the tests find, under a plain `pytest`
+    too (`make test` passes RECALL_MIRROR): a test needing them then runs or skips, and
+    never fails trying the network."""
+    mirror = mirror_dir()
+    if mirror is not None:
+        os.environ.setdefault("RECALL_MIRROR", str(mirror))
+
+
 needs_mirror = pytest.mark.skipif(
     mirror_dir() is None, reason="the offline corpus mirrors (../shared/corpora) are absent"
 )

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, SUBSEQUENCE_FINDER, commit_files, make_repo, needs_mirror, run_cli
 
-from recall.build import extract_archive, unsafe_member
+from recall.build import extract_archive, tree_identity, unsafe_member
 from recall.errors import RecallError
 from recall.interpreter import finder_python
 
@@ -188,3 +188,34 @@ def test_a_failed_base_build_says_the_same_whoever_started_it(tmp_path, real_cac
     sha = repo.head.commit.hexsha[:12]
     assert f"level=0 flags= in={{tree of {sha}}} |" in proc.stderr
     assert "Entering directory" not in proc.stderr and ".tmp-" not in proc.stderr
+
+
+def test_a_working_tree_is_known_by_the_content_of_the_files_it_runs(tmp_path):
+    """tree_identity, which keeps a working tree's index: every listed file's content and
+    mode, untracked ones too, and ignored files only where the engine names them."""
+    from recall.engine import load_engine
+
+    root = tmp_path / "finder"
+    make_repo(root, {"a.py": "x = 1\n", ".gitignore": "out/\n"})
+    (root / "out").mkdir()
+    (root / "out" / "fzy").write_text("v1")
+    (root / "recall.toml").write_text(
+        '[engine]\nbin = ["{tree}/out/fzy"]\nquery = ["{bin}", "{query}"]\noutput = "lines"\n'
+    )
+    engine = load_engine(root / "recall.toml")
+    seen = [tree_identity(root, engine)]
+    assert tree_identity(root, engine) == seen[0]  # the same content, the same identity
+    (root / "out" / "log.txt").write_text("ignored and not named by the engine")
+    assert tree_identity(root, engine) == seen[0]
+    for change in (
+        lambda: (root / "a.py").write_text("x = 2\n"),  # a tracked file edited
+        lambda: (root / "b.py").write_text(""),  # an untracked file
+        lambda: (root / "a.py").chmod(0o755),  # a mode
+        lambda: (root / "out" / "fzy").write_text("v2"),  # the ignored binary the engine runs
+    ):
+        change()
+        seen.append(tree_identity(root, engine))
+    assert len(set(seen)) == len(seen)
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert tree_identity(plain, engine) is None

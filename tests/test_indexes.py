@@ -206,17 +206,18 @@ def test_a_bad_index_cache_is_exit_2_with_one_line_naming_file_and_key(tmp_path,
     assert re.fullmatch(f"recall: {re.escape(str(engine))}: {message}\n", proc.stderr)
 
 
-def test_a_base_build_reuses_its_index_and_the_working_tree_never_does(tmp_path, real_cache, gin):
-    """Through the CLI: `--base HEAD` is a build known by its commit, so a second run that
-    misses the results cache (another --timeout) copies the kept index; the candidate,
-    the working tree, indexes every time."""
+def test_a_base_and_an_unchanged_working_tree_reuse_their_kept_indexes(tmp_path, gin):
+    """Through the CLI: `--base HEAD` is known by its commit and the working tree by its
+    content, so runs that miss the results cache (another --timeout) copy their kept
+    indexes, until a file of the working tree changes; the queries run every time."""
     files = {"index.py": INDEX, "query.py": QUERY, "recall.toml": ENGINE}
     make_repo(tmp_path / "finder", files)
     tree = tmp_path / "finder"
     log = tmp_path / "index.log"
     (tree / "recall.toml").write_text(ENGINE.replace("{tree}/index.log", str(log)))
     cache = tmp_path / "cache"
-    for timeout in ("10", "11"):
+
+    def run(timeout: str) -> None:
         proc = run_cli(
             "--finder", str(tree), "--corpus", str(ROOT / "corpus.json"),
             "--queries", str(ROOT / "queries.tsv"), "--cache", str(cache), "--repo", "gin",
@@ -226,9 +227,14 @@ def test_a_base_build_reuses_its_index_and_the_working_tree_never_does(tmp_path,
         assert proc.returncode == 0, proc.stderr
         report = json.loads(proc.stdout)
         assert [run["errors"] for run in report["runs"]] == [0, 0]
-    # base: indexed once, then copied; candidate: twice
-    assert len(log.read_text().splitlines()) == 3
-    assert len([p for p in (cache / KIND).iterdir() if p.is_dir()]) == 1
+
+    run("10")
+    run("11")
+    assert len(log.read_text().splitlines()) == 2  # each side indexed once, then copied
+    (tree / "notes.txt").write_text("an untracked file is part of the tree\n")
+    run("12")
+    assert len(log.read_text().splitlines()) == 3  # the working tree's index, anew
+    assert len([p for p in (cache / KIND).iterdir() if p.is_dir()]) == 3
 
 
 def test_recall_cache_lists_a_kept_index_and_prune_removes_it_once_unused(finder, corpus, tmp_path):

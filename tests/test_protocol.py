@@ -3,6 +3,7 @@ step with its request is an error of the run, never a silent shift onto the next
 a finder that dies says how it died."""
 
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,7 @@ def send(obj):
 
 for count, line in enumerate(sys.stdin):
     query = json.loads(line)["query"]
+    time.sleep(float(os.environ.get("SLOW", "0")))
     hits = sorted((n for n in names if query.lower() in n.lower()), key=lambda n: (len(n), n))
     rows = [{"name": n} for n in hits]
     answer = {"id": count + (query == "wrongid"), "results": rows} if "ids" in mode else rows
@@ -84,7 +86,10 @@ def _run(
     return run_binary(binary, rows, corpora, jobs=jobs, timeout=timeout)
 
 
-SHARDED = ["Context", "Engine", "exit3", "Default", "Contex", "Render", "segv", "Bind", "Get"]
+# Enough rows for the workers that find no corpus left to start to join this one.
+SHARDED = [q for k in range(30) for q in ("Context", "Engine", "Default", "Contex", "Render",
+                                          "Bind", "Get")]  # fmt: skip
+SHARDED[40], SHARDED[150] = "exit3", "segv"
 
 
 def _pids(
@@ -93,21 +98,23 @@ def _pids(
     """A run over SHARDED with the processes it started counted, with and without faults."""
     (tmp_path / name).mkdir()
     log = tmp_path / name / "pids"
-    env = f'env = {{ PIDS = "{log}" }}\n'
+    env = f'env = {{ PIDS = "{log}", SLOW = "0.002" }}\n'
     run = _run(tmp_path / name, corpora, "ids", SHARDED, jobs=jobs, extra=env + extra)
     return run, len(set(log.read_text().split()))
 
 
-def test_jobs_shard_a_corpus_over_batch_processes_that_answer_as_one_process_does(
+def test_jobs_share_a_corpus_among_batch_processes_that_answer_as_one_process_does(
     tmp_path, gin_corpus
 ):
+    """With more jobs than corpora, the idle workers start batch processes of their own on
+    the corpus, each drawing the next rows: the answers are one process's, faults too."""
     one, started_one = _pids(tmp_path, gin_corpus, "one", jobs=1)
     three, started_three = _pids(tmp_path, gin_corpus, "three", jobs=3)
-    assert three.results == one.results  # the faults too: in shards 1 and 3, each restarted
+    assert three.results == one.results
     assert _errors(three, SHARDED).keys() == {"exit3", "segv"}
-    # one process, restarted after each fault; three shards, the third restarted after segv
-    # (exit3 is the last row of the first shard: nothing is left to restart it for)
-    assert (started_one, started_three) == (3, 4)
+    # one process, restarted after each fault; with three jobs, the other workers' processes
+    # too (two of them, unless the rows ran out before one joined)
+    assert started_one == 3 and started_three in (4, 5)
     single, started = _pids(tmp_path, gin_corpus, "single", 3, extra="batch_jobs = false\n")
     assert single.results == one.results and started == 3
 
@@ -232,3 +239,19 @@ def test_corpora_measured_side_by_side_answer_as_one_after_another(tmp_path, gin
         row.query in ("exit3", "segv") for row in rows
     ]
     assert runs[1].results[0].rank == 1 and runs[1].results[1].rank is None  # Context, Default
+
+
+def test_a_run_error_on_one_corpus_ends_the_queries_of_the_others_at_once(tmp_path, gin_corpus):
+    """gin2's finder answers out of step, an error of the whole run, while gin's hangs on a
+    query that --timeout would allow a minute: the run ends with the error, not after it."""
+    corpora = {"gin": gin_corpus["gin"], "gin2": gin_corpus["gin"]}
+    rows = [QueryRow("gin", q, "exact", "Context") for q in ("Context", "hang", "Engine")]
+    rows += [QueryRow("gin2", q, "exact", "Context") for q in ("Context", "wrongid")]
+    (tmp_path / "finder.py").write_text(FINDER)
+    engine = ENGINE.replace("FINDER", str(tmp_path / "finder.py")).replace("MODE", "ids")
+    (tmp_path / "engine.toml").write_text(engine)
+    binary = FinderBuild("batchy", load_engine(tmp_path / "engine.toml"), tmp_path, sys.executable)
+    started = time.monotonic()
+    with pytest.raises(RecallError, match="carries id 2"):
+        run_binary(binary, rows, corpora, jobs=2, timeout=60)
+    assert time.monotonic() - started < 20
