@@ -66,7 +66,7 @@ class Engine:
     env_remove: tuple[str, ...] = ()
     output: str = "json"
     no_match_exit: tuple[int, ...] = field(default=())
-    # --jobs batch processes per corpus over shards of its rows, sharing {db} read-only;
+    # up to --jobs batch processes per corpus drawing from its rows, sharing {db} read-only;
     # false for a finder that writes into {db} while it answers, or that is costly to start
     batch_jobs: bool = True
     # the index argv writes the same {db} every time for the same build, corpus and names
