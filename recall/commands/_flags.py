@@ -51,6 +51,14 @@ def add_finder(parser: argparse.ArgumentParser, purpose: str = "") -> None:
     )
 
 
+def add_baseline(parser: argparse.ArgumentParser) -> argparse._MutuallyExclusiveGroup:
+    """--base and --base-bin, one or the other; the group, for a command with more kinds."""
+    base = parser.add_mutually_exclusive_group()
+    base.add_argument("--base", metavar="REF", help="baseline: build REF of the finder repo")
+    base.add_argument("--base-bin", metavar="PATH", help="baseline: a binary built by hand")
+    return base
+
+
 def add_settings(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--settings", metavar="FILE", default="derive.json",
@@ -68,8 +76,8 @@ def add_jobs(parser: argparse.ArgumentParser) -> None:
         "--jobs",
         type=int,
         default=os.cpu_count() or 1,
-        help="parallel queries: per-query processes, or batch processes over corpora and "
-        "shards of their rows (default: %(default)s, the cores)",
+        help="parallel queries: per-query processes, or batch processes drawing the rows "
+        "of the corpora, the largest first (default: %(default)s, the cores)",
     )
 
 

@@ -11,7 +11,13 @@ import orjson
 
 from recall import explain
 from recall.build import check_build_timeout, finder_root, make_binaries
-from recall.commands._flags import add_build_timeout, add_common, add_finder, add_queries
+from recall.commands._flags import (
+    add_baseline,
+    add_build_timeout,
+    add_common,
+    add_finder,
+    add_queries,
+)
 from recall.corpus import cache_root, load_pins, mirror_root, select_pins
 from recall.engine import resolve_engine
 from recall.errors import EXIT_OK
@@ -28,9 +34,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--engine", metavar="E", help="preset name or engine TOML file")
     add_finder(p)
     p.add_argument("--bin", metavar="PATH", help="candidate binary built by hand")
-    base = p.add_mutually_exclusive_group()
-    base.add_argument("--base", metavar="REF", help="baseline: build REF of the finder repo")
-    base.add_argument("--base-bin", metavar="PATH", help="baseline: a binary built by hand")
+    add_baseline(p)
     p.add_argument(
         "--source", metavar="NAME",
         help="the intended name (default: the query's source in the query set)",

@@ -7,6 +7,7 @@ import argparse
 
 from recall import run as running
 from recall.commands._flags import (
+    add_baseline,
     add_build_timeout,
     add_common,
     add_finder,
@@ -49,9 +50,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "default candidate: the engine built from the working tree)",
     )
     add_finder(p)
-    base = p.add_mutually_exclusive_group()
-    base.add_argument("--base", metavar="REF", help="baseline: build REF of the finder repo")
-    base.add_argument("--base-bin", metavar="PATH", help="baseline: a binary built by hand")
+    base = add_baseline(p)
     base.add_argument(
         "--against", metavar="FILE",
         help="baseline: the last run saved in FILE by --save, without running anything",
