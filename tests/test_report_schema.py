@@ -9,7 +9,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from conftest import ROOT, run_cli
+from conftest import ROOT, SUBSEQUENCE_ENGINE, SUBSEQUENCE_FINDER, make_repo, run_cli
 from test_report import _golden_report
 
 from recall.bench import summarize_bench
@@ -95,9 +95,13 @@ def test_a_diff_with_accepted_losses_and_a_saved_baseline_validate(
     assert against["runs"][0]["cached"] and against["runs"][0]["label"].startswith("saved ")
 
 
-def test_a_bench_validates(real_cache, gin):
+def test_a_bench_validates(real_cache, gin, tmp_path):
+    """The fixture finder, whose query process starts in milliseconds: a bench times a
+    process per hand query, and the reference finder's would take seconds."""
+    finder = tmp_path / "finder"
+    make_repo(finder, {"finder.py": SUBSEQUENCE_FINDER, "recall.toml": SUBSEQUENCE_ENGINE})
     report = _json("--cache", str(real_cache), "--repo", "gin", "--type", "hand", "--bench", "1",
-                   "--no-regress")  # fmt: skip
+                   "--no-regress", "--finder", str(finder))  # fmt: skip
     assert set(report) == TOP_KEYS | {"bench"}
     assert report["bench"]["ratios"] == [] and len(report["bench"]["runs"]) == 1
 
