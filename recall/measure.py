@@ -118,7 +118,7 @@ class _BatchPlan:
     The corpora are started heaviest first (rows times names: a query's cost grows with
     the names it ranks), each indexed by the worker that starts it. Once none is left to
     start, a worker joins the corpus with the most rows left, drawing from the same feed
-    as the processes already on it, and waits while a corpus with rows left is being
+    as the processes already on it, and waits while a corpus worth joining is being
     indexed. So one large corpus (rails has a third of the rows and most of the work) is
     not left to one core while the other idles; and since a batch finder answers from
     its index alone, the answers are those of one process a corpus, one after another."""
@@ -137,14 +137,14 @@ class _BatchPlan:
             for repo, session, subset in zip(repos, sessions, subsets, strict=True)
         ]
         self.order = sorted(range(len(repos)), key=lambda k: -self.served[k].weight)
-        self.failed = False
+        self.halted = False
         self.changed = threading.Condition()
 
     def _next(self) -> tuple[int, bool] | None:
         """The corpus a free worker serves next and whether it must index it first, or
-        None when no work is left for it; waits while the only work is a corpus being
-        indexed. Called with `changed` held."""
-        while not self.failed:
+        None when no work is left for it; waits while the only work is joining a corpus
+        being indexed. Called with `changed` held."""
+        while not self.halted:
             for k in self.order:
                 if self.served[k].state == "waiting":
                     self.served[k].state = "indexing"
@@ -153,8 +153,8 @@ class _BatchPlan:
             joinable = [k for k in ready if self.served[k].feed.left() >= JOIN_MIN]
             if joinable:
                 return max(joinable, key=lambda k: self.served[k].feed.left()), False
-            if not any(s.state == "indexing" and s.feed.left() for s in self.served):
-                return None
+            if not any(s.state == "indexing" and s.feed.left() >= JOIN_MIN for s in self.served):
+                return None  # nor will there be: no corpus being indexed is worth joining
             self.changed.wait()
         return None
 
@@ -190,7 +190,7 @@ class _BatchPlan:
         """No more work for any worker, and every process of every corpus killed now: one
         failure, or an interrupt, ends the run rather than its other corpora's rows."""
         with self.changed:
-            self.failed = True
+            self.halted = True
             self.changed.notify_all()
         for served in self.served:
             served.session.stop()
