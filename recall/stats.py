@@ -140,6 +140,8 @@ def paired_bootstrap(
     if n == 0:
         return (0.0, 0.0, 0.0)
     diffs = np.asarray(new, dtype=np.float64) - np.asarray(base, dtype=np.float64)
+    if not diffs.any():  # every resample's mean is 0.0: the draws would change nothing
+        return (0.0, 0.0, 0.0)
     observed = float(diffs.mean())
 
     rng = np.random.default_rng(seed)
