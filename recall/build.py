@@ -128,7 +128,8 @@ def tree_identity(root: Path, engine: Engine) -> str | None:
     """A working tree known by its content, for keeping its index (`index_cache`): every
     file git lists in it, tracked or untracked but not ignored, with its executable bit,
     and every file under it that the engine's commands name (`{tree}/fzy`, a build's
-    ignored output). None outside a git working tree, where no such list is to be had.
+    ignored output). None outside a git working tree, or with a submodule or a nested
+    repository in it, whose files git does not list here.
 
     Only the index is kept by it: the working tree's queries always run, so a self-diff
     runs both sides for real and an edit is measured at once."""
@@ -150,8 +151,10 @@ def tree_identity(root: Path, engine: Engine) -> str | None:
         elif path.is_file():
             digest.update(b"x " if os.access(path, os.X_OK) else b"- ")
             digest.update(hashlib.sha256(path.read_bytes()).digest())
+        elif path.is_dir():
+            return None  # a submodule or a nested repository: its files are not listed
         else:
-            digest.update(b"absent")  # deleted, or a submodule's folder
+            digest.update(b"absent")
         digest.update(b"\0")
     return f"tree:{digest.hexdigest()}"
 

@@ -219,3 +219,5 @@ def test_a_working_tree_is_known_by_the_content_of_the_files_it_runs(tmp_path):
     plain = tmp_path / "plain"
     plain.mkdir()
     assert tree_identity(plain, engine) is None
+    make_repo(root / "vendored", {"lib.py": ""})  # a nested repository: not listed inside
+    assert tree_identity(root, engine) is None
