@@ -357,7 +357,8 @@ def item_shards(bench: Bench, jobs: int) -> None:
     def new(*args: str) -> float:
         return bench.recall(*args, "--json")[0]
 
-    old(), new("--base", "HEAD"), old("--base", "HEAD")  # the corpora and base results cached
+    for warm_up in (old, new):  # the corpora fetched, the base's results cached
+        warm_up("--base", "HEAD")
     rounds = {
         "whole run": alternate(lambda: old(), lambda: new("--jobs", "1"),
                                lambda: new("--jobs", str(jobs))),

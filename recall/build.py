@@ -128,8 +128,9 @@ def tree_identity(root: Path, engine: Engine) -> str | None:
     """A working tree known by its content, for keeping its index (`index_cache`): every
     file git lists in it, tracked or untracked but not ignored, with its executable bit,
     and every file under it that the engine's commands name (`{tree}/fzy`, a build's
-    ignored output). None outside a git working tree, or with a submodule or a nested
-    repository in it, whose files git does not list here.
+    ignored output); a link by its target and the target's content. None outside a git
+    working tree, or with a submodule, a nested repository or a link to a folder in it,
+    whose files git does not list here.
 
     Only the index is kept by it: the working tree's queries always run, so a self-diff
     runs both sides for real and an edit is measured at once."""
@@ -146,13 +147,13 @@ def tree_identity(root: Path, engine: Engine) -> str | None:
     for relative in sorted(paths):
         path = root / relative
         digest.update(relative.encode("utf-8", "surrogateescape") + b"\0")
-        if path.is_symlink():
-            digest.update(b"link " + os.fsencode(os.readlink(path)))
-        elif path.is_file():
+        if path.is_symlink():  # its target too: it may lie outside the tree
+            digest.update(b"link " + os.fsencode(os.readlink(path)) + b"\0")
+        if path.is_file():
             digest.update(b"x " if os.access(path, os.X_OK) else b"- ")
             digest.update(hashlib.sha256(path.read_bytes()).digest())
         elif path.is_dir():
-            return None  # a submodule or a nested repository: its files are not listed
+            return None  # a submodule, a nested repository or a linked folder: unlisted files
         else:
             digest.update(b"absent")
         digest.update(b"\0")

@@ -25,6 +25,7 @@ from recall.session import BatchFeed, Session
 from recall.symbols import checkout_symbols, distinct_names
 
 EMPTY_SUSPECT = 0.95
+JOIN_MIN = 64  # rows a corpus must have left for another batch process to start on it
 
 
 def open_corpus(pin: Pin, cache: Path, mirror: Path | None) -> Corpus:
@@ -96,8 +97,6 @@ def run_binary(
 T = TypeVar("T")
 R = TypeVar("R")
 
-JOIN_MIN = 64  # rows a corpus must have left for another batch process to start on it
-
 
 @dataclasses.dataclass
 class _Served:
@@ -105,7 +104,6 @@ class _Served:
 
     session: Session
     feed: BatchFeed
-    weight: int
     state: Literal["waiting", "indexing", "ready"] = "waiting"  # indexed by its first worker
     index_s: float = 0.0
     first: float | None = None  # when its first query was sent
@@ -133,10 +131,11 @@ class _BatchPlan:
     ) -> None:
         self.label, self.repos = label, repos
         self.served = [
-            _Served(session, BatchFeed(subset), len(subset) * (len(corpora[repo].names) + 1))
-            for repo, session, subset in zip(repos, sessions, subsets, strict=True)
+            _Served(s, BatchFeed(rows)) for s, rows in zip(sessions, subsets, strict=True)
         ]
-        self.order = sorted(range(len(repos)), key=lambda k: -self.served[k].weight)
+        names = [len(corpora[repo].names) + 1 for repo in repos]
+        weights = [len(rows) * n for rows, n in zip(subsets, names, strict=True)]
+        self.order = sorted(range(len(repos)), key=lambda k: -weights[k])
         self.halted = False
         self.changed = threading.Condition()
 

@@ -78,6 +78,12 @@ class Side:
     explain: Flags  # the flags that make `recall explain` run this same binary
     content: str | None = None  # a working tree's content, which keeps its index alone
 
+    @property
+    def index_identity(self) -> str | None:
+        """What a kept index of this binary is known by: its identity where that says
+        everything (a commit, a program's content), else the working tree's content."""
+        return self.identity if self.cacheable else self.content
+
 
 @dataclass(frozen=True)
 class Measured:
@@ -153,7 +159,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         if run is None:
             _fetch_corpora(asked, pins, cache, mirror, corpora)
             check_sources(rows, corpora, queries_path, all_rows)
-            kept = None if args.no_cache else side.identity if side.cacheable else side.content
+            kept = None if args.no_cache else side.index_identity
             run = run_binary(
                 side.binary, asked, corpora, jobs=args.jobs, timeout=args.timeout, build=kept
             )

@@ -270,16 +270,16 @@ class Session:
                 deadline = time.monotonic() + self.timeout
                 chunk: list[bytes] = []
                 while len(in_flight) < AHEAD:
-                    i = unsent[0] if unsent else feed.draw()
-                    if i is None:
-                        break
+                    if not unsent:  # a drawn row is this process's to send, now or next
+                        drawn = feed.draw()
+                        if drawn is None:
+                            break
+                        unsent.append(drawn)
+                    i = unsent[0]
                     request = b'{"id":%d,' % sent + feed.bodies[i]
                     if in_flight and ahead_bytes + len(request) > AHEAD_BYTES:
-                        if not unsent:
-                            unsent.append(i)  # drawn: it is this process's to send next
                         break
-                    if unsent:
-                        unsent.popleft()
+                    unsent.popleft()
                     chunk.append(request)
                     in_flight.append((i, len(request)))
                     ahead_bytes += len(request)

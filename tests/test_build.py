@@ -221,3 +221,28 @@ def test_a_working_tree_is_known_by_the_content_of_the_files_it_runs(tmp_path):
     assert tree_identity(plain, engine) is None
     make_repo(root / "vendored", {"lib.py": ""})  # a nested repository: not listed inside
     assert tree_identity(root, engine) is None
+
+
+def test_a_working_tree_linking_outside_itself_is_known_by_what_the_link_reaches(tmp_path):
+    """A link the tree holds may reach a file outside it, which the finder then runs: its
+    content is part of the tree's identity; a linked folder, whose files git does not
+    list, leaves the tree with no identity, so its index is never kept."""
+    from recall.engine import load_engine
+
+    outside = tmp_path / "shared.py"
+    outside.write_text("x = 1\n")
+    root = tmp_path / "finder"
+    make_repo(
+        root,
+        {
+            "a.py": "",
+            "recall.toml": '[engine]\nbin = ["fzy"]\nquery = ["{bin}", "{query}"]\n',
+        },
+    )
+    (root / "shared.py").symlink_to(outside)
+    engine = load_engine(root / "recall.toml")
+    before = tree_identity(root, engine)
+    outside.write_text("x = 2\n")
+    assert before is not None and tree_identity(root, engine) != before
+    (root / "lib").symlink_to(tmp_path, target_is_directory=True)
+    assert tree_identity(root, engine) is None
