@@ -32,6 +32,9 @@ QUERY_SETS = {
 }
 
 
+QUERY_SETS_DEFAULT = "queries.tsv"  # --queries when not given
+
+
 def query_set_path(value: str) -> Path:
     """A set's name as its file (unless a file of that very name is there), else a path."""
     if value in QUERY_SETS and not Path(value).exists():

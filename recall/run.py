@@ -8,7 +8,6 @@ import dataclasses
 import hashlib
 import platform
 import re
-import shlex
 import shutil
 import sys
 from dataclasses import dataclass
@@ -29,8 +28,9 @@ from recall.build import (
     tree_identity,
     with_bin,
 )
+from recall.commandline import option
 from recall.corpus import Pin, cache_root, load_pins, mirror_root
-from recall.engine import Engine, resolve_engine
+from recall.engine import Engine, preset_names, resolve_engine
 from recall.errors import EXIT_LOSS, EXIT_OK, RecallError
 from recall.interpreter import finder_python
 from recall.measure import check_answered, open_corpus, run_binary
@@ -45,7 +45,15 @@ from recall.model import (
     Report,
     RunResult,
 )
-from recall.queryset import HAND, QueryRow, query_set_path, read_queries, select
+from recall.queryset import (
+    HAND,
+    QUERY_SETS,
+    QUERY_SETS_DEFAULT,
+    QueryRow,
+    query_set_path,
+    read_queries,
+    select,
+)
 from recall.regress import Case, read_cases
 from recall.render.html import render_html
 from recall.render.text import render
@@ -148,6 +156,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         base = Measured(saved_run, saved_key, len(rows), None)
     elif args.base or args.base_bin:
         sides.insert(0, _baseline(args, engine, root, cache, python, engine_flag))
+    sides = [dataclasses.replace(s, explain=pasteable(s.explain, root)) for s in sides]
 
     corpora: dict[str, Corpus] = {}
     measured = [base] if base else []
@@ -242,8 +251,11 @@ def _analyse(
         if cases or plan.skipped
         else None
     )
+    data = data_flags(args)
     explain_flags = (
-        [_explain_flags(measured[0].explain, m.explain) for m in measured[1:]] if has_base else []
+        [_explain_flags(measured[0].explain, m.explain, data) for m in measured[1:]]
+        if has_base
+        else []
     )
     return analyse(
         meta, plan.pins, rows, [m.run for m in measured], baseline=has_base, cases=cases,
@@ -461,7 +473,7 @@ def _baseline(
         explain = (*engine_flag, ("--base-bin", args.base_bin))
         return _bin_side("base", engine, args.base_bin, "--base-bin", root, python, explain)
     binary, commit = base_binary(root, args.base, engine, cache, args.build_timeout)
-    return Side(binary, f"commit:{commit}", True, (*engine_flag, ("--base", args.base)))
+    return Side(binary, f"commit:{commit}", True, (*engine_flag, ("--base", commit)))
 
 
 def check_sources(
@@ -519,7 +531,32 @@ def _fetch_corpora(
             corpora[repo] = open_corpus(pins[repo], cache, mirror)
 
 
-def _explain_flags(base: Flags | None, new: Flags | None) -> str | None:
+def pasteable(flags: Flags, root: Path) -> Flags:
+    """A side's explain flags as they run from any folder: the finder's repo first, and
+    every path (a binary, an engine file) absolute; a base is its commit already."""
+    presets = set(preset_names())
+
+    def absolute(flag: str, value: str) -> str:
+        is_path = flag in ("--bin", "--base-bin") or (flag == "--engine" and value not in presets)
+        return str(Path(value).absolute()) if is_path else value
+
+    return (("--finder", str(root.absolute())), *((f, absolute(f, v)) for f, v in flags))
+
+
+def data_flags(args: argparse.Namespace) -> Flags:
+    """The data flags explain needs to read what this run read, wherever it is pasted: the
+    pins always (the default is a file of the current folder), the query set when it is
+    not the default, the cache and the mirrors when given."""
+    flags: list[tuple[str, str]] = [("--corpus", str(Path(args.corpus).absolute()))]
+    if args.queries != QUERY_SETS_DEFAULT:
+        value = args.queries
+        flags.append(("--queries", value if value in QUERY_SETS else str(Path(value).absolute())))
+    flags += [(f"--{name}", str(Path(getattr(args, name)).absolute()))
+              for name in ("cache", "mirror") if getattr(args, name)]  # fmt: skip
+    return tuple(flags)
+
+
+def _explain_flags(base: Flags | None, new: Flags | None, data: Flags) -> str | None:
     """`recall explain` flags for a diff's rows; explain takes one engine, so a candidate
     with an engine of its own is explained alone."""
     if base is None or new is None:
@@ -528,7 +565,7 @@ def _explain_flags(base: Flags | None, new: Flags | None) -> str | None:
     both = (
         candidate if candidate.get("--engine") != baseline.get("--engine") else baseline | candidate
     )
-    return " ".join(f"{flag} {shlex.quote(value)}" for flag, value in both.items())
+    return " ".join(option(flag, value) for flag, value in (*both.items(), *data))
 
 
 def _write_html(path: Path, report: Report) -> None:

@@ -8,7 +8,7 @@ import argparse
 import os
 
 from recall.build import BUILD_TIMEOUT_S
-from recall.queryset import QUERY_SETS
+from recall.queryset import QUERY_SETS, QUERY_SETS_DEFAULT
 from recall.run import DEFAULT_REGRESS
 
 GLOBAL_VALUE_FLAGS = ("--cache", "--mirror", "--corpus")  # every command takes these
@@ -39,7 +39,7 @@ def add_build_timeout(parser: argparse.ArgumentParser) -> None:
 
 def add_queries(parser: argparse.ArgumentParser, what: str = "the query set") -> None:
     parser.add_argument(
-        "--queries", metavar="SET", default="queries.tsv",
+        "--queries", metavar="SET", default=QUERY_SETS_DEFAULT,
         help=f"{what}: a file, or a committed set's name ({', '.join(QUERY_SETS)}) "
         "(default: %(default)s)",
     )  # fmt: skip
