@@ -42,6 +42,17 @@ def query_set_path(value: str) -> Path:
     return Path(value)
 
 
+def is_committed_set(value: str) -> bool:
+    """Is --queries VALUE one of the committed sets (by name, by default or by its file)?
+    Those are strict: a source that is not a name of its corpus is a bad row. Any other
+    file is foreign (rq's own, say) and runs, its unknown sources counted as not found,
+    unless --strict-queries."""
+    if value == QUERY_SETS_DEFAULT or (value in QUERY_SETS and not Path(value).exists()):
+        return True
+    given = Path(value).resolve()
+    return any(given == query_set_path(name).resolve() for name in QUERY_SETS)
+
+
 @dataclass(frozen=True)
 class QueryRow:
     repo: str

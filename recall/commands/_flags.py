@@ -111,6 +111,11 @@ def add_report_flags(p: argparse.ArgumentParser) -> None:
         "present; its cases for repos the corpus does not pin are skipped)",
     )  # fmt: skip
     p.add_argument("--no-regress", action="store_true", help="skip the regress cases")
+    p.add_argument(
+        "--strict-queries", action="store_true",
+        help="refuse a --queries file with a source that is not a name of its corpus (the "
+        "committed sets always are; other files run such rows as not found and list them)",
+    )  # fmt: skip
     p.add_argument("--misses", action="store_true", help="list every source not ranked #1")
     p.add_argument(
         "--html", metavar="FILE",

@@ -219,8 +219,9 @@ def _unknown_sources(report: Report, markdown: bool) -> list[str]:
     if not unknown.count:
         return []
     out = _heading(
-        f"Unknown sources: {unknown.count} rows name no name of their corpus at its pin; "
-        "counted as not found, for the ceiling too",
+        f"Unknown sources: {unknown.count} row{'' if unknown.count == 1 else 's'} whose "
+        "source is not a name of their corpus "
+        "at its pin, counted as not found (by every finder and by the ceiling)",
         markdown,
     )
     body = [[str(u.line), u.repo, u.query, u.type, u.source] for u in unknown.first]
