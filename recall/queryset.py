@@ -50,7 +50,11 @@ def is_committed_set(value: str) -> bool:
     if value == QUERY_SETS_DEFAULT or (value in QUERY_SETS and not Path(value).exists()):
         return True
     given = Path(value).resolve()
-    return any(given == query_set_path(name).resolve() for name in QUERY_SETS)
+    shipped = Path(__file__).resolve().parents[1]  # the suite files beside the package
+    return any(
+        given in (query_set_path(name).resolve(), shipped / file)
+        for name, (file, _settings) in QUERY_SETS.items()
+    )
 
 
 @dataclass(frozen=True)

@@ -48,12 +48,13 @@ def test_wrong_header_is_refused():
         parse(b"repo\tquery\tsource\n")
 
 
-def test_the_committed_sets_are_strict_and_any_other_file_is_foreign(tmp_path):
+def test_the_committed_sets_are_strict_and_any_other_file_is_foreign(tmp_path, monkeypatch):
     foreign = tmp_path / "queries.tsv"
     foreign.write_bytes(HEAD)
     assert is_committed_set("queries.tsv") and is_committed_set("typed")
-    assert is_committed_set(str(ROOT / "typed.tsv")) and is_committed_set(str(ROOT / "queries.tsv"))
     assert not is_committed_set(str(foreign))
+    monkeypatch.chdir(tmp_path)  # a committed file named by its path from another folder
+    assert is_committed_set(str(ROOT / "typed.tsv")) and is_committed_set(str(ROOT / "queries.tsv"))
 
 
 FOREIGN = (
