@@ -11,6 +11,7 @@ from recall.corpus import Pin
 from recall.model import Hit, QueryResult, RegressSection, Report, RunResult
 from recall.queryset import QueryRow
 from recall.regress import Case
+from recall.render.html import render_html
 from recall.render.text import render
 from recall.report import analyse, diff, move_bucket
 
@@ -231,3 +232,24 @@ def test_with_several_candidates_a_summary_comes_first_and_the_lists_are_capped(
     assert len(explains) == 20
     assert len(render(report, markdown=True).splitlines()) < 120
     assert len(report.to_json()["diffs"][0]["lost_first"]) == 30
+
+
+def test_the_html_page_has_every_diff_whole_with_its_verdict_and_gains():
+    rows = [QueryRow("gin", f"q{i}", "abbr3", f"name{i}") for i in range(30)]
+    base = _run("base", [_result(r.source, ["x", r.source]) for r in rows])
+    better = _run("better", [_result(r.source, [r.source]) for r in rows])
+    worse = _run("worse", [_result(r.source, ["x", "y", r.source]) for r in rows])
+    report = analyse(
+        {}, {"gin": PINS["gin"]}, rows, [base, better, worse], baseline=True, cases=[],
+        case_results=[(), (), ()], regress=None, accepted=None, explain_flags=["", ""],
+        ceiling=ceiling_summary(rows, {}, {"gin": "go"}),
+    )  # fmt: skip
+    page = render_html(report.to_json())
+    assert "<h2>Verdicts against the baseline</h2>" in page
+    assert '<td class="text">improved (p=1.9e-09)</td>' in page
+    assert (
+        "<h2>Diff: better against base</h2>" in page and "<h2>Diff: worse against base</h2>" in page
+    )
+    assert "<h3>Gained #1: 30</h3>" in page and page.count("<td>q29</td>") == 0
+    assert page.count('<td class="text">q29</td>') == 1  # the gain, whole: no cap in HTML
+    assert "verdict (McNemar&#x27;s exact test, two-sided, alpha 0.05): #1 improved" in page

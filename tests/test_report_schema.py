@@ -89,7 +89,8 @@ def test_a_diff_with_accepted_losses_and_a_saved_baseline_validate(
     assert diff["accepted"] == [] and diff["stale_accepted"] == [
         {"repo": "gin", "query": "none", "source": "None"}
     ]
-    assert diff["regress_broken"] == [] and diff["explain_flags"].startswith("--base-bin ")
+    assert diff["regress_broken"] == []
+    assert diff["explain_flags"].startswith(f"--finder {ROOT} --base-bin {reference_bin} ")
     against = _json("--cache", str(real_cache), *GIN_ABBR3, "--against", str(saved))
     assert against["diff"]["explain_flags"] is None and against["diff"]["accepted"] is None
     assert against["runs"][0]["cached"] and against["runs"][0]["label"].startswith("saved ")
