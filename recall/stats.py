@@ -172,6 +172,12 @@ def better(new: Rank, base: Rank) -> bool:
     return base is None or new < base
 
 
+def shown_p(p: float) -> str:
+    """`p=0.0039`; an exact p below what a float holds (thousands of discordant pairs, all
+    one way) divides to 0.0, and is shown as the bound it is under, never as p=0."""
+    return "p<1e-300" if p < 1e-300 else f"p={p:.2g}"
+
+
 def in_top10(rank: Rank) -> bool:
     return rank is not None and rank <= 10
 
@@ -200,7 +206,7 @@ class Verdict:
 
     def phrase(self) -> str:
         """`#1 regressed (3 gained, 18 lost, p=0.0015)`."""
-        counts = f"{self.gained} gained, {self.lost} lost, p={self.p:.2g}"
+        counts = f"{self.gained} gained, {self.lost} lost, {shown_p(self.p)}"
         return f"{self.outcome_of} {self.outcome} ({counts})"
 
 
@@ -275,7 +281,7 @@ class Significance:
         mlo, mhi = self.mrr_ci
         return (
             f"wins {self.wins}, losses {self.losses}, ties {self.ties}; "
-            f"sign test p={self.sign_p:.2g}; McNemar (#1) p={self.mcnemar_p:.2g}; "
+            f"sign test {shown_p(self.sign_p)}; McNemar (#1) {shown_p(self.mcnemar_p)}; "
             f"Δ#1 {_signed(100 * self.first_delta, 1)} pts "
             f"[{pct}% CI {_signed(100 * lo, 1)}, {_signed(100 * hi, 1)}]; "
             f"ΔMRR {_signed(self.mrr_delta, 3)} [{_signed(mlo, 3)}, {_signed(mhi, 3)}]"

@@ -393,3 +393,10 @@ def test_the_top10_verdict_counts_entering_and_leaving_the_top_10():
 )  # fmt: skip
 def test_a_verdict_needs_p_below_alpha_and_a_side(gained, lost, p, outcome):
     assert Verdict("#1", gained, lost, p).outcome == outcome
+
+
+def test_a_p_value_below_a_floats_range_is_shown_as_a_bound_not_as_zero():
+    sig = compare([1] * 1600, [2] * 1600, resamples=10)
+    assert sig.mcnemar_p == 0.0  # 2 / 2**1600 underflows
+    assert "McNemar (#1) p<1e-300" in sig.summary() and "p=0;" not in sig.summary()
+    assert sig.first.phrase() == "#1 regressed (0 gained, 1600 lost, p<1e-300)"

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from html import escape
 from urllib.parse import quote, urlsplit
 
+from recall.stats import shown_p
+
 COLORS = {"found": "#c6dbef", "top10": "#6baed6", "first": "#08519c"}
 MOVE_COLORS = {"up": "#31a354", "found": "#006d2c", "same": "#969696", "down": "#de2d26",
                "lost": "#a50f15"}  # fmt: skip
@@ -216,7 +218,7 @@ def _lost_table(rows: list[dict], corpus: dict) -> str:
 
 
 def _verdict_cell(verdict: dict | None) -> str:
-    return "-" if verdict is None else f"{verdict['outcome']} (p={verdict['p']:.2g})"
+    return "-" if verdict is None else f"{verdict['outcome']} ({shown_p(verdict['p'])})"
 
 
 def _verdicts_table(runs: list[dict], diffs: list[dict]) -> str:

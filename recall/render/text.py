@@ -18,7 +18,7 @@ from recall.model import (
     RunSummary,
 )
 from recall.render.table import table
-from recall.stats import ALPHA, VERDICT_TEST, Verdict
+from recall.stats import ALPHA, VERDICT_TEST, Verdict, shown_p
 from recall.terminal import safe_output, shown
 
 # With several candidates, each diff's lost and gained lists show this many rows in text and
@@ -210,7 +210,7 @@ def _summary(report: Report, markdown: bool) -> list[str]:
 
 
 def _verdict_cell(verdict: Verdict) -> str:
-    return f"{verdict.outcome} (p={verdict.p:.2g})"
+    return f"{verdict.outcome} ({shown_p(verdict.p)})"
 
 
 def _unknown_sources(report: Report, markdown: bool) -> list[str]:
