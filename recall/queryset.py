@@ -42,12 +42,14 @@ def query_set_path(value: str) -> Path:
     return Path(value)
 
 
-def is_committed_set(value: str) -> bool:
+def is_committed_set(value: str | None) -> bool:
     """Is --queries VALUE one of the committed sets (by name, by default or by its file)?
     Those are strict: a source that is not a name of its corpus is a bad row. Any other
     file is foreign (rq's own, say) and runs, its unknown sources counted as not found,
     unless --strict-queries."""
-    if value == QUERY_SETS_DEFAULT or (value in QUERY_SETS and not Path(value).exists()):
+    if not value or value == QUERY_SETS_DEFAULT:
+        return True
+    if value in QUERY_SETS and not Path(value).exists():
         return True
     given = Path(value).resolve()
     shipped = Path(__file__).resolve().parents[1]  # the suite files beside the package

@@ -596,8 +596,10 @@ def data_flags(args: argparse.Namespace) -> Flags:
     """The data flags explain needs to read what this run read, wherever it is pasted: the
     pins always (the default is a file of the current folder), the query set when it is
     not the default, the cache and the mirrors when given."""
-    flags: list[tuple[str, str]] = [("--corpus", str(Path(args.corpus).absolute()))]
-    if args.queries != QUERY_SETS_DEFAULT:
+    flags: list[tuple[str, str]] = []
+    if args.corpus:
+        flags.append(("--corpus", str(Path(args.corpus).absolute())))
+    if args.queries and args.queries != QUERY_SETS_DEFAULT:
         value = args.queries
         flags.append(("--queries", value if value in QUERY_SETS else str(Path(value).absolute())))
     flags += [(f"--{name}", str(Path(getattr(args, name)).absolute()))
