@@ -28,10 +28,13 @@ class Side:
     result: QueryResult
 
 
-def pick_row(rows: list[QueryRow], repo: str, query: str, source: str | None) -> QueryRow:
-    """The query's row: --source wins, else the first sourced row of the set, else hand."""
+def pick_row(
+    rows: list[QueryRow], repo: str, query: str, source: str | None, kind: str | None = None
+) -> QueryRow:
+    """The query's row: --source wins (with --type, the exact row a report printed), else
+    the first sourced row of the set, else hand."""
     if source:
-        kind = next(
+        kind = kind or next(
             (r.type for r in rows if (r.repo, r.query, r.source) == (repo, query, source)), "given"
         )
         return QueryRow(repo, query, kind, source)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from recall.corpus import Checkout
 from recall.engine import Engine, fill
-from recall.stats import Significance
+from recall.stats import ALPHA, Significance
 
 TOP = 10  # the hits kept of each answer: enough for top-10 and for the report's examples
 
@@ -229,6 +229,12 @@ class Lost(Change):
 
 
 @dataclass(frozen=True)
+class Gained(Lost):
+    """A source that gained #1 or entered the top 10: the lost row's mirror, its location
+    from the candidate's hit that named it."""
+
+
+@dataclass(frozen=True)
 class Errored(Change):
     """A query the baseline answered and the candidate errored on."""
 
@@ -272,6 +278,8 @@ class Diff:
     stale_accepted: tuple[Stale, ...] | None = None
     regress_broken: tuple[FailingCase, ...] | None = None
     explain_flags: str | None = None
+    gained_first: tuple[Gained, ...] = ()
+    gained_top10: tuple[Gained, ...] = ()
 
     @property
     def is_loss(self) -> bool:
@@ -298,6 +306,17 @@ class Diff:
             if self.regress_broken is None
             else [case.to_json() for case in self.regress_broken],
             "explain_flags": self.explain_flags,
+            "gained_first": rows(self.gained_first), "gained_top10": rows(self.gained_top10),
+            "verdict": self.verdict_json(),
+        }  # fmt: skip
+
+    def verdict_json(self) -> dict:
+        """Improved, regressed or no significant change on #1 and on the top 10, and the
+        test that decides it (stats.Verdict)."""
+        sig = self.significance
+        return {
+            "first": sig.first.as_json(), "top10": sig.top10.as_json(),
+            "test": "mcnemar_exact", "alpha": ALPHA, "summary": sig.verdict_line(),
         }  # fmt: skip
 
 
@@ -420,6 +439,37 @@ class Miss:
         }  # fmt: skip
 
 
+# The rows of unknown sources a report lists by name; JSON and HTML have the same few.
+UNKNOWN_SHOWN = 10
+
+
+@dataclass(frozen=True)
+class UnknownSource:
+    """A row of a foreign query file whose source is not a name of its corpus at its pin:
+    it counts as not found for every finder and for the ceiling."""
+
+    repo: str
+    query: str
+    type: str
+    source: str
+    line: int  # in the query file (line 1 is the header)
+
+    def to_json(self) -> dict:
+        return {"repo": self.repo, "query": self.query, "type": self.type,
+                "source": self.source, "line": self.line}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class UnknownSources:
+    """How many such rows ran, and the first UNKNOWN_SHOWN of them in file order."""
+
+    count: int = 0
+    first: tuple[UnknownSource, ...] = ()
+
+    def to_json(self) -> dict:
+        return {"count": self.count, "first": [row.to_json() for row in self.first]}
+
+
 @dataclass(frozen=True)
 class Report:
     """Everything a run reports. `diffs` holds each candidate's diff against the baseline
@@ -435,6 +485,7 @@ class Report:
     regress: RegressSection | None = None
     bench: BenchSummary | None = None
     misses: tuple[Miss, ...] | None = None  # with --misses: the last binary's
+    unknown_sources: UnknownSources = UnknownSources()
 
     def to_json(self) -> dict:
         out: dict = {
@@ -445,6 +496,7 @@ class Report:
             "sourced": self.sourced,
             "runs": [run.to_json() for run in self.runs],
             "ceiling": self.ceiling.to_json(),
+            "unknown_sources": self.unknown_sources.to_json(),
         }
         if self.diffs:
             out["diff"] = self.diffs[0].to_json()

@@ -32,11 +32,31 @@ QUERY_SETS = {
 }
 
 
+QUERY_SETS_DEFAULT = "queries.tsv"  # --queries when not given
+
+
 def query_set_path(value: str) -> Path:
     """A set's name as its file (unless a file of that very name is there), else a path."""
     if value in QUERY_SETS and not Path(value).exists():
         return Path(QUERY_SETS[value][0])
     return Path(value)
+
+
+def is_committed_set(value: str | None) -> bool:
+    """Is --queries VALUE one of the committed sets (by name, by default or by its file)?
+    Those are strict: a source that is not a name of its corpus is a bad row. Any other
+    file is foreign (rq's own, say) and runs, its unknown sources counted as not found,
+    unless --strict-queries."""
+    if not value or value == QUERY_SETS_DEFAULT:
+        return True
+    if value in QUERY_SETS and not Path(value).exists():
+        return True
+    given = Path(value).resolve()
+    shipped = Path(__file__).resolve().parents[1]  # the suite files beside the package
+    return any(
+        given in (query_set_path(name).resolve(), shipped / file)
+        for name, (file, _settings) in QUERY_SETS.items()
+    )
 
 
 @dataclass(frozen=True)

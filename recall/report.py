@@ -19,6 +19,7 @@ from recall.model import (
     Diff,
     Errored,
     ErrorRow,
+    Gained,
     Lost,
     Miss,
     QueryResult,
@@ -27,6 +28,7 @@ from recall.model import (
     Report,
     RunResult,
     RunSummary,
+    UnknownSources,
 )
 from recall.queryset import QueryRow
 from recall.regress import Case, broken
@@ -122,10 +124,25 @@ def _lost(row: QueryRow, base: QueryResult, new: QueryResult) -> Lost:
     )  # fmt: skip
 
 
+def _gained(row: QueryRow, base: QueryResult, new: QueryResult) -> Gained:
+    """A gained row with where the source is defined, from the candidate's hit."""
+    hit = next((h for h in new.top if h.name == row.source), None)
+    return Gained(
+        row.repo, row.query, row.type, row.source, base.rank, new.rank, _first(new),
+        source_file=hit.file if hit else None, source_line=hit.line if hit else None,
+    )  # fmt: skip
+
+
+def _in_top10(rank: int | None) -> bool:
+    return rank is not None and rank <= 10
+
+
 def diff(rows: list[QueryRow], base: RunResult, new: RunResult) -> Diff:
     up = down = same = top10_changed = 0
     lost_first: list[Lost] = []
     lost_top10: list[Lost] = []
+    gained_first: list[Gained] = []
+    gained_top10: list[Gained] = []
     newly_errored: list[Errored] = []
     base_ranks, new_ranks = [], []
     moves = dict.fromkeys(["found", *(name for name, _, _ in MOVE_BUCKETS), "lost"], 0)
@@ -158,13 +175,18 @@ def diff(rows: list[QueryRow], base: RunResult, new: RunResult) -> Diff:
             same += 1
         if b.rank == 1 and n.rank != 1:
             lost_first.append(_lost(row, b, n))
-        if b.rank is not None and b.rank <= 10 and (n.rank is None or n.rank > 10):
+        if _in_top10(b.rank) and not _in_top10(n.rank):
             lost_top10.append(_lost(row, b, n))
+        if n.rank == 1 and b.rank != 1:
+            gained_first.append(_gained(row, b, n))
+        if _in_top10(n.rank) and not _in_top10(b.rank):
+            gained_top10.append(_gained(row, b, n))
     return Diff(
         base=base.label, new=new.label, up=up, down=down, same=same,
         top10_changed=top10_changed, moves=moves, lost_first=tuple(lost_first),
         lost_top10=tuple(lost_top10), new_errors=tuple(newly_errored),
         significance=compare(base_ranks, new_ranks), candidate_errors=new.errors,
+        gained_first=tuple(gained_first), gained_top10=tuple(gained_top10),
     )  # fmt: skip
 
 
@@ -176,12 +198,16 @@ def misses(rows: list[QueryRow], run: RunResult) -> tuple[Miss, ...]:
     )
 
 
+NO_UNKNOWN_SOURCES = UnknownSources()
+
+
 def analyse(
     meta: dict, pins: dict[str, Pin], rows: list[QueryRow], runs: list[RunResult], *,
     baseline: bool, cases: list[Case], case_results: list[tuple[QueryResult, ...]],
     regress: RegressSection | None, accepted: list[Key] | None,
     explain_flags: list[str | None], ceiling: CeilingSummary,
     bench: BenchSummary | None = None, show_misses: bool = False,
+    unknown_sources: UnknownSources = NO_UNKNOWN_SOURCES,
 ) -> Report:  # fmt: skip
     """The report over `runs` in the order given. With a baseline (the first run) each
     later run is diffed against it: its regress cases that broke, its losses with the
@@ -213,4 +239,5 @@ def analyse(
         regress=regress,
         bench=bench,
         misses=misses(rows, runs[-1]) if show_misses else None,
+        unknown_sources=unknown_sources,
     )

@@ -8,7 +8,6 @@ import dataclasses
 import hashlib
 import platform
 import re
-import shlex
 import shutil
 import sys
 from dataclasses import dataclass
@@ -29,13 +28,15 @@ from recall.build import (
     tree_identity,
     with_bin,
 )
+from recall.commandline import option
 from recall.corpus import Pin, cache_root, load_pins, mirror_root
-from recall.engine import Engine, resolve_engine
+from recall.engine import Engine, preset_names, resolve_engine
 from recall.errors import EXIT_LOSS, EXIT_OK, RecallError
 from recall.interpreter import finder_python
 from recall.measure import check_answered, open_corpus, run_binary
 from recall.merge import merge_saved
 from recall.model import (
+    UNKNOWN_SHOWN,
     BenchSummary,
     CeilingSummary,
     Corpus,
@@ -44,8 +45,19 @@ from recall.model import (
     RegressSection,
     Report,
     RunResult,
+    UnknownSource,
+    UnknownSources,
 )
-from recall.queryset import HAND, QueryRow, query_set_path, read_queries, select
+from recall.queryset import (
+    HAND,
+    QUERY_SETS,
+    QUERY_SETS_DEFAULT,
+    QueryRow,
+    is_committed_set,
+    query_set_path,
+    read_queries,
+    select,
+)
 from recall.regress import Case, read_cases
 from recall.render.html import render_html
 from recall.render.text import render
@@ -122,6 +134,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise RecallError(f"--repo {repo}: not a pin in {corpus_path}")
     all_rows = read_queries(queries_path, set(pins))
     rows = select(all_rows, args.repo, args.type)
+    strict = args.strict_queries or is_committed_set(args.queries)
     hand = [r for r in select(all_rows, args.repo, None) if r.type == HAND]
     if args.bench and not hand:
         raise RecallError(f"--bench: {queries_path} has no hand rows in the selected repos")
@@ -148,8 +161,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         base = Measured(saved_run, saved_key, len(rows), None)
     elif args.base or args.base_bin:
         sides.insert(0, _baseline(args, engine, root, cache, python, engine_flag))
+    sides = [dataclasses.replace(s, explain=pasteable(s.explain, root)) for s in sides]
 
     corpora: dict[str, Corpus] = {}
+    unknown: tuple[UnknownSource, ...] = ()
+    if not strict:  # a foreign file's unknown sources are listed, cached runs or not
+        _fetch_corpora(rows, pins, cache, mirror, corpora)
+        unknown = unknown_sources(rows, corpora, all_rows)
     measured = [base] if base else []
     for side in sides:
         key = run_key(side.identity, side.binary.engine, asked_key, args.timeout)
@@ -158,7 +176,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             run = cached_run(cache, key, side.binary.label)
         if run is None:
             _fetch_corpora(asked, pins, cache, mirror, corpora)
-            check_sources(rows, corpora, queries_path, all_rows)
+            if strict:
+                check_sources(rows, corpora, queries_path, all_rows)
             kept = None if args.no_cache else side.index_identity
             run = run_binary(
                 side.binary, asked, corpora, jobs=args.jobs, timeout=args.timeout, build=kept
@@ -190,8 +209,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         binaries = [side.binary for side in sides]
         bench = run_bench(binaries, hand, corpora, args.bench, args.timeout)
     return finish(
-        args, Plan(pins, rows, cases, skipped, accepted, cache, mirror, corpora), measured,
-        has_base=has_base, meta=meta, bench=bench,
+        args, Plan(pins, rows, cases, skipped, accepted, cache, mirror, corpora, unknown),
+        measured, has_base=has_base, meta=meta, bench=bench,
     )  # fmt: skip
 
 
@@ -208,6 +227,7 @@ class Plan:
     cache: Path
     mirror: Path | None
     corpora: dict[str, Corpus]
+    unknown: tuple[UnknownSource, ...] = ()  # a foreign file's rows whose source is no name
 
 
 def finish(
@@ -242,16 +262,36 @@ def _analyse(
         if cases or plan.skipped
         else None
     )
+    data = data_flags(args)
     explain_flags = (
-        [_explain_flags(measured[0].explain, m.explain) for m in measured[1:]] if has_base else []
+        [_explain_flags(measured[0].explain, m.explain, data) for m in measured[1:]]
+        if has_base
+        else []
     )
+    unknown = [QueryRow(u.repo, u.query, u.type, u.source) for u in plan.unknown]
     return analyse(
-        meta, plan.pins, rows, [m.run for m in measured], baseline=has_base, cases=cases,
-        case_results=[m.cases for m in measured], regress=regress, accepted=plan.accepted,
-        explain_flags=explain_flags,
-        ceiling=query_set_ceiling(rows, plan.pins, plan.cache, plan.mirror, plan.corpora),
+        meta, plan.pins, rows, [not_found(m.run, rows, unknown) for m in measured],
+        baseline=has_base, cases=cases, case_results=[m.cases for m in measured],
+        regress=regress, accepted=plan.accepted, explain_flags=explain_flags,
+        ceiling=query_set_ceiling(
+            rows, plan.pins, plan.cache, plan.mirror, plan.corpora, unknown
+        ),
         bench=bench, show_misses=args.misses,
+        unknown_sources=UnknownSources(len(plan.unknown), plan.unknown[:UNKNOWN_SHOWN]),
     )  # fmt: skip
+
+
+def not_found(run: RunResult, rows: list[QueryRow], unknown: list[QueryRow]) -> RunResult:
+    """The run with every row whose source is no name of its corpus not found: whatever a
+    finder answered, the harness cannot tell such a name from one the corpus lacks."""
+    if not unknown:
+        return run
+    gone = set(unknown)
+    results = tuple(
+        dataclasses.replace(result, rank=None) if row in gone else result
+        for row, result in zip(rows, run.results, strict=True)
+    )
+    return dataclasses.replace(run, results=results)
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
@@ -259,7 +299,8 @@ def cmd_merge(args: argparse.Namespace) -> int:
     it (the seconds are the shards' sums)."""
     corpus_path, queries_path = Path(args.corpus), query_set_path(args.queries)
     pins = load_pins(corpus_path)
-    rows = select(read_queries(queries_path, set(pins)), args.repo, args.type)
+    all_rows = read_queries(queries_path, set(pins))
+    rows = select(all_rows, args.repo, args.type)
     if not rows:
         raise RecallError(f"{queries_path}: no rows match the selection")
     cases, skipped = _regress_cases(args, pins, rows)
@@ -276,8 +317,13 @@ def cmd_merge(args: argparse.Namespace) -> int:
         Measured(run, key, len(rows), flags)
         for (run, key), flags in zip(merged.runs, explain, strict=True)
     ]
-    plan = Plan(pins, rows, cases, skipped, accepted, cache_root(args.cache),
-                mirror_root(args.mirror), {})  # fmt: skip
+    cache, mirror = cache_root(args.cache), mirror_root(args.mirror)
+    corpora: dict[str, Corpus] = {}
+    unknown: tuple[UnknownSource, ...] = ()
+    if not (args.strict_queries or is_committed_set(args.queries)):
+        _fetch_corpora(rows, pins, cache, mirror, corpora)
+        unknown = unknown_sources(rows, corpora, all_rows)
+    plan = Plan(pins, rows, cases, skipped, accepted, cache, mirror, corpora, unknown)
     return finish(args, plan, measured, has_base=merged.baseline, meta=merged.meta)
 
 
@@ -461,32 +507,46 @@ def _baseline(
         explain = (*engine_flag, ("--base-bin", args.base_bin))
         return _bin_side("base", engine, args.base_bin, "--base-bin", root, python, explain)
     binary, commit = base_binary(root, args.base, engine, cache, args.build_timeout)
-    return Side(binary, f"commit:{commit}", True, (*engine_flag, ("--base", args.base)))
+    return Side(binary, f"commit:{commit}", True, (*engine_flag, ("--base", commit)))
+
+
+def unknown_sources(
+    rows: list[QueryRow], corpora: dict[str, Corpus], all_rows: list[QueryRow]
+) -> tuple[UnknownSource, ...]:
+    """The sourced rows whose source is not a name of their corpus at its pin, with their
+    lines in the file (rows are unique; line 1 is the header)."""
+    names = {repo: set(corpus.names) for repo, corpus in corpora.items()}
+    lines = {row: i + 2 for i, row in enumerate(all_rows)}
+    return tuple(
+        UnknownSource(row.repo, row.query, row.type, row.source, lines[row])
+        for row in rows
+        if row.sourced and row.source not in names[row.repo]
+    )
 
 
 def check_sources(
     rows: list[QueryRow], corpora: dict[str, Corpus], path: Path, all_rows: list[QueryRow]
 ) -> None:
-    """Every source must be a name of its corpus at its pin: a source that is not (a typo
-    in a hand-kept row, a trailing space, a pin moved without regenerating) would count as
-    the finder's miss. Checked once the names are known, that is, before a binary runs."""
-    names = {repo: set(corpus.names) for repo, corpus in corpora.items()}
-    for row in rows:
-        if row.sourced and row.source not in names[row.repo]:
-            line = all_rows.index(row) + 2  # rows are unique; line 1 is the header
-            raise RecallError(
-                f"{path}:{line}: source {row.source!r} is not a name of {row.repo} at its pin"
-            )
+    """Every source of a strict query set (a committed one, or any with --strict-queries)
+    must be a name of its corpus at its pin: a source that is not (a typo in a hand-kept
+    row, a trailing space, a pin moved without regenerating) would count as the finder's
+    miss. Checked once the names are known, that is, before a binary runs."""
+    for row in unknown_sources(rows, corpora, all_rows)[:1]:
+        raise RecallError(
+            f"{path}:{row.line}: source {row.source!r} is not a name of {row.repo} at its pin"
+        )
 
 
 def query_set_ceiling(
     rows: list[QueryRow], pins: dict[str, Pin], cache: Path, mirror: Path | None,
-    corpora: dict[str, Corpus],
+    corpora: dict[str, Corpus], unknown: list[QueryRow] | None = None,
 ) -> CeilingSummary:  # fmt: skip
     """The best #1 and top 10 any finder can expect on these rows (recall/ceiling.py). It
     depends on the pins, the rows, the names ctags finds and the recipes alone, so it is
     kept in the cache under those (ctags's version and the code that extracts, filters and
-    derives), and a run from the results cache needs no corpus."""
+    derives), and a run from the results cache needs no corpus. A row whose source is no
+    name (`unknown`) is not found for the ceiling either: it counts, with chance 0, so
+    that the ceiling covers exactly the rows the finders ran."""
     code = hashlib.sha256()
     for module in (ceiling, derive, symbols):
         code.update(Path(module.__file__ or "").read_bytes())
@@ -506,6 +566,7 @@ def query_set_ceiling(
         }
         per_row = ceiling.row_ceilings(rows, sources)
         write_atomic(path, orjson.dumps(ceiling.encode_rows(rows, per_row)))
+    per_row |= dict.fromkeys(unknown or [], ceiling.RowCeiling(0, 0.0, 0.0))
     return ceiling.summary(rows, per_row, {name: pin.language for name, pin in pins.items()})
 
 
@@ -519,7 +580,34 @@ def _fetch_corpora(
             corpora[repo] = open_corpus(pins[repo], cache, mirror)
 
 
-def _explain_flags(base: Flags | None, new: Flags | None) -> str | None:
+def pasteable(flags: Flags, root: Path) -> Flags:
+    """A side's explain flags as they run from any folder: the finder's repo first, and
+    every path (a binary, an engine file) absolute; a base is its commit already."""
+    presets = set(preset_names())
+
+    def absolute(flag: str, value: str) -> str:
+        is_path = flag in ("--bin", "--base-bin") or (flag == "--engine" and value not in presets)
+        return str(Path(value).absolute()) if is_path else value
+
+    return (("--finder", str(root.absolute())), *((f, absolute(f, v)) for f, v in flags))
+
+
+def data_flags(args: argparse.Namespace) -> Flags:
+    """The data flags explain needs to read what this run read, wherever it is pasted: the
+    pins always (the default is a file of the current folder), the query set when it is
+    not the default, the cache and the mirrors when given."""
+    flags: list[tuple[str, str]] = []
+    if args.corpus:
+        flags.append(("--corpus", str(Path(args.corpus).absolute())))
+    if args.queries and args.queries != QUERY_SETS_DEFAULT:
+        value = args.queries
+        flags.append(("--queries", value if value in QUERY_SETS else str(Path(value).absolute())))
+    flags += [(f"--{name}", str(Path(getattr(args, name)).absolute()))
+              for name in ("cache", "mirror") if getattr(args, name)]  # fmt: skip
+    return tuple(flags)
+
+
+def _explain_flags(base: Flags | None, new: Flags | None, data: Flags) -> str | None:
     """`recall explain` flags for a diff's rows; explain takes one engine, so a candidate
     with an engine of its own is explained alone."""
     if base is None or new is None:
@@ -528,7 +616,7 @@ def _explain_flags(base: Flags | None, new: Flags | None) -> str | None:
     both = (
         candidate if candidate.get("--engine") != baseline.get("--engine") else baseline | candidate
     )
-    return " ".join(f"{flag} {shlex.quote(value)}" for flag, value in both.items())
+    return " ".join(option(flag, value) for flag, value in (*both.items(), *data))
 
 
 def _write_html(path: Path, report: Report) -> None:

@@ -27,6 +27,12 @@ Rank = int | None
 #: Confidence level of the intervals that compare() reports and summary() prints.
 CONFIDENCE = 0.95
 
+#: The significance level of a diff's verdict (Verdict): McNemar's exact test on #1 and on
+#: the top 10, each at this level (docs/reports.md says why this test decides).
+ALPHA = 0.05
+VERDICT_TEST = "McNemar's exact test"
+IMPROVED, REGRESSED, NO_CHANGE = "improved", "regressed", "no significant change"
+
 # Elements of the resample index matrix drawn at once. The index matrix (int64) and the
 # gathered differences (float64) together take 16 bytes per element, so 2**22 elements
 # keep a chunk near 64 MB however many queries and resamples there are.
@@ -166,6 +172,44 @@ def better(new: Rank, base: Rank) -> bool:
     return base is None or new < base
 
 
+def shown_p(p: float) -> str:
+    """`p=0.0039`; an exact p below what a float holds (thousands of discordant pairs, all
+    one way) divides to 0.0, and is shown as the bound it is under, never as p=0."""
+    return "p<1e-300" if p < 1e-300 else f"p={p:.2g}"
+
+
+def in_top10(rank: Rank) -> bool:
+    return rank is not None and rank <= 10
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a diff did to one outcome (#1, or the top 10): improved, regressed or no
+    significant change, as McNemar's exact test on the queries that gained or lost the
+    outcome decides at ALPHA. Only those queries say anything about the change, and a
+    reader decides on #1 and the top 10, not on a move from rank 40 to 35 (the sign test
+    counts that one)."""
+
+    outcome_of: str  # "#1" or "top 10"
+    gained: int
+    lost: int
+    p: float
+
+    @property
+    def outcome(self) -> str:
+        if self.p >= ALPHA or self.gained == self.lost:
+            return NO_CHANGE
+        return IMPROVED if self.gained > self.lost else REGRESSED
+
+    def as_json(self) -> dict[str, str | int | float]:
+        return {"outcome": self.outcome, "gained": self.gained, "lost": self.lost, "p": self.p}
+
+    def phrase(self) -> str:
+        """`#1 regressed (3 gained, 18 lost, p=0.0015)`."""
+        counts = f"{self.gained} gained, {self.lost} lost, {shown_p(self.p)}"
+        return f"{self.outcome_of} {self.outcome} ({counts})"
+
+
 def _signed(value: float, digits: int) -> str:
     """Format with an explicit sign, never printing "-0.0" for a value that rounds to 0."""
     rounded = round(value, digits) + 0.0  # + 0.0 turns -0.0 into 0.0
@@ -192,6 +236,24 @@ class Significance:
     first_ci: tuple[float, float]
     mrr_delta: float
     mrr_ci: tuple[float, float]
+    gained_top10: int = 0
+    lost_top10: int = 0
+    mcnemar_top10_p: float = 1.0
+
+    @property
+    def first(self) -> Verdict:
+        return Verdict("#1", self.gained_first, self.lost_first, self.mcnemar_p)
+
+    @property
+    def top10(self) -> Verdict:
+        return Verdict("top 10", self.gained_top10, self.lost_top10, self.mcnemar_top10_p)
+
+    def verdict_line(self) -> str:
+        """The diff's verdict on #1 and on the top 10, naming the test that decides it."""
+        return (
+            f"verdict ({VERDICT_TEST}, two-sided, alpha {ALPHA:g}): "
+            f"{self.first.phrase()}; {self.top10.phrase()}"
+        )
 
     def as_json(self) -> dict[str, int | float | list[float]]:
         """The fields as a JSON-ready dict, intervals as 2-lists (JSON has no tuples)."""
@@ -207,6 +269,9 @@ class Significance:
             "first_ci": list(self.first_ci),
             "mrr_delta": self.mrr_delta,
             "mrr_ci": list(self.mrr_ci),
+            "gained_top10": self.gained_top10,
+            "lost_top10": self.lost_top10,
+            "mcnemar_top10_p": self.mcnemar_top10_p,
         }
 
     def summary(self) -> str:
@@ -216,7 +281,7 @@ class Significance:
         mlo, mhi = self.mrr_ci
         return (
             f"wins {self.wins}, losses {self.losses}, ties {self.ties}; "
-            f"sign test p={self.sign_p:.2g}; McNemar (#1) p={self.mcnemar_p:.2g}; "
+            f"sign test {shown_p(self.sign_p)}; McNemar (#1) {shown_p(self.mcnemar_p)}; "
             f"Δ#1 {_signed(100 * self.first_delta, 1)} pts "
             f"[{pct}% CI {_signed(100 * lo, 1)}, {_signed(100 * hi, 1)}]; "
             f"ΔMRR {_signed(self.mrr_delta, 3)} [{_signed(mlo, 3)}, {_signed(mhi, 3)}]"
@@ -238,7 +303,7 @@ def compare(
     """
     if len(base_ranks) != len(new_ranks):
         raise ValueError(f"rank lists differ in length: {len(base_ranks)} vs {len(new_ranks)}")
-    wins = losses = ties = gained = lost = 0
+    wins = losses = ties = gained = lost = gained_top10 = lost_top10 = 0
     for base, new in zip(base_ranks, new_ranks, strict=True):
         _check_rank(base)
         _check_rank(new)
@@ -252,6 +317,10 @@ def compare(
             gained += 1
         elif base == 1 and new != 1:
             lost += 1
+        if in_top10(new) and not in_top10(base):
+            gained_top10 += 1
+        elif in_top10(base) and not in_top10(new):
+            lost_top10 += 1
 
     first_base = [1.0 if r == 1 else 0.0 for r in base_ranks]
     first_new = [1.0 if r == 1 else 0.0 for r in new_ranks]
@@ -275,6 +344,9 @@ def compare(
         first_ci=(first_lo, first_hi),
         mrr_delta=mrr_delta,
         mrr_ci=(mrr_lo, mrr_hi),
+        gained_top10=gained_top10,
+        lost_top10=lost_top10,
+        mcnemar_top10_p=mcnemar_exact(gained_top10, lost_top10),
     )
 
 

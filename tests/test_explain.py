@@ -127,18 +127,31 @@ def test_explain_on_gin_gives_locations_that_define_the_names(gin, real_cache):
 
 
 @needs_ctags
-def test_a_lost_row_in_the_report_prints_an_explain_command_that_runs(setup):
+def test_a_lost_rows_explain_line_runs_as_printed_from_another_folder_and_marks_its_source(
+    setup,
+):
+    # issue 32 item 4: the line dropped --finder (run elsewhere it failed: "--base HEAD~1:
+    # not a commit") and --source (explain marked the query's first row's source instead)
+    (setup / "queries.tsv").write_text(
+        "repo\tquery\ttype\tsource\ndemo\tpcfg\tabbr3\tprint_config\n"
+        "demo\tpcfg\tabbr2\tparse_config\ndemo\tpc\thand\t\n"
+    )
     proc = run_cli(
-        "--base", "HEAD~1", "--finder", str(setup / "finder"),
-        "--corpus", str(setup / "corpus.json"), "--queries", str(setup / "queries.tsv"),
-        "--cache", str(setup / "cache"), "--allow-empty", cwd=setup / "finder",
+        "--base", "HEAD~1", "--corpus", str(setup / "corpus.json"),
+        "--queries", str(setup / "queries.tsv"), "--cache", str(setup / "cache"),
+        "--allow-empty", "--json", cwd=setup / "finder",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    line = "  recall explain pcfg --repo demo --base 'HEAD~1'"
-    assert line in proc.stdout.splitlines()
-    argv = shlex.split(line)[1:]
-    again = _explain(setup, *argv[1:])
+    (lost,) = json.loads(proc.stdout)["diff"]["lost_first"]
+    assert (lost["source"], lost["base_rank"], lost["new_rank"]) == ("parse_config", 1, 2)
+    text = run_cli(*proc.args[:-1], cwd=setup / "finder").stdout
+    (line,) = [line.strip() for line in text.splitlines() if "recall explain" in line]
+    assert line.startswith("recall explain pcfg --repo demo --source parse_config --type abbr2 ")
+    elsewhere = setup / "elsewhere"
+    elsewhere.mkdir()
+    again = run_cli(*shlex.split(line)[1:], cwd=elsewhere)
     assert again.returncode == 0, again.stderr
-    assert again.stdout.splitlines()[-1].split() == [
-        "parse_config", "is", "#1", "parse_config", "is", "#2",
-    ]  # fmt: skip
+    out = again.stdout.splitlines()
+    assert "type abbr2, source parse_config" in out[0]
+    assert out[4].split()[:2] == ["1*", "parse_config"]  # the base's #1, marked
+    assert out[-1].split() == ["parse_config", "is", "#1", "parse_config", "is", "#2"]

@@ -421,7 +421,7 @@ def test_a_checkout_edited_by_hand_is_rebuilt_before_the_first_query(world):
 def test_a_source_that_is_no_name_of_its_corpus_is_a_bad_row_with_its_line(world):
     with world["queries"].open("a") as queries:
         queries.write("tiny\talfun\texact\talpha_function \n")
-    proc = run_cli(*_args(world), cwd=world["finder"], env=_env(world))
+    proc = run_cli(*_args(world, "--strict-queries"), cwd=world["finder"], env=_env(world))
     assert proc.returncode == 2 and proc.stdout == ""
     line = len(ROWS) + 2
     assert f"queries.tsv:{line}: source 'alpha_function ' is not a name of tiny" in proc.stderr

@@ -4,9 +4,10 @@ the report the unsharded run prints, and every mix-up of files refused."""
 import json
 from pathlib import Path
 
+import git
 import orjson
 import pytest
-from conftest import mirror_dir, needs_ctags, run_cli
+from conftest import ROOT, mirror_dir, needs_ctags, run_cli
 
 from recall.queryset import QueryRow
 from recall.run import shard_rows
@@ -56,7 +57,8 @@ def test_merged_shards_report_what_the_unsharded_run_does_but_the_seconds(shards
     assert merged.returncode == 0, merged.stderr
     report = json.loads(merged.stdout)
     assert _without_seconds(report) == _without_seconds(shards["whole"])
-    assert report["diff"]["explain_flags"] == "--base HEAD"
+    assert report["diff"]["explain_flags"].startswith("--finder /")  # runs from any folder
+    assert f"--base {git.Repo(ROOT).head.commit.hexsha} " in report["diff"]["explain_flags"]
     assert report["runs"][1]["n"] == shards["whole"]["runs"][1]["n"] > 200
 
 

@@ -1,9 +1,11 @@
+import json
 import re
 
 import pytest
+from conftest import ROOT, needs_mirror, run_cli
 
 from recall.errors import RecallError
-from recall.queryset import QueryRow, format_queries, parse_queries
+from recall.queryset import QueryRow, format_queries, is_committed_set, parse_queries
 
 HEAD = b"repo\tquery\ttype\tsource\n"
 REPOS = {"gin"}
@@ -44,3 +46,65 @@ def test_bad_rows_name_the_file_and_line(body, message):
 def test_wrong_header_is_refused():
     with pytest.raises(RecallError, match=re.escape("q.tsv:1: header")):
         parse(b"repo\tquery\tsource\n")
+
+
+def test_the_committed_sets_are_strict_and_any_other_file_is_foreign(tmp_path, monkeypatch):
+    foreign = tmp_path / "queries.tsv"
+    foreign.write_bytes(HEAD)
+    assert is_committed_set("queries.tsv") and is_committed_set("typed")
+    assert not is_committed_set(str(foreign))
+    monkeypatch.chdir(tmp_path)  # a committed file named by its path from another folder
+    assert is_committed_set(str(ROOT / "typed.tsv")) and is_committed_set(str(ROOT / "queries.tsv"))
+
+
+FOREIGN = (
+    "repo\tquery\ttype\tsource\n"
+    "gin\ttescongetintsli\tabbr3\tTestContextGetInt16Slice\n"
+    "gin\tskcaac\tabbr2\tskip_#{callback}_action\n"  # a define_method string, as in rq's file
+    "gin\ttstcnt\tconsonants\tTestContextGetInt16Slice\n"
+    "gin\tcntxt\tconsonants\tContextNoSuchName\n"
+)
+
+
+@needs_mirror
+def test_a_foreign_query_file_runs_its_unknown_sources_as_not_found_and_lists_them(
+    real_cache, gin, tmp_path
+):
+    # issue 32 item 5: a file with rows whose sources ctags does not list was refused whole
+    path = tmp_path / "rq-queries.tsv"
+    path.write_text(FOREIGN)
+    proc = run_cli(
+        "--cache", str(real_cache), "--queries", str(path), "--engine", "reference",
+        "--no-regress", "--misses", "--json",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["unknown_sources"] == {
+        "count": 2,
+        "first": [
+            {"repo": "gin", "query": "skcaac", "type": "abbr2",
+             "source": "skip_#{callback}_action", "line": 3},
+            {"repo": "gin", "query": "cntxt", "type": "consonants",
+             "source": "ContextNoSuchName", "line": 5},
+        ],
+    }  # fmt: skip
+    (run,) = report["runs"]
+    assert run["n"] == 4 and run["found"] == 2
+    missed = {m["source"]: m["rank"] for m in report["misses"]}
+    assert missed["skip_#{callback}_action"] is None and missed["ContextNoSuchName"] is None
+    assert report["ceiling"]["n"] == 4  # the ceiling covers the rows run; these at chance 0
+    assert report["ceiling"]["first"] <= 2
+    text = run_cli(*proc.args[:-1]).stdout
+    lines = text.splitlines()
+    at = lines.index(
+        "Unknown sources: 2 rows whose source is not a name of their corpus at its pin, "
+        "counted as not found (by every finder and by the ceiling)"
+    )
+    assert lines[at + 2].split() == ["3", "gin", "skcaac", "abbr2", "skip_#{callback}_action"]
+    assert "candidate not comparable" not in text
+
+    strict = run_cli(*proc.args, "--strict-queries")
+    assert strict.returncode == 2 and strict.stdout == ""
+    assert strict.stderr.strip() == (
+        f"recall: {path}:3: source 'skip_#{{callback}}_action' is not a name of gin at its pin"
+    )

@@ -11,6 +11,7 @@ from recall.corpus import Pin
 from recall.model import Hit, QueryResult, RegressSection, Report, RunResult
 from recall.queryset import QueryRow
 from recall.regress import Case
+from recall.render.html import render_html
 from recall.render.text import render
 from recall.report import analyse, diff, move_bucket
 
@@ -122,7 +123,8 @@ def test_text_report_prints_a_pasteable_explain_line_under_each_lost_row():
         ceiling=ceiling_summary(rows, {}, {"gin": "go"}),
     )  # fmt: skip
     text = render(report)
-    assert "  recall explain 'it'\"'\"'s' --repo gin --base main" in text.splitlines()
+    line = "  recall explain 'it'\"'\"'s' --repo gin --source name0 --type abbr3 --base main"
+    assert line in text.splitlines()
     assert "recall explain 'q1'" not in text and "recall explain q1" not in text
     assert "recall explain" not in render(report, markdown=True)
 
@@ -133,3 +135,121 @@ def test_the_distance_to_a_ceiling_over_other_rows_is_not_shown_as_a_number():
     text = render(dataclasses.replace(_golden_report(), ceiling=bound))
     assert "candidate not comparable (the ceiling covers 1 of its 10)" in text
     assert any(line.split()[:3] == ["ceiling", "1", "0.5"] for line in text.splitlines())
+
+
+def test_explain_lines_name_each_rows_source_and_a_row_lost_twice_is_explained_once():
+    # issue 32 item 4: two rows of one query (each its own source), and a source that
+    # falls from #1 out of the top 10 (in both lost lists)
+    rows = [QueryRow("gin", "q", "abbr3", "name0"), QueryRow("gin", "q", "abbr2", "name1")]
+    fill = [f"x{j}" for j in range(12)]
+    base = _run("base", [_result("name0", ["name0", "name1"]), _result("name1", ["name1"])])
+    new = _run("new", [_result("name0", [*fill, "name0"]), _result("name1", ["x", "name1"])])
+    pins = {"gin": Pin("gin", "https://example.com/gin.git", "0" * 40, "go")}
+    report = analyse(
+        {}, pins, rows, [base, new], baseline=True, cases=[], case_results=[(), ()],
+        regress=None, accepted=None, explain_flags=["--finder /src/f --base main"],
+        ceiling=ceiling_summary(rows, {}, {"gin": "go"}),
+    )  # fmt: skip
+    lines = [line for line in render(report).splitlines() if "recall explain" in line]
+    assert lines == [
+        "  recall explain q --repo gin --source name0 --type abbr3 --finder /src/f --base main",
+        "  recall explain q --repo gin --source name1 --type abbr2 --finder /src/f --base main",
+    ]
+
+
+def test_gains_are_listed_beside_losses_in_text_markdown_and_json():
+    fill = [f"x{j}" for j in range(12)]
+    base = [
+        _result("name0", ["x0", "name0"]),  # 2 -> 1: gained #1
+        _result("name1", [*fill, "name1"]),  # 13 -> 1: gained #1, entered the top 10
+        _result("name2", [*fill, "name2"]),  # 13 -> 4: entered the top 10
+        _result("name3", ["name3"]),  # 1 -> 2: lost #1
+        _result("name4", ["name4"]),
+        _result("name5", ["name5"]),
+    ]
+    new = [
+        _result("name0", ["name0"]),
+        _result("name1", ["name1"]),
+        _result("name2", ["x0", "x1", "x2", "name2"]),
+        _result("name3", ["x0", "name3"]),
+        _result("name4", ["name4"]),
+        _result("name5", ["name5"]),
+    ]
+    d = diff(ROWS, _run("base", base), _run("new", new))
+    assert [(g.source, g.base_rank, g.new_rank) for g in d.gained_first] == [
+        ("name0", 2, 1), ("name1", 13, 1),
+    ]  # fmt: skip
+    assert [(g.source, g.base_rank, g.new_rank, g.new_first) for g in d.gained_top10] == [
+        ("name1", 13, 1, "name1"), ("name2", 13, 4, "x0"),
+    ]  # fmt: skip
+    assert (d.gained_first[0].source_file, d.gained_first[0].source_line) == ("name0.go", 7)
+    data = d.to_json()
+    assert [g["source"] for g in data["gained_first"]] == ["name0", "name1"]
+    assert set(data["gained_top10"][0]) == set(data["lost_first"][0])
+    assert data["verdict"]["first"] == {
+        "outcome": "no significant change", "gained": 2, "lost": 1, "p": 1.0,
+    }  # fmt: skip
+    assert data["verdict"]["test"] == "mcnemar_exact" and data["verdict"]["alpha"] == 0.05
+    report = analyse(
+        {}, {"gin": PINS["gin"]}, ROWS, [_run("base", base), _run("new", new)], baseline=True,
+        cases=[], case_results=[(), ()], regress=None, accepted=None, explain_flags=[None],
+        ceiling=ceiling_summary(ROWS, {}, {"gin": "go"}),
+    )  # fmt: skip
+    text = render(report).splitlines()
+    at = text.index("Gained #1: 2")
+    assert text[at + 1].split() == ["repo", "query", "type", "source", "old", "new"]
+    assert text[at + 2].split() == ["gin", "q0", "abbr3", "name0", "2", "1"]
+    at = text.index("Entered the top 10: 2")
+    assert text[at + 3].split() == ["gin", "q2", "abbr3", "name2", "13", "4", "x0"]
+    assert "## Gained #1: 2" in render(report, markdown=True).splitlines()
+
+
+def test_with_several_candidates_a_summary_comes_first_and_the_lists_are_capped():
+    rows = [QueryRow("gin", f"q{i}", "abbr3", f"name{i}") for i in range(30)]
+    base = _run("base", [_result(r.source, [r.source]) for r in rows])
+    worse = _run("worse", [_result(r.source, ["x", r.source]) for r in rows])
+    same = _run("same", [_result(r.source, [r.source]) for r in rows])
+    report = analyse(
+        {}, {"gin": PINS["gin"]}, rows, [base, worse, same], baseline=True, cases=[],
+        case_results=[(), (), ()], regress=None, accepted=None, explain_flags=["", ""],
+        ceiling=ceiling_summary(rows, {}, {"gin": "go"}),
+    )  # fmt: skip
+    text = render(report).splitlines()
+    assert text[0] == "Summary: 2 candidates against base"
+    cells = [[cell for cell in line.split("  ") if cell] for line in text[1:5]]
+    assert [c.strip() for c in cells[0]] == [
+        "binary", "#1", "top 10", "found", "verdict #1", "verdict top 10",
+    ]  # fmt: skip
+    assert [c.strip() for c in cells[1]] == ["base", "100.0%", "100.0%", "100.0%", "-", "-"]
+    assert [c.strip() for c in cells[2]] == [
+        "worse", "0.0%", "100.0%", "100.0%", "regressed (p=1.9e-09)",
+        "no significant change (p=1)",
+    ]  # fmt: skip
+    assert cells[3][-1].strip() == "no significant change (p=1)"
+    at = text.index("Lost #1: 30")
+    assert text[at + 22] == "… and 10 more: see --json or --html"
+    explains = [line for line in text if line.startswith("  recall explain")]
+    assert len(explains) == 20
+    assert len(render(report, markdown=True).splitlines()) < 120
+    assert len(report.to_json()["diffs"][0]["lost_first"]) == 30
+
+
+def test_the_html_page_has_every_diff_whole_with_its_verdict_and_gains():
+    rows = [QueryRow("gin", f"q{i}", "abbr3", f"name{i}") for i in range(30)]
+    base = _run("base", [_result(r.source, ["x", r.source]) for r in rows])
+    better = _run("better", [_result(r.source, [r.source]) for r in rows])
+    worse = _run("worse", [_result(r.source, ["x", "y", r.source]) for r in rows])
+    report = analyse(
+        {}, {"gin": PINS["gin"]}, rows, [base, better, worse], baseline=True, cases=[],
+        case_results=[(), (), ()], regress=None, accepted=None, explain_flags=["", ""],
+        ceiling=ceiling_summary(rows, {}, {"gin": "go"}),
+    )  # fmt: skip
+    page = render_html(report.to_json())
+    assert "<h2>Verdicts against the baseline</h2>" in page
+    assert '<td class="text">improved (p=1.9e-09)</td>' in page
+    assert (
+        "<h2>Diff: better against base</h2>" in page and "<h2>Diff: worse against base</h2>" in page
+    )
+    assert "<h3>Gained #1: 30</h3>" in page and page.count("<td>q29</td>") == 0
+    assert page.count('<td class="text">q29</td>') == 1  # the gain, whole: no cap in HTML
+    assert "verdict (McNemar&#x27;s exact test, two-sided, alpha 0.05): #1 improved" in page

@@ -21,7 +21,7 @@ from recall.report import analyse
 
 SCHEMA_PATH = ROOT / "docs" / "report.schema.json"
 VALIDATOR = jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text()))
-TOP_KEYS = {"schema", "meta", "corpus", "queries", "sourced", "runs", "ceiling"}
+TOP_KEYS = {"schema", "meta", "corpus", "queries", "sourced", "runs", "ceiling", "unknown_sources"}
 OPTIONAL_TOP_KEYS = {"diff", "diffs", "regress", "bench", "misses"}
 GIN_ABBR3 = ("--repo", "gin", "--type", "abbr3")
 
@@ -89,7 +89,8 @@ def test_a_diff_with_accepted_losses_and_a_saved_baseline_validate(
     assert diff["accepted"] == [] and diff["stale_accepted"] == [
         {"repo": "gin", "query": "none", "source": "None"}
     ]
-    assert diff["regress_broken"] == [] and diff["explain_flags"].startswith("--base-bin ")
+    assert diff["regress_broken"] == []
+    assert diff["explain_flags"].startswith(f"--finder {ROOT} --base-bin {reference_bin} ")
     against = _json("--cache", str(real_cache), *GIN_ABBR3, "--against", str(saved))
     assert against["diff"]["explain_flags"] is None and against["diff"]["accepted"] is None
     assert against["runs"][0]["cached"] and against["runs"][0]["label"].startswith("saved ")

@@ -12,6 +12,7 @@ import pytest
 from recall import stats
 from recall.stats import (
     Significance,
+    Verdict,
     compare,
     mcnemar_exact,
     mean_ndcg_at_10,
@@ -326,6 +327,9 @@ def test_as_json_keys_and_lists() -> None:
         "first_ci",
         "mrr_delta",
         "mrr_ci",
+        "gained_top10",
+        "lost_top10",
+        "mcnemar_top10_p",
     ]
     assert data["first_ci"] == [0.002, 0.016]
     assert data["mrr_ci"] == [0.002, 0.014]
@@ -353,3 +357,46 @@ def test_significance_is_frozen() -> None:
 )
 def test_median_p90_by_hand(values: list[float], expected: tuple[float, float]) -> None:
     assert median_p90(values) == pytest.approx(expected)
+
+
+# --- The verdict ---------------------------------------------------------------------------
+
+
+def test_the_verdict_on_first_and_top10_is_mcnemars_exact_test_at_alpha():
+    # issue 32's fzy case: more wins than losses (a sign test says "better"), yet #1
+    # lost 18 and gained 3: McNemar on #1 says regressed; the top 10 did not move
+    base = [1] * 18 + [2] * 3 + [30] * 35 + [1] * 100
+    new = [2] * 18 + [1] * 3 + [20] * 35 + [1] * 100
+    sig = compare(base, new, resamples=200)
+    assert (sig.wins, sig.losses) == (38, 18) and sig.sign_p < 0.05
+    assert (sig.gained_first, sig.lost_first) == (3, 18)
+    assert sig.first.outcome == "regressed" and sig.first.p == sig.mcnemar_p < 0.05
+    assert (sig.gained_top10, sig.lost_top10, sig.top10.outcome) == (0, 0, "no significant change")
+    assert sig.verdict_line() == (
+        "verdict (McNemar's exact test, two-sided, alpha 0.05): #1 regressed "
+        "(3 gained, 18 lost, p=0.0015); top 10 no significant change (0 gained, 0 lost, p=1)"
+    )
+
+
+def test_the_top10_verdict_counts_entering_and_leaving_the_top_10():
+    sig = compare([11] * 9 + [None], [10] * 9 + [3], resamples=100)
+    assert (sig.gained_top10, sig.lost_top10) == (10, 0)
+    assert sig.top10.outcome == "improved" and sig.mcnemar_top10_p == pytest.approx(2 / 1024)
+    assert sig.first.outcome == "no significant change"
+
+
+@pytest.mark.parametrize(
+    ("gained", "lost", "p", "outcome"),
+    [(10, 1, 0.011, "improved"), (1, 10, 0.011, "regressed"),
+     (10, 1, 0.05, "no significant change"), (3, 3, 0.0, "no significant change"),
+     (0, 0, 1.0, "no significant change")],
+)  # fmt: skip
+def test_a_verdict_needs_p_below_alpha_and_a_side(gained, lost, p, outcome):
+    assert Verdict("#1", gained, lost, p).outcome == outcome
+
+
+def test_a_p_value_below_a_floats_range_is_shown_as_a_bound_not_as_zero():
+    sig = compare([1] * 1600, [2] * 1600, resamples=10)
+    assert sig.mcnemar_p == 0.0  # 2 / 2**1600 underflows
+    assert "McNemar (#1) p<1e-300" in sig.summary() and "p=0;" not in sig.summary()
+    assert sig.first.phrase() == "#1 regressed (0 gained, 1600 lost, p<1e-300)"

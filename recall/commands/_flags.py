@@ -8,7 +8,7 @@ import argparse
 import os
 
 from recall.build import BUILD_TIMEOUT_S
-from recall.queryset import QUERY_SETS
+from recall.queryset import QUERY_SETS, QUERY_SETS_DEFAULT
 from recall.run import DEFAULT_REGRESS
 
 GLOBAL_VALUE_FLAGS = ("--cache", "--mirror", "--corpus")  # every command takes these
@@ -39,7 +39,7 @@ def add_build_timeout(parser: argparse.ArgumentParser) -> None:
 
 def add_queries(parser: argparse.ArgumentParser, what: str = "the query set") -> None:
     parser.add_argument(
-        "--queries", metavar="SET", default="queries.tsv",
+        "--queries", metavar="SET", default=QUERY_SETS_DEFAULT,
         help=f"{what}: a file, or a committed set's name ({', '.join(QUERY_SETS)}) "
         "(default: %(default)s)",
     )  # fmt: skip
@@ -111,6 +111,11 @@ def add_report_flags(p: argparse.ArgumentParser) -> None:
         "present; its cases for repos the corpus does not pin are skipped)",
     )  # fmt: skip
     p.add_argument("--no-regress", action="store_true", help="skip the regress cases")
+    p.add_argument(
+        "--strict-queries", action="store_true",
+        help="refuse a --queries file with a source that is not a name of its corpus (the "
+        "committed sets always are; other files run such rows as not found and list them)",
+    )  # fmt: skip
     p.add_argument("--misses", action="store_true", help="list every source not ranked #1")
     p.add_argument(
         "--html", metavar="FILE",

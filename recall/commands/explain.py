@@ -39,6 +39,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--source", metavar="NAME",
         help="the intended name (default: the query's source in the query set)",
     )  # fmt: skip
+    p.add_argument(
+        "--type", metavar="T", help="the row's type, with --source (default: the set's row's)"
+    )
     add_queries(p, "the query set the source is looked up in")
     p.add_argument("--json", action="store_true", help="print the same as one JSON object")
     p.add_argument(
@@ -54,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     corpus, queries = Path(args.corpus), query_set_path(args.queries)
     (pin,) = select_pins(load_pins(corpus), [args.repo], corpus)
     rows = read_queries(queries, None) if queries.exists() else []
-    row = explain.pick_row(rows, pin.name, args.query, args.source)
+    row = explain.pick_row(rows, pin.name, args.query, args.source, args.type)
     cache = cache_root(args.cache)
     root = finder_root(Path(args.finder))
     engine = resolve_engine(args.engine, root)

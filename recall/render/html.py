@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from html import escape
 from urllib.parse import quote, urlsplit
 
+from recall.stats import shown_p
+
 COLORS = {"found": "#c6dbef", "top10": "#6baed6", "first": "#08519c"}
 MOVE_COLORS = {"up": "#31a354", "found": "#006d2c", "same": "#969696", "down": "#de2d26",
                "lost": "#a50f15"}  # fmt: skip
@@ -215,6 +217,63 @@ def _lost_table(rows: list[dict], corpus: dict) -> str:
     return _table(head, body, frozenset({0, 1, 2, 3, 4, 7}))
 
 
+def _verdict_cell(verdict: dict | None) -> str:
+    return "-" if verdict is None else f"{verdict['outcome']} ({shown_p(verdict['p'])})"
+
+
+def _verdicts_table(runs: list[dict], diffs: list[dict]) -> str:
+    """Each finder's headline and its verdict against the baseline (reports before the
+    verdict existed show `-`)."""
+    verdicts = {d["new"]: d.get("verdict") for d in diffs}
+    rows: list[list[object]] = []
+    for run in runs:
+        v = verdicts.get(run["label"])
+        rows.append(
+            [run["label"], f"{run['first_pct']:.1f}%", f"{run['top10_pct']:.1f}%",
+             f"{run['found_pct']:.1f}%", _verdict_cell(v and v["first"]),
+             _verdict_cell(v and v["top10"])]
+        )  # fmt: skip
+    head = ["binary", "#1", "top 10", "found", "verdict #1", "verdict top 10"]
+    return _table(head, rows, frozenset({0, 4, 5}))
+
+
+def _diff_section(d: dict, corpus: dict) -> list[str]:
+    """One candidate's diff whole: its verdict, moves, and every lost and gained row."""
+    verdict = d.get("verdict")
+    out = [f"<h2>Diff: {_e(d['new'])} against {_e(d['base'])}</h2>"]
+    if verdict:
+        out.append(f"<p><strong>{_e(verdict['summary'])}</strong></p>")
+    out += [
+        f"<p>sources up {_e(d['up'])}, down {_e(d['down'])}, unchanged {_e(d['same'])}; "
+        f"queries whose top 10 changed: {_e(d['top10_changed'])}</p>",
+        f"<p>{_e(d.get('significance', {}).get('summary', ''))}</p>",
+        "<h3>Where each source's rank moved</h3>",
+        moves_chart(d["moves"]),
+    ]
+    for key, title in (
+        ("lost_first", "Lost #1"), ("gained_first", "Gained #1"),
+        ("lost_top10", "Lost the top 10"), ("gained_top10", "Entered the top 10"),
+    ):  # fmt: skip
+        if key in d:
+            out += [f"<h3>{_e(title)}: {len(d[key])}</h3>", _lost_table(d[key], corpus)]
+    return out
+
+
+def _unknown_sources(unknown: dict | None) -> list[str]:
+    """The foreign query file's rows whose source no corpus lists, once."""
+    if not unknown or not unknown["count"]:
+        return []
+    rows = [[u["line"], u["repo"], u["query"], u["type"], u["source"]] for u in unknown["first"]]
+    more = unknown["count"] - len(rows)
+    return [
+        f"<h2>Unknown sources: {_e(unknown['count'])}</h2>",
+        "<p>Rows whose source is not a name of their corpus at its pin: counted as not "
+        "found, for the ceiling too.</p>",
+        _table(["line", "repo", "query", "type", "source"], rows, frozenset({1, 2, 3, 4})),
+        *([f"<p>… and {_e(more)} more: see --json.</p>"] if more > 0 else []),
+    ]
+
+
 def render_html(report: dict) -> str:
     """The whole page for a JSON report (`Report.to_json()`, schema 2, docs/report-json.md)."""
     runs, meta = report["runs"], report.get("meta", {})
@@ -236,20 +295,12 @@ def render_html(report: dict) -> str:
         out += [f"<h2>By {_e(title)}</h2>", _legend(), bars(runs, group)]
         if report.get("ceiling"):
             out.append(_ceiling_table(title, report["ceiling"][group]))
-    d = report.get("diff")
-    if d:
-        out += [
-            f"<h2>Diff: {_e(d['new'])} against {_e(d['base'])}</h2>",
-            f"<p>sources up {_e(d['up'])}, down {_e(d['down'])}, unchanged {_e(d['same'])}; "
-            f"queries whose top 10 changed: {_e(d['top10_changed'])}</p>",
-            f"<p>{_e(d.get('significance', {}).get('summary', ''))}</p>",
-            "<h3>Where each source's rank moved</h3>",
-            moves_chart(d["moves"]),
-            f"<h2>Lost #1: {len(d['lost_first'])}</h2>",
-            _lost_table(d["lost_first"], report.get("corpus", {})),
-            f"<h2>Lost the top 10: {len(d['lost_top10'])}</h2>",
-            _lost_table(d["lost_top10"], report.get("corpus", {})),
-        ]
+    out += _unknown_sources(report.get("unknown_sources"))
+    diffs = report.get("diffs") or ([report["diff"]] if report.get("diff") else [])
+    if len(diffs) > 1:
+        out += ["<h2>Verdicts against the baseline</h2>", _verdicts_table(runs, diffs)]
+    for d in diffs:
+        out += _diff_section(d, report.get("corpus", {}))
     for run in runs:
         if run.get("error_rows"):
             out.append(f"<h2>Errors in {_e(run['label'])}: {len(run['error_rows'])}</h2>")

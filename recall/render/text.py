@@ -18,8 +18,12 @@ from recall.model import (
     RunSummary,
 )
 from recall.render.table import table
+from recall.stats import ALPHA, VERDICT_TEST, Verdict, shown_p
 from recall.terminal import safe_output, shown
 
+# With several candidates, each diff's lost and gained lists show this many rows in text and
+# Markdown; --json and --html keep them whole.
+CAPPED = 20
 METRIC_HEADER = ["n", "#1", "top 10", "found", "MRR", "nDCG@10", "errors"]
 COLUMN_CELL = "#1% / top 10% / found% / MRR"
 CEILING_CELL = "ceiling #1% / top 10%"
@@ -82,9 +86,13 @@ def _ceiling_note(c: CeilingCounts, runs: tuple[RunSummary, ...]) -> list[str]:
 def render(report: Report, *, markdown: bool = False) -> str:
     """The report as text or Markdown, with its misses when it holds them; in text, each
     lost row of a diff that has `explain_flags` is followed by the `recall explain` command
-    that looks at it."""
+    that looks at it. With several candidates a summary of their verdicts comes first, and
+    each diff's lists are cut to CAPPED rows (JSON and HTML keep them whole)."""
     out: list[str] = []
     runs = report.runs
+    cap = CAPPED if len(report.diffs) > 1 else None
+    if cap:
+        out += _summary(report, markdown)
     out += _heading(f"recall: {report.sourced} sourced queries of {report.queries}", markdown)
     body = [
         [run.label, *_cells(run.counts), f"{run.index_s:.1f}", f"{run.query_s:.1f}"] for run in runs
@@ -93,6 +101,7 @@ def render(report: Report, *, markdown: bool = False) -> str:
     body.append(["ceiling", *_ceiling_cells(top.counts), "-", "-"])
     out += table(["binary", *METRIC_HEADER, "index s", "query s"], body, markdown)
     out += ["", *_ceiling_note(top.counts, runs)]
+    out += _unknown_sources(report, markdown)
     for run in runs:
         if run.cached:
             out += ["", f"{run.label}: results reused, not run now (times are from then)"]
@@ -125,7 +134,7 @@ def render(report: Report, *, markdown: bool = False) -> str:
     if report.regress is not None:
         out += _render_regress(report, markdown)
     for d in report.diffs:
-        out += _render_diff(d, markdown)
+        out += _render_diff(d, markdown, cap)
     if report.bench is not None:
         out += ["", *render_bench(report.bench, markdown)]
     if report.misses is not None:
@@ -167,31 +176,96 @@ def _cases_table(cases: tuple[FailingCase, ...], markdown: bool) -> list[str]:
     return table(["repo", "query", "expect", "#1 now"], body, markdown)
 
 
-def _changes_table(changes: tuple[Change, ...], markdown: bool) -> list[str]:
+def _changes_table(
+    changes: tuple[Change, ...], markdown: bool, *, first_now: bool = True
+) -> list[str]:
     if not changes:
         return []
     body = [
         [c.repo, c.query, c.type, c.source, _rank(c.base_rank), _rank(c.new_rank),
-         c.new_first or "-"]
+         *([c.new_first or "-"] if first_now else [])]
         for c in changes
     ]  # fmt: skip
-    return table(["repo", "query", "type", "source", "old", "new", "#1 now"], body, markdown)
+    header = ["repo", "query", "type", "source", "old", "new", *(["#1 now"] if first_now else [])]
+    return table(header, body, markdown)
 
 
-def _render_diff(d: Diff, markdown: bool) -> list[str]:
+def _summary(report: Report, markdown: bool) -> list[str]:
+    """Every finder's headline numbers and its verdict against the baseline, first."""
+    base = report.runs[0]
+    verdicts = {d.new: d.significance for d in report.diffs}
+    body = []
+    for run in report.runs:
+        sig = verdicts.get(run.label)
+        c = run.counts
+        cells = [f"{c.first_pct:.1f}%", f"{c.top10_pct:.1f}%", f"{c.found_pct:.1f}%"]
+        judged = [_verdict_cell(sig.first), _verdict_cell(sig.top10)] if sig else ["-", "-"]
+        body.append([run.label, *cells, *judged])
+    header = ["binary", "#1", "top 10", "found", "verdict #1", "verdict top 10"]
+    title = f"Summary: {len(report.diffs)} candidates against {base.label}"
+    out = [f"## {title}" if markdown else title]
+    out += table(header, body, markdown)
+    note = f"verdict: {VERDICT_TEST} on #1 and on the top 10, two-sided, alpha {ALPHA:g}"
+    return [*out, *([""] if markdown else []), note]
+
+
+def _verdict_cell(verdict: Verdict) -> str:
+    return f"{verdict.outcome} ({shown_p(verdict.p)})"
+
+
+def _unknown_sources(report: Report, markdown: bool) -> list[str]:
+    """The rows of a foreign query file whose source no corpus lists, once."""
+    unknown = report.unknown_sources
+    if not unknown.count:
+        return []
+    out = _heading(
+        f"Unknown sources: {unknown.count} row{'' if unknown.count == 1 else 's'} whose "
+        "source is not a name of their corpus "
+        "at its pin, counted as not found (by every finder and by the ceiling)",
+        markdown,
+    )
+    body = [[str(u.line), u.repo, u.query, u.type, u.source] for u in unknown.first]
+    out += table(["line", "repo", "query", "type", "source"], body, markdown)
+    if unknown.count > len(unknown.first):
+        out += _more(unknown.count - len(unknown.first), markdown, "--json")
+    return out
+
+
+def _more(hidden: int, markdown: bool, where: str = "--json or --html") -> list[str]:
+    line = f"… and {hidden} more: see {where}"
+    return ["", line] if markdown else [line]
+
+
+def _render_diff(d: Diff, markdown: bool, cap: int | None = None) -> list[str]:
     out: list[str] = []
     out += _heading(f"Diff: {d.new} against {d.base}", markdown)
+    verdict = d.significance.verdict_line()
+    out += [verdict, ""] if markdown else [verdict]
     out.append(
         f"sources up {d.up}, down {d.down}, unchanged {d.same}; "
         f"queries whose top 10 changed: {d.top10_changed}"
     )
     summary = d.significance.summary()
     out += ["", summary] if markdown else [summary]
-    for lost, title in ((d.lost_first, "Lost #1"), (d.lost_top10, "Lost the top 10")):
-        out += _heading(f"{title}: {len(lost)}", markdown)
-        out += _changes_table(lost, markdown)
-        if not markdown and d.explain_flags is not None:
-            out += [f"  {shown(explain_command(c.repo, c.query, d.explain_flags))}" for c in lost]
+    explained: set[str] = set()
+    sections = (
+        (d.lost_first, "Lost #1", True, True),
+        (d.gained_first, "Gained #1", False, False),
+        (d.lost_top10, "Lost the top 10", True, True),
+        (d.gained_top10, "Entered the top 10", True, False),
+    )
+    for rows, title, first_now, lost in sections:
+        out += _heading(f"{title}: {len(rows)}", markdown)
+        shown_rows = rows[:cap] if cap is not None else rows
+        out += _changes_table(shown_rows, markdown, first_now=first_now)
+        if len(shown_rows) < len(rows):
+            out += _more(len(rows) - len(shown_rows), markdown)
+        if lost and not markdown and d.explain_flags is not None:
+            for c in shown_rows:
+                line = explain_command(c.repo, c.query, c.source, c.type, d.explain_flags)
+                if line not in explained:
+                    explained.add(line)
+                    out.append(f"  {shown(line)}")
     if d.accepted is not None:
         out += _heading(f"Accepted losses: {len(d.accepted)}", markdown)
         out += _changes_table(d.accepted, markdown)
