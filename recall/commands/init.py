@@ -129,10 +129,10 @@ def detect_build(root: Path, program: str | None) -> Build | None:
         return _node_build(root, program)
     if (root / "pyproject.toml").is_file():
         project = _toml_table(root / "pyproject.toml").get("project", {})
-        module = (program or str(project.get("name") or name)).replace("-", "_")
-        path = "{tree}/src" if (root / "src" / module).is_dir() else "{tree}"
+        package = (program or str(project.get("name") or name)).replace("-", "_")
+        path = "{tree}/src" if (root / "src" / package).is_dir() else "{tree}"
         return Build(
-            "pyproject.toml", (), ("{python}", "-P", "-m", module), (("PYTHONPATH", path),)
+            "pyproject.toml", (), ("{python}", "-P", "-m", package), (("PYTHONPATH", path),)
         )
     return None
 
