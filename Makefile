@@ -9,8 +9,10 @@ MIRROR ?= $(wildcard $(abspath ../shared/corpora/))
 MIRROR_FLAG := $(if $(MIRROR),--mirror $(MIRROR))
 BASE ?=
 ARGS ?=
+# No "Entering directory" lines on stdout when make runs make.
+MAKEFLAGS += --no-print-directory
 
-.PHONY: recall fetch fetched results results-typed test check derive-check clean bench
+.PHONY: recall fetch fetched results results-typed test test-install check derive-check clean bench
 
 # stdout holds what the target is for (`make recall ARGS=--json > x.json` parses): the
 # venv's set-up and the corpora's fetch speak on stderr, each command echoed there (say).
@@ -54,9 +56,14 @@ bench: fetched
 
 # Two pytest-xdist workers, each test file whole on one of them (a file's module fixtures
 # are made once, and its tests keep their order); TEST_JOBS=0 runs the suite in one process.
+# The tests marked install (a wheel in a fresh venv, the CI recipe: about a minute) run in
+# test-install, which CI runs too.
 TEST_JOBS ?= 2
 test: $(STAMP)
-	RECALL_MIRROR=$(MIRROR) $(BIN)/python -m pytest -q $(if $(filter-out 0,$(TEST_JOBS)),-n $(TEST_JOBS) --dist loadfile)
+	RECALL_MIRROR=$(MIRROR) $(BIN)/python -m pytest -q -m "not install" $(if $(filter-out 0,$(TEST_JOBS)),-n $(TEST_JOBS) --dist loadfile)
+
+test-install: $(STAMP)
+	RECALL_MIRROR=$(MIRROR) $(BIN)/python -m pytest -q -m install
 
 check: $(STAMP)
 	$(BIN)/ruff check .

@@ -140,6 +140,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         [(kind, *split_label(raw)) for kind, raw in args.candidates], args, root
     )
     engine = resolve_engine(_default_engine(specs), root)
+    root = _embedded_root(args, engine, root)
     engine_flag = _engine_flag(specs)
     if not getattr(args, "same_program_ok", False):
         check_distinct_programs(args, engine, specs)
@@ -378,6 +379,25 @@ def _with_found_engine(
     if config.absolute() == (root / "recall.toml").absolute():
         return specs  # resolve_engine reads it
     return [("engine", None, str(config.absolute())), *specs]
+
+
+def _embedded_root(args: argparse.Namespace, engine: Engine, root: Path) -> Path:
+    """Where no recall.toml and no --finder name a finder (any folder, recall's own
+    checkout), the reference finder runs: the tree here when it holds it (recall's
+    checkout), else the one installed with recall, which no ref of the folder's repo
+    builds."""
+    if getattr(args, "finder_named", True) or engine.source != "preset:reference":
+        return root
+    if (root / "recall" / "finder" / "__main__.py").is_file():
+        return root
+    if args.base or args.base_bin:
+        flag = f"--base {args.base}" if args.base else f"--base-bin {args.base_bin}"
+        raise RecallError(
+            f"{flag}: no recall.toml in {Path.cwd()} or above to say which finder to build; "
+            "`recall init` writes one (without one, recall measures the reference finder it "
+            "ships)"
+        )
+    return Path(__file__).resolve().parent.parent
 
 
 def check_distinct_programs(

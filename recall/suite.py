@@ -66,12 +66,14 @@ def locate(args: argparse.Namespace) -> None:
     recall.toml found from here up, else here), `corpus` and `queries` (None, or a
     committed set's name: the suite file looked up), and `default_regress` (the regress
     cases a run reads when --regress names none). `config` is the recall.toml that set
-    them, or None."""
+    them, or None; `finder_named`, whether --finder or a recall.toml named the finder."""
     finder = getattr(args, "finder", None)
     config = config_of(finder)
     if hasattr(args, "finder") and finder is None:
         args.finder = str(config.parent) if config else "."
     args.config = config
+    # no finder named or found: a run may measure the reference finder recall ships
+    args.finder_named = finder is not None or config is not None
     writes = args.command in WRITERS
     if getattr(args, "corpus", "") is None:
         args.corpus = str(suite_file(CORPUS, config, writes=writes))
