@@ -79,3 +79,16 @@ def test_a_finders_own_suite_beside_its_recall_toml_is_read_from_any_folder_belo
     assert other.returncode == 2 and "vue" in other.stderr
     assert str(tmp_path / "finder" / "corpus.json") in other.stderr
     assert os.path.samefile(find_config(below) or "", tmp_path / "finder" / CONFIG)
+
+
+def test_a_base_with_no_recall_toml_to_name_the_finder_is_refused_in_one_line(tmp_path):
+    """Outside recall's checkout, with no recall.toml here or above, the run measures the
+    reference finder recall ships, which no ref of this folder's repo builds."""
+    make_repo(tmp_path / "repo", {"main.c": "int main;\n"})
+    proc = run_cli("--base", "HEAD", "--cache", str(tmp_path / "cache"), cwd=tmp_path / "repo")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == (
+        f"recall: --base HEAD: no recall.toml in {tmp_path / 'repo'} or above to say which "
+        "finder to build; `recall init` writes one (without one, recall measures the "
+        "reference finder it ships)\n"
+    )
