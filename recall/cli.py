@@ -24,7 +24,6 @@ from recall.errors import (
     RecallError,
     Terminated,
 )
-from recall.suite import locate
 from recall.terminal import shown
 
 COMMANDS = commands.NAMES
@@ -70,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
         ordered = command_first(list(sys.argv[1:] if argv is None else argv))
         command = ordered[0] if ordered[0] in COMMANDS else None
         args = build_parser(command).parse_args(ordered)
+        from recall.suite import locate  # after --version and --help, which need no files
+
         locate(args)
         return commands.module(args.command).run(args)
     except RecallError as exc:  # shown(): one line, and no finder's ESC reaches the terminal

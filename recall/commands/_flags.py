@@ -8,8 +8,6 @@ from __future__ import annotations
 import argparse
 import os
 
-from recall.queryset import QUERY_SETS
-
 GLOBAL_VALUE_FLAGS = ("--cache", "--mirror", "--corpus")  # every command takes these
 
 
@@ -40,6 +38,8 @@ def add_build_timeout(parser: argparse.ArgumentParser) -> None:
 
 
 def add_queries(parser: argparse.ArgumentParser, what: str = "the query set") -> None:
+    from recall.queryset import QUERY_SETS
+
     parser.add_argument(
         "--queries", metavar="SET",
         help=f"{what}: a file, or a committed set's name ({', '.join(QUERY_SETS)}), whose "
