@@ -1,11 +1,12 @@
 """Where a run's suite files and engine file are found, so that `recall` works from any folder.
 
 A finder's repo carries a recall.toml, found in the current folder or above it as git
-finds .git, and may carry its own suite files (corpus.json, the query sets, regress.tsv,
-derive*.json) beside it. A suite file named by no flag is the one beside that recall.toml,
-else the one in the current folder (recall's own checkout; a suite being made with `recall
-pin`), else the default suite packaged with recall: in a wheel, copies of the top-level
-files of recall's repo, made when the wheel is built (recall/suite/ holds links to them).
+finds .git, and may carry its own suite files (corpus.json, the query sets, regress.tsv)
+beside it. A suite file named by no flag is the one beside that recall.toml, else the one
+in the current folder (recall's own checkout; a suite being made with `recall pin`), else
+the default suite packaged with recall: in a wheel, copies of the top-level files of
+recall's repo, made when the wheel is built (recall/suite/ holds links to them, the derive
+settings too). `recall derive` reads and writes its files in the current folder.
 """
 
 from __future__ import annotations
