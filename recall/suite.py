@@ -65,9 +65,10 @@ def config_of(finder: str | None) -> Path | None:
 def locate(args: argparse.Namespace) -> None:
     """Fill in what a command's flags left unsaid: `finder` (None: the folder of the
     recall.toml found from here up, else here), `corpus` and `queries` (None, or a
-    committed set's name: the suite file looked up), and `default_regress` (the regress
-    cases a run reads when --regress names none). `config` is the recall.toml that set
-    them, or None; `finder_named`, whether --finder or a recall.toml named the finder."""
+    committed set named by name or file name, `typed` or `typed.tsv`, that is no file
+    here: the suite file looked up), and `default_regress` (the regress cases a run reads
+    when --regress names none). `config` is the recall.toml that set them, or None;
+    `finder_named`, whether --finder or a recall.toml named the finder."""
     finder = getattr(args, "finder", None)
     config = config_of(finder)
     if hasattr(args, "finder") and finder is None:
@@ -79,9 +80,11 @@ def locate(args: argparse.Namespace) -> None:
     if getattr(args, "corpus", "") is None:
         args.corpus = str(suite_file(CORPUS, config, writes=writes))
     if args.command != "derive" and hasattr(args, "queries"):  # derive all: None is every set
+        files = {file for file, _settings in QUERY_SETS.values()}
+        name = QUERY_SETS[args.queries][0] if args.queries in QUERY_SETS else args.queries
         if args.queries is None:
             args.queries = str(suite_file(QUERIES, config, writes=writes))
-        elif not writes and args.queries in QUERY_SETS and not Path(args.queries).exists():
-            args.queries = str(suite_file(QUERY_SETS[args.queries][0], config))
+        elif not writes and name in files and not Path(args.queries).exists():
+            args.queries = str(suite_file(name, config))  # `typed`, or typed.tsv from anywhere
     if hasattr(args, "regress"):
         args.default_regress = str(suite_file(REGRESS, config))

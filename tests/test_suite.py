@@ -3,13 +3,14 @@ the current folder, else the default suite packaged with recall (issue 32 item 1
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 
 import git
 from conftest import ROOT, SUBSEQUENCE_ENGINE, make_repo, needs_ctags, needs_mirror, run_cli
 
-from recall.suite import CONFIG, find_config, packaged, suite_file
+from recall.suite import CONFIG, find_config, locate, packaged, suite_file
 
 
 def test_every_top_level_suite_file_is_packaged_as_the_same_bytes():
@@ -92,3 +93,21 @@ def test_a_base_with_no_recall_toml_to_name_the_finder_is_refused_in_one_line(tm
         "finder to build; `recall init` writes one (without one, recall measures the "
         "reference finder it ships)\n"
     )
+
+
+def test_a_committed_set_named_by_name_or_file_is_looked_up_like_the_default(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    args = argparse.Namespace(
+        command="run", finder=None, corpus=None, queries="typed", regress=None
+    )
+    locate(args)
+    assert args.queries == str(packaged("typed.tsv"))
+    assert args.corpus == str(packaged("corpus.json"))
+    assert args.default_regress == str(packaged("regress.tsv"))
+    args.queries = "typed.tsv"
+    locate(args)
+    assert args.queries == str(packaged("typed.tsv"))
+    (tmp_path / "mine.tsv").write_text("")
+    args.queries = "mine.tsv"
+    locate(args)
+    assert args.queries == "mine.tsv"  # a file of the user's own: as named
