@@ -68,6 +68,10 @@ def test_init_with_an_unknown_preset_names_the_presets_and_writes_nothing(tmp_pa
             ("go", "build", "-o", "gofind", "./cmd/gofind"), ("{tree}/gofind",), (),
         ),
         (
+            {"go.mod": "module github.com/me/quick/v2\n\ngo 1.21\n"},
+            ("go", "build", "-o", "quick", "."), ("{tree}/quick",), (),
+        ),
+        (
             {"package.json": '{"name": "jsfind", "bin": {"jsfind": "./cli.js"}}'},
             ("npm", "ci"), ("node", "{tree}/cli.js"), (),
         ),

@@ -91,7 +91,7 @@ class Build:
             f"build = {_toml(self.build)}  # from {self.found}: run {where}"
             if self.build
             else f"build = []  # from {self.found}: nothing to build, the tree's code runs",
-            f"bin = {_toml(self.bin)}  # the program built in the tree: check its name",
+            f"bin = {_toml(self.bin)}  # the tree's program, as its build leaves it: check it",
         ]
         if self.env:
             pairs = ", ".join(f"{key} = {json.dumps(value)}" for key, value in self.env)
@@ -104,8 +104,11 @@ def _toml(argv: tuple[str, ...]) -> str:
 
 
 def _name(text: str) -> str:
-    """A program name: the last part of a module path or package name."""
-    return re.split(r"[/@]", text.strip())[-1] or "finder"
+    """A program name: the last part of a module path (before a /v2 major version)."""
+    parts = [part for part in text.strip().split("/") if part]
+    if len(parts) > 1 and re.fullmatch(r"v\d+", parts[-1]):
+        parts.pop()
+    return parts[-1] if parts else "finder"
 
 
 def detect_build(root: Path, program: str | None) -> Build | None:
