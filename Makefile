@@ -9,47 +9,68 @@ MIRROR ?= $(wildcard $(abspath ../shared/corpora/))
 MIRROR_FLAG := $(if $(MIRROR),--mirror $(MIRROR))
 BASE ?=
 ARGS ?=
+# No "Entering directory" lines on stdout when make runs make.
+MAKEFLAGS += --no-print-directory
 
-.PHONY: recall fetch results results-typed test check derive-check clean bench
+.PHONY: recall fetch fetched results results-typed test test-install check derive-check clean bench
+
+# stdout holds what the target is for (`make recall ARGS=--json > x.json` parses): the
+# venv's set-up and the corpora's fetch speak on stderr, each command echoed there (say).
+say = @echo '$(subst ','\'',$(1))' >&2
 
 $(STAMP): pyproject.toml
 	@test -n "$(PYTHON_TAG)" || { echo "make: PYTHON=$(PYTHON) does not run" >&2; exit 2; }
-	if [ "$$(cat $(VENV)/.python 2>/dev/null)" != "$(PYTHON_TAG)" ]; then \
+	@if [ "$$(cat $(VENV)/.python 2>/dev/null)" != "$(PYTHON_TAG)" ]; then \
+	  echo "$(PYTHON) -m venv $(VENV)" >&2; \
 	  rm -rf $(VENV) && $(PYTHON) -m venv $(VENV) && echo "$(PYTHON_TAG)" > $(VENV)/.python; fi
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+	$(call say,$(BIN)/python -m pip install --upgrade pip && pip install -e '.[dev]')
+	@$(BIN)/python -m pip install --quiet --upgrade pip >&2
+	@# the distribution was named `recall` before `recall-harness`: no stale second copy
+	@$(BIN)/python -m pip uninstall --quiet --yes recall >&2 2>/dev/null || true
+	@$(BIN)/python -m pip install --quiet -e '.[dev]' >&2
+	@touch $(STAMP)
 
 fetch: $(STAMP)
 	$(BIN)/recall fetch $(MIRROR_FLAG)
 
-recall: fetch
-	$(BIN)/recall $(MIRROR_FLAG) $(if $(BASE),--base $(BASE)) $(ARGS)
+# The pins fetched before a run, their lines on stderr.
+fetched: $(STAMP)
+	$(call say,$(BIN)/recall fetch $(MIRROR_FLAG))
+	@$(BIN)/recall fetch $(MIRROR_FLAG) >&2
+
+recall: fetched
+	$(call say,$(BIN)/recall $(MIRROR_FLAG) $(if $(BASE),--base $(BASE)) $(ARGS))
+	@$(BIN)/recall $(MIRROR_FLAG) $(if $(BASE),--base $(BASE)) $(ARGS)
 
 # Every peer finder and the reference finder over the whole query set: docs/RESULTS.md.
-results: fetch
+results: fetched
 	$(BIN)/recall results $(MIRROR_FLAG) --out docs/RESULTS.md $(ARGS)
 
 # The same finders over the typed query set (docs/queries.md): docs/RESULTS-typed.md.
-results-typed: fetch
+results-typed: fetched
 	$(BIN)/recall results $(MIRROR_FLAG) --queries typed --out docs/RESULTS-typed.md $(ARGS)
 
 # What the harness itself costs (not part of `make test`): a few minutes.
-bench: fetch
+bench: fetched
 	$(BIN)/python benchmarks/harness.py $(MIRROR_FLAG)
 
 # Two pytest-xdist workers, each test file whole on one of them (a file's module fixtures
 # are made once, and its tests keep their order); TEST_JOBS=0 runs the suite in one process.
+# The tests marked install (a wheel in a fresh venv, the CI recipe: about a minute) run in
+# test-install, which CI runs too.
 TEST_JOBS ?= 2
 test: $(STAMP)
-	RECALL_MIRROR=$(MIRROR) $(BIN)/python -m pytest -q $(if $(filter-out 0,$(TEST_JOBS)),-n $(TEST_JOBS) --dist loadfile)
+	RECALL_MIRROR=$(MIRROR) $(BIN)/python -m pytest -q -m "not install" $(if $(filter-out 0,$(TEST_JOBS)),-n $(TEST_JOBS) --dist loadfile)
+
+test-install: $(STAMP)
+	RECALL_MIRROR=$(MIRROR) $(BIN)/python -m pytest -q -m install
 
 check: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check recall tests
 	$(BIN)/mypy
 
-derive-check: fetch
+derive-check: fetched
 	$(BIN)/recall derive all --check $(MIRROR_FLAG)
 
 clean:

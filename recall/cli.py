@@ -1,5 +1,10 @@
 """The command line: the parser built from the command modules (recall/commands/), the
-command first, and the one error wrapper every command's failures go through."""
+command first, and the one error wrapper every command's failures go through.
+
+Start-up imports nothing heavy: `recall --version` and `recall --help` answer without
+NumPy or GitPython, and only the module of the command that runs is imported, inside the
+wrapper, so that Ctrl-C at any point, start-up included, ends in one line and exit 130.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +15,7 @@ import threading
 from collections.abc import Callable
 from types import FrameType
 
-from recall import __version__
-from recall.commands import MODULES
+from recall import __version__, commands
 from recall.commands._flags import GLOBAL_VALUE_FLAGS
 from recall.errors import (
     EXIT_FAILURE,
@@ -22,10 +26,12 @@ from recall.errors import (
 )
 from recall.terminal import shown
 
-COMMANDS = tuple(MODULES)
+COMMANDS = commands.NAMES
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with a command named, only that command's module is imported and
+    defines its flags, and the others are listed by their summaries alone."""
     parser = argparse.ArgumentParser(
         prog="recall",
         description="Measure how often a fuzzy symbol finder ranks the intended name first.",
@@ -33,8 +39,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"recall {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in MODULES.values():
-        module.add_parser(sub)
+    for name in COMMANDS:
+        if name == command:
+            commands.module(name).add_parser(sub)
+        else:
+            sub.add_parser(name, help=commands.SUMMARIES[name])
     return parser
 
 
@@ -55,11 +64,15 @@ def command_first(argv: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(command_first(list(sys.argv[1:] if argv is None else argv)))
     restore = _raise_on_sigterm()
     try:
-        return MODULES[args.command].run(args)
+        ordered = command_first(list(sys.argv[1:] if argv is None else argv))
+        command = ordered[0] if ordered[0] in COMMANDS else None
+        args = build_parser(command).parse_args(ordered)
+        from recall.suite import locate  # after --version and --help, which need no files
+
+        locate(args)
+        return commands.module(args.command).run(args)
     except RecallError as exc:  # shown(): one line, and no finder's ESC reaches the terminal
         print(f"recall: {shown(str(exc))}", file=sys.stderr)
         return EXIT_FAILURE

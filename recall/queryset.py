@@ -52,9 +52,10 @@ def is_committed_set(value: str | None) -> bool:
     if value in QUERY_SETS and not Path(value).exists():
         return True
     given = Path(value).resolve()
-    shipped = Path(__file__).resolve().parents[1]  # the suite files beside the package
+    checkout = Path(__file__).resolve().parents[1]  # the suite files beside the package
+    packaged = Path(__file__).parent / "suite"  # the wheel's copies (links in a checkout)
     return any(
-        given in (query_set_path(name).resolve(), shipped / file)
+        given in (query_set_path(name).resolve(), checkout / file, (packaged / file).resolve())
         for name, (file, _settings) in QUERY_SETS.items()
     )
 

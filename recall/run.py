@@ -149,9 +149,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     cache, mirror = cache_root(args.cache), mirror_root(args.mirror)
     root = finder_root(Path(args.finder))
 
-    specs = [(kind, *split_label(raw)) for kind, raw in args.candidates]
+    specs = _with_found_engine(
+        [(kind, *split_label(raw)) for kind, raw in args.candidates], args, root
+    )
     engine = resolve_engine(_default_engine(specs), root)
+    root = _embedded_root(args, engine, root)
     engine_flag = _engine_flag(specs)
+    if not getattr(args, "same_program_ok", False):
+        check_distinct_programs(args, engine, specs)
     python = finder_python(cache)
     sides = _candidates(specs, engine, root, python, engine_flag, args.build_timeout)
     asked_key = data_key(pins, asked)
@@ -396,7 +401,7 @@ def _regress_cases(
     an explicit --regress FILE naming an unknown repo is refused at its line."""
     if args.no_regress:
         return [], 0
-    path = Path(args.regress or DEFAULT_REGRESS)
+    path = Path(args.regress or getattr(args, "default_regress", DEFAULT_REGRESS))
     if args.regress is None and not path.exists():
         return [], 0
     if args.regress is None:
@@ -407,6 +412,72 @@ def _regress_cases(
         known, skipped = read_cases(path, set(pins)), 0
     repos = {row.repo for row in rows}
     return [case for case in known if case.repo in repos], skipped
+
+
+def _with_found_engine(
+    specs: list[tuple[str, str | None, str]], args: argparse.Namespace, root: Path
+) -> list[tuple[str, str | None, str]]:
+    """The recall.toml found from the current folder up (suite.locate) is the default
+    engine, also where it is not at the repo's top (a finder in a monorepo's folder)."""
+    config = getattr(args, "config", None)
+    if config is None or _default_engine(specs) is not None:
+        return specs
+    if config.absolute() == (root / "recall.toml").absolute():
+        return specs  # resolve_engine reads it
+    return [("engine", None, str(config.absolute())), *specs]
+
+
+def _embedded_root(args: argparse.Namespace, engine: Engine, root: Path) -> Path:
+    """Where no recall.toml and no --finder name a finder (any folder, recall's own
+    checkout), the reference finder runs: the tree here when it holds it (recall's
+    checkout), else the one installed with recall, which no ref of the folder's repo
+    builds."""
+    if getattr(args, "finder_named", True) or engine.source != "preset:reference":
+        return root
+    if (root / "recall" / "finder" / "__main__.py").is_file():
+        return root
+    if args.base or args.base_bin:
+        flag = f"--base {args.base}" if args.base else f"--base-bin {args.base_bin}"
+        raise RecallError(
+            f"{flag}: no recall.toml in {Path.cwd()} or above to say which finder to build; "
+            "`recall init` writes one (without one, recall measures the reference finder it "
+            "ships)"
+        )
+    return Path(__file__).resolve().parent.parent
+
+
+def check_distinct_programs(
+    args: argparse.Namespace, engine: Engine, specs: list[tuple[str, str | None, str]]
+) -> None:
+    """A baseline that runs the very program the candidate runs shows no change whatever
+    the commits hold: an engine whose commands name nothing in the tree (bin = ["fzy"], a
+    program on PATH) runs that program for --base REF as for the working tree. Refused,
+    before anything is built, unless --same-program-ok says that is what is meant."""
+    if uses_tree(engine) or not engine.bin:
+        return
+    program = shutil.which(engine.bin[0])
+    where = f" ({program})" if program else ""
+    name = Path(engine.bin[0]).name
+    fix = (
+        f"; make bin the program its build makes in the tree (as {{tree}}/{name}; `recall "
+        "init` writes one), or give --same-program-ok"
+    )
+    if args.base:
+        raise RecallError(
+            f"--base {args.base}: the engine runs {engine.bin[0]}{where}, not a program built "
+            f"from the tree, so the base and the candidate are one program{fix}"
+        )
+    has_tree_candidate = not any(kind == "bin" for kind, _label, _value in specs)
+    if (
+        args.base_bin
+        and has_tree_candidate
+        and program
+        and _same_file(Path(args.base_bin), Path(program))
+    ):
+        raise RecallError(
+            f"--base-bin {args.base_bin}: the candidate runs that same program "
+            f"({engine.bin[0]} from PATH){fix}"
+        )
 
 
 def _default_engine(specs: list[tuple[str, str | None, str]]) -> str | None:

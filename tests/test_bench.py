@@ -164,7 +164,7 @@ def _bench(tmp_path: Path, real_cache: Path, profile: str | None, *extra: str):
     queries.write_text(QUERIES)
     proc = run_cli(
         "--finder", str(finder), "--queries", str(queries), "--corpus",
-        str(ROOT / "corpus.json"), "--cache", str(real_cache), *extra, cwd=finder,
+        str(ROOT / "corpus.json"), "--cache", str(real_cache), "--no-regress", *extra, cwd=finder,
     )  # fmt: skip
     return proc, log
 

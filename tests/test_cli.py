@@ -1,7 +1,15 @@
-from conftest import run_cli, run_recall
+import argparse
+import os
+import signal
+import subprocess
+import sys
+
+from conftest import ROOT, run_cli, run_recall
 
 from recall import __version__
-from recall.cli import command_first
+from recall.cli import COMMANDS, build_parser, command_first
+from recall.commands import SUMMARIES
+from recall.errors import EXIT_INTERRUPTED
 
 
 def test_version_flag_prints_the_harness_version():
@@ -24,3 +32,52 @@ def test_global_flags_may_stand_before_the_command():
 def test_fetch_with_the_mirror_flag_before_the_command_runs_fetch(tmp_path):
     proc = run_cli("--cache", str(tmp_path), "--corpus", "nope.json", "fetch")
     assert proc.returncode == 2 and "nope.json" in proc.stderr and "unrecognized" not in proc.stderr
+
+
+def test_each_command_summary_is_the_one_its_module_gives():
+    for name in COMMANDS:
+        sub = next(
+            action for action in build_parser(name)._actions
+            if isinstance(action, argparse._SubParsersAction)
+        )  # fmt: skip
+        helps = {action.dest: action.help for action in sub._choices_actions}
+        assert helps[name] == SUMMARIES[name], name
+
+
+def test_version_and_help_import_neither_numpy_nor_gitpython():
+    """They answer at once (issue 32 item 8: 0.28 s, 25 times a bare interpreter): the
+    heavy modules are imported only by the commands that need them."""
+    for flag in ("--version", "--help"):
+        proc = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "recall", flag], cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        imported = {line.split("|")[-1].strip() for line in proc.stderr.splitlines()}
+        assert "recall.cli" in imported and "argparse" in imported
+        heavy = {name for name in imported if name.split(".")[0] in ("numpy", "git", "rapidfuzz")}
+        assert not heavy, flag
+
+
+def test_ctrl_c_during_start_up_exits_130_with_one_line_and_no_traceback(tmp_path):
+    """Issue 31 class 11: SIGINT while the run's modules are still being imported (here
+    during a platformdirs made slow on purpose) gives `recall: interrupted` and 130."""
+    slow = tmp_path / "slow" / "platformdirs"
+    slow.mkdir(parents=True)
+    (slow / "__init__.py").write_text(
+        "import sys, time\nprint('importing platformdirs', file=sys.stderr, flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "recall", "--repo", "gin", "--cache", str(tmp_path / "cache")],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": f"{tmp_path / 'slow'}{os.pathsep}{ROOT}"},
+    )  # fmt: skip
+    try:
+        assert proc.stderr is not None
+        assert proc.stderr.readline() == "importing platformdirs\n"
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert (proc.returncode, err) == (EXIT_INTERRUPTED, "recall: interrupted\n")

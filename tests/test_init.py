@@ -1,7 +1,9 @@
+import json
 import re
 from pathlib import Path
 
-from conftest import make_repo, run_cli
+import pytest
+from conftest import ROOT, make_repo, needs_ctags, needs_mirror, run_cli
 
 from recall.engine import load_engine, load_preset, preset_names
 
@@ -18,7 +20,7 @@ def test_init_with_the_rq_preset_writes_a_loadable_copy_and_the_next_command(tmp
     assert (written.build, written.bin, written.query, written.env) == (
         preset.build, preset.bin, preset.query, preset.env,
     )  # fmt: skip
-    assert "recall --repo gin --type abbr3 --finder" in proc.stdout
+    assert "then run: recall --repo gin --type abbr3 " in proc.stdout
     assert proc.stdout.count("\n") == 1
 
 
@@ -51,3 +53,101 @@ def test_init_with_an_unknown_preset_names_the_presets_and_writes_nothing(tmp_pa
     proc = run_cli("init", "--preset", "nope", cwd=tmp_path)
     assert proc.returncode == 2 and f"(presets: {', '.join(preset_names())})" in proc.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("files", "build", "bin_", "env"),
+    [
+        ({"Makefile": "all:\n"}, ("make",), ("{tree}/finder",), ()),
+        (
+            {"Cargo.toml": '[package]\nname = "quick"\n'},
+            ("cargo", "build", "--release"), ("{tree}/target/release/quick",), (),
+        ),
+        (
+            {"go.mod": "module example.com/me/gofind\n", "cmd/gofind/main.go": "package main\n"},
+            ("go", "build", "-o", "gofind", "./cmd/gofind"), ("{tree}/gofind",), (),
+        ),
+        (
+            {"go.mod": "module github.com/me/quick/v2\n\ngo 1.21\n"},
+            ("go", "build", "-o", "quick", "."), ("{tree}/quick",), (),
+        ),
+        (
+            {"package.json": '{"name": "jsfind", "bin": {"jsfind": "./cli.js"}}'},
+            ("npm", "ci"), ("node", "{tree}/cli.js"), (),
+        ),
+        (
+            {"pyproject.toml": '[project]\nname = "py-find"\n', "src/py_find/__init__.py": ""},
+            (), ("{python}", "-P", "-m", "py_find"), (("PYTHONPATH", "{tree}/src"),),
+        ),
+    ],
+)  # fmt: skip
+def test_blank_init_writes_the_build_and_bin_its_build_file_shows_each_line_commented(
+    tmp_path, files, build, bin_, env
+):
+    make_repo(tmp_path / "finder", files)
+    proc = run_cli("init", cwd=tmp_path / "finder")
+    assert proc.returncode == 0, proc.stderr
+    engine = load_engine(tmp_path / "finder" / "recall.toml")
+    assert (engine.build, engine.bin, engine.env) == (build, bin_, env)
+    text = (tmp_path / "finder" / "recall.toml").read_text()
+    written = [line for line in text.splitlines() if re.match(r"(build|bin|env) = ", line)]
+    assert len(written) == 2 + bool(env)
+    assert all(" # " in line for line in written), written
+
+
+@needs_mirror
+@needs_ctags
+def test_init_with_the_fzy_preset_in_fzys_repo_measures_the_tree_against_its_base(
+    fzy_origin, tmp_path, real_cache
+):
+    """Issue 32 item 2: `recall init --preset fzy` in fzy's own repo wrote `bin = ["fzy"]`
+    and no build, so `--base 1.0` ran /usr/bin/fzy on both sides and showed no change.
+    Now it builds the tree with make and runs the fzy it makes, and a base is the fzy
+    that 1.0's make makes; `recall` finds the recall.toml from a folder below it."""
+    import git
+
+    git.Repo.clone_from(str(fzy_origin), tmp_path / "fzy").close()
+    proc = run_cli("init", "--preset", "fzy", cwd=tmp_path / "fzy")
+    assert proc.returncode == 0, proc.stderr
+    engine = load_engine(tmp_path / "fzy" / "recall.toml")
+    assert (engine.build, engine.bin) == (("make",), ("{tree}/fzy",))
+    assert engine.query == load_preset("fzy").query
+    proc = run_cli(
+        "--base", "1.0", "--repo", "gin", "--type", "abbr3", "--json", "--no-regress",
+        "--cache", str(real_cache), cwd=tmp_path / "fzy" / "src",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    base, candidate = json.loads(proc.stdout)["runs"]
+    assert candidate["bin"] == str(tmp_path / "fzy" / "fzy")
+    assert base["bin"] != candidate["bin"] and Path(base["bin"]).name == "fzy"
+    assert str(tmp_path / "fzy") not in base["bin"] and "1.0" in base["label"]
+    assert candidate["n"] == base["n"] > 0
+
+
+@needs_mirror
+@needs_ctags
+def test_a_base_that_runs_the_program_the_candidate_runs_is_refused_unless_meant(
+    tmp_path, real_cache
+):
+    """The same program on both sides (bin = ["fzy"], a program on PATH) shows no change
+    whatever the ref holds: refused in one line before anything runs, and run when
+    --same-program-ok says it is meant."""
+    import shutil
+
+    if shutil.which("fzy") is None:
+        pytest.skip("fzy is not installed (apt-get install fzy; .ci/run installs it)")
+    engine = load_preset("fzy")
+    text = (ROOT / "recall" / "presets" / "fzy.toml").read_text()
+    assert engine.bin == ("fzy",)
+    make_repo(tmp_path / "finder", {"recall.toml": text, "x.c": "int x;\n"})
+    flags = ("--base", "HEAD", "--repo", "gin", "--type", "abbr3", "--no-regress",
+             "--cache", str(real_cache))  # fmt: skip
+    proc = run_cli(*flags, cwd=tmp_path / "finder")
+    assert proc.returncode == 2 and proc.stdout == ""
+    fzy = shutil.which("fzy")
+    assert proc.stderr.startswith(f"recall: --base HEAD: the engine runs fzy ({fzy}), not a")
+    assert "--same-program-ok" in proc.stderr and proc.stderr.count("\n") == 1
+    proc = run_cli(*flags, "--same-program-ok", "--json", cwd=tmp_path / "finder")
+    assert proc.returncode == 0, proc.stderr
+    base, candidate = json.loads(proc.stdout)["runs"]
+    assert base["first"] == candidate["first"]

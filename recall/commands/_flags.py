@@ -1,15 +1,12 @@
 """The flags several commands share, defined once so that every command spells, defaults
 and explains them alike (the global three, the query set, the finder repo, how a report
-is printed, the run flags that history and bisect measure each commit with)."""
+is printed, the run flags that history and bisect measure each commit with). It imports
+nothing heavy: the CLI reads GLOBAL_VALUE_FLAGS before it knows the command."""
 
 from __future__ import annotations
 
 import argparse
 import os
-
-from recall.build import BUILD_TIMEOUT_S
-from recall.queryset import QUERY_SETS, QUERY_SETS_DEFAULT
-from recall.run import DEFAULT_REGRESS
 
 GLOBAL_VALUE_FLAGS = ("--cache", "--mirror", "--corpus")  # every command takes these
 
@@ -25,12 +22,15 @@ def add_common(parser: argparse.ArgumentParser) -> None:
         "(default: $RECALL_MIRROR)",
     )  # fmt: skip
     parser.add_argument(
-        "--corpus", metavar="FILE", default="corpus.json",
-        help="the pinned corpora (default: %(default)s)",
+        "--corpus", metavar="FILE",
+        help="the pinned corpora (default: corpus.json beside the finder's recall.toml, else "
+        "in the current folder, else the one recall ships)",
     )  # fmt: skip
 
 
 def add_build_timeout(parser: argparse.ArgumentParser) -> None:
+    from recall.build import BUILD_TIMEOUT_S
+
     parser.add_argument(
         "--build-timeout", type=float, default=BUILD_TIMEOUT_S, metavar="SECONDS",
         help="seconds a build may take before it is killed (default: %(default)g)",
@@ -38,17 +38,23 @@ def add_build_timeout(parser: argparse.ArgumentParser) -> None:
 
 
 def add_queries(parser: argparse.ArgumentParser, what: str = "the query set") -> None:
+    from recall.queryset import QUERY_SETS
+
     parser.add_argument(
-        "--queries", metavar="SET", default=QUERY_SETS_DEFAULT,
-        help=f"{what}: a file, or a committed set's name ({', '.join(QUERY_SETS)}) "
-        "(default: %(default)s)",
+        "--queries", metavar="SET",
+        help=f"{what}: a file, or a committed set's name ({', '.join(QUERY_SETS)}), whose "
+        "file is looked up as --corpus's is (default: queries.tsv)",
     )  # fmt: skip
 
 
-def add_finder(parser: argparse.ArgumentParser, purpose: str = "") -> None:
+def add_finder(parser: argparse.ArgumentParser, purpose: str = "", *, found: bool = True) -> None:
+    """found: by default the folder of the recall.toml in the current folder or above it
+    (as git finds .git), else the current folder; else the current folder."""
+    where = "the folder of the recall.toml here or above, else ." if found else "."
     parser.add_argument(
-        "--finder", metavar="DIR", default=".", help=f"the finder's repo{purpose} (default: .)"
-    )
+        "--finder", metavar="DIR", default=None if found else ".",
+        help=f"the finder's repo{purpose} (default: {where})",
+    )  # fmt: skip
 
 
 def add_baseline(parser: argparse.ArgumentParser) -> argparse._MutuallyExclusiveGroup:
@@ -92,6 +98,8 @@ def add_timeout(parser: argparse.ArgumentParser) -> None:
 
 def add_report_flags(p: argparse.ArgumentParser) -> None:
     """How a report is printed and judged: run and merge print the same report."""
+    from recall.run import DEFAULT_REGRESS
+
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print the report as one JSON object")
     out.add_argument("--markdown", action="store_true", help="print the report as Markdown")

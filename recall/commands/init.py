@@ -2,16 +2,23 @@
 
 The starter is either a preset's own table (to adapt) or a blank engine whose every key
 is written out with what it means, so that a first engine description is edited, not
-looked up. It is created without ever replacing a file: an existing recall.toml is
-somebody's work.
+looked up. Either way its `build` and `bin` build and run the program of this tree, found
+from the build file the repo has (Makefile, Cargo.toml, go.mod, package.json,
+pyproject.toml): a preset's `bin = ["fzy"]` runs the fzy on PATH, the same program for
+every ref, so `--base` would compare it with itself. It is created without ever replacing
+a file: an existing recall.toml is somebody's work.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
+import re
 import tempfile
+import tomllib
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
@@ -68,10 +75,113 @@ query = ["{bin}", "{query}", "--limit", "{limit}"]
 """
 
 
-def starter(preset: str | None) -> bytes:
-    """The text to write: a preset's table under a header, or the blank engine."""
+@dataclass(frozen=True)
+class Build:
+    """How the tree's program is built and run, as found from its build file: each line
+    of recall.toml that it writes, with the comment that goes beside it."""
+
+    found: str  # the build file it was found from
+    build: tuple[str, ...]
+    bin: tuple[str, ...]
+    env: tuple[tuple[str, str], ...] = ()
+
+    def lines(self) -> list[str]:
+        where = "in the tree, or in a base's extracted archive, before a run"
+        lines = [
+            f"build = {_toml(self.build)}  # from {self.found}: run {where}"
+            if self.build
+            else f"build = []  # from {self.found}: nothing to build, the tree's code runs",
+            f"bin = {_toml(self.bin)}  # the tree's program, as its build leaves it: check it",
+        ]
+        if self.env:
+            pairs = ", ".join(f"{key} = {json.dumps(value)}" for key, value in self.env)
+            lines.append(f"env = {{ {pairs} }}  # the tree's own code, not an installed copy")
+        return lines
+
+
+def _toml(argv: tuple[str, ...]) -> str:
+    return "[" + ", ".join(json.dumps(part) for part in argv) + "]"
+
+
+def _name(text: str) -> str:
+    """A program name: the last part of a module path (before a /v2 major version)."""
+    parts = [part for part in text.strip().split("/") if part]
+    if len(parts) > 1 and re.fullmatch(r"v\d+", parts[-1]):
+        parts.pop()
+    return parts[-1] if parts else "finder"
+
+
+def detect_build(root: Path, program: str | None) -> Build | None:
+    """The build the repo's files show, first found of Makefile, Cargo.toml, go.mod,
+    package.json, pyproject.toml; program: the name a preset runs (else the folder's)."""
+    name = program or root.name
+    if (root / "Makefile").is_file() or (root / "makefile").is_file():
+        return Build("Makefile", ("make",), (f"{{tree}}/{name}",))
+    if (root / "Cargo.toml").is_file():
+        package = _toml_table(root / "Cargo.toml").get("package", {})
+        crate = program or str(package.get("name") or name)
+        return Build(
+            "Cargo.toml", ("cargo", "build", "--release"), (f"{{tree}}/target/release/{crate}",)
+        )
+    if (root / "go.mod").is_file():
+        module = re.search(r"^module\s+(\S+)", (root / "go.mod").read_text("utf-8"), re.M)
+        command = program or (_name(module.group(1)) if module else name)
+        main = f"./cmd/{command}" if (root / "cmd" / command).is_dir() else "."
+        return Build("go.mod", ("go", "build", "-o", command, main), (f"{{tree}}/{command}",))
+    if (root / "package.json").is_file():
+        return _node_build(root, program)
+    if (root / "pyproject.toml").is_file():
+        project = _toml_table(root / "pyproject.toml").get("project", {})
+        package = (program or str(project.get("name") or name)).replace("-", "_")
+        path = "{tree}/src" if (root / "src" / package).is_dir() else "{tree}"
+        return Build(
+            "pyproject.toml", (), ("{python}", "-P", "-m", package), (("PYTHONPATH", path),)
+        )
+    return None
+
+
+def _node_build(root: Path, program: str | None) -> Build:
+    try:
+        package = json.loads((root / "package.json").read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        package = {}
+    package = package if isinstance(package, dict) else {}
+    bins = package.get("bin")
+    if isinstance(bins, dict) and bins:
+        script = str(bins.get(program) or next(iter(bins.values())))
+    else:
+        script = str(bins or package.get("main") or "index.js")
+    scripts = package.get("scripts")
+    has_build = isinstance(scripts, dict) and "build" in scripts
+    build = ("sh", "-c", "npm ci && npm run build") if has_build else ("npm", "ci")
+    return Build("package.json", build, ("node", f"{{tree}}/{script.removeprefix('./')}"))
+
+
+def _toml_table(path: Path) -> dict:
+    try:
+        return tomllib.loads(path.read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return {}
+
+
+PATH_BIN_NOTE = (
+    "# bin runs {program} from PATH, the same program for every ref: `recall --base REF`\n"
+    "# refuses it (--same-program-ok to mean it). To measure this repo's code, add a build\n"
+    "# and make bin the program it builds in the tree ({{tree}}/...).\n"
+)
+
+
+def starter(preset: str | None, root: Path | None = None) -> bytes:
+    """The text to write: a preset's table under a header, or the blank engine, with the
+    build and bin found in root's build files where the starter's bin is no program of
+    the tree."""
     if preset is None:
-        return BLANK.encode()
+        found = detect_build(root, None) if root else None
+        if found is None:
+            return BLANK.encode()
+        build, *rest = found.lines()
+        text = BLANK.replace('bin = ["{tree}/my-finder"]\n', "\n".join(rest) + "\n")
+        return text.replace('# build = ["make"]\n', build + "\n").encode()
     if preset not in preset_names():
         raise RecallError(
             f"--preset {preset}: no such preset (presets: {', '.join(preset_names())})"
@@ -81,7 +191,19 @@ def starter(preset: str | None) -> bytes:
         f"# recall.toml, started from recall's preset {preset!r}: adapt it to this repo.\n"
         "# Keys and placeholders: `recall init` without --preset writes them all out.\n"
     )
-    return (header + body).encode()
+    engine = parse_engine(body.encode(), f"preset:{preset}")
+    if not engine.bin or _names_tree(engine.bin) or engine.kind != "process":
+        return (header + body).encode()
+    found = detect_build(root, Path(engine.bin[0]).name) if root else None
+    if found is None:
+        return (header + PATH_BIN_NOTE.format(program=engine.bin[0]) + body).encode()
+    kept = [line for line in body.splitlines() if not re.match(r"(build|bin)\s*=", line)]
+    table = kept.index("[engine]") + 1
+    return (header + "\n".join([*kept[:table], *found.lines(), *kept[table:]]) + "\n").encode()
+
+
+def _names_tree(argv: tuple[str, ...]) -> bool:
+    return any("{tree}" in part or "{python}" in part for part in argv)
 
 
 def write_new(path: Path, data: bytes) -> None:
@@ -109,24 +231,14 @@ def write_new(path: Path, data: bytes) -> None:
 
 
 def next_step(path: Path, preset: str | None, cwd: Path) -> str:
-    """The run to try first: one corpus and one type, from a folder holding corpus.json
-    and queries.tsv (recall's own checkout, when the finder's repo has none)."""
+    """The run to try first: one corpus and one type, in the finder's repo (recall finds
+    its recall.toml from there, and the suite it ships)."""
     what = "edit bin and query" if preset is None else "check its build and bin"
-    finder = path.parent
-    harness = next(
-        (d for d in (cwd, Path(__file__).resolve().parents[2]) if (d / "corpus.json").is_file()),
-        None,
-    )
     run = "recall --repo gin --type abbr3"
-    if harness is None:
-        command = f"{run} --finder {finder} (in recall's checkout, beside corpus.json)"
-    elif harness == cwd and finder == cwd:
-        command = run
-    elif harness == cwd:
-        command = f"{run} --finder {finder}"
-    else:
-        command = f"cd {harness} && {run} --finder {finder}"
-    return f"wrote {path}: {what}, then run: {command}"
+    finder = path.parent
+    inside = cwd.absolute() == finder or finder in cwd.absolute().parents
+    command = run if inside else f"cd {finder} && {run}"
+    return f"wrote {path}: {what}, then run: {command} (and --base REF to diff a ref)"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -135,11 +247,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--preset", metavar="NAME",
         help="start from this preset (default: a blank engine with every key explained)",
     )  # fmt: skip
-    add_finder(parser, ", whose top folder gets recall.toml")
+    add_finder(parser, ", whose top folder gets recall.toml", found=False)
 
 
 def run(args: argparse.Namespace) -> int:
-    path = finder_root(Path(args.finder)) / FILENAME
-    write_new(path, starter(args.preset))
+    root = finder_root(Path(args.finder))
+    path = root / FILENAME
+    write_new(path, starter(args.preset, root))
     print(next_step(path, args.preset, Path.cwd()))
     return EXIT_OK

@@ -51,6 +51,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     add_finder(p)
     base = add_baseline(p)
+    p.add_argument(
+        "--same-program-ok", action="store_true",
+        help="let --base REF run the very program the candidate runs (an engine whose bin is "
+        "a program on PATH, not one its build makes in the tree); refused otherwise",
+    )  # fmt: skip
     base.add_argument(
         "--against", metavar="FILE",
         help="baseline: the last run saved in FILE by --save, without running anything",
