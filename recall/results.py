@@ -263,9 +263,12 @@ def run_peer(
     peer: Peer, args: argparse.Namespace, repos: list[str] | None = None
 ) -> tuple[dict, list[str | None]]:
     """One `recall run --json` over the query set (of repos only, when given), and the
-    name each query got first; a failed run stops the page."""
+    name each query got first; a failed run stops the page. It runs with --no-cache: a
+    cached run's answers are right for any --jobs, but its seconds were measured with the
+    --jobs of another day, and the page prints them as this run's."""
     argv = [sys.executable, "-m", "recall", "run", "--engine", peer.preset, "--json"]
     argv += ["--queries", args.queries, "--corpus", args.corpus, "--jobs", str(args.jobs)]
+    argv.append("--no-cache")  # the page's seconds are measured now, with these --jobs
     for repo in repos or ():
         argv += ["--repo", repo]
     if peer.allow_empty:
@@ -337,6 +340,20 @@ def _read_entry(path: Path) -> dict:
     return entry
 
 
+def measured_jobs(entries: list[dict]) -> str:
+    """The --jobs the page's seconds were measured with, from the reports themselves (a
+    kept report renders with its own, whatever --jobs the rendering is given); reports
+    measured with different --jobs are not one table."""
+    jobs = {str(entry.get("jobs", "unknown (a report kept before recall noted it)"))
+            for entry in entries}  # fmt: skip
+    if len(jobs) > 1:
+        raise RecallError(
+            f"the reports were measured with different --jobs ({', '.join(sorted(jobs))}): "
+            "their seconds are not comparable; run recall results again"
+        )
+    return jobs.pop()
+
+
 def peer_entries(args: argparse.Namespace) -> list[dict]:
     root = finder_root(Path("."))
     peers = [p for p in default_peers() if not args.only or p.preset in args.only]
@@ -362,7 +379,7 @@ def peer_entries(args: argparse.Namespace) -> list[dict]:
             "label": peer.label, "version": finder_version(peer, engine, root),
             "command": command_line(peer, engine), "note": peer.note,
             "languages": list(engine.languages),
-            "report": report, "firsts": firsts,
+            "report": report, "firsts": firsts, "jobs": args.jobs,
         }  # fmt: skip
         if folder is not None:
             write_atomic(

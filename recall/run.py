@@ -175,6 +175,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         save_runs(
             Path(args.save), meta, asked, [(m.whole, m.key) for m in measured],
             baseline=has_base, explain=[m.explain for m in measured],
+            selection={"repo": args.repo, "type": args.type},
         )  # fmt: skip
     if args.shard:
         k, n = args.shard
