@@ -50,6 +50,7 @@ from recall.regress import Case, read_cases
 from recall.render.html import render_html
 from recall.render.text import render
 from recall.report import analyse
+from recall.requirements import require
 from recall.saved import (
     Flags,
     cached_run,
@@ -141,12 +142,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     engine_flag = _engine_flag(specs)
     python = finder_python(cache)
     sides = _candidates(specs, engine, root, python, engine_flag, args.build_timeout)
+    known = {"tree": str(root), "python": python}
+    for side in sides:  # before a corpus is fetched or a base built: the doctor's line, exit 2
+        require(side.binary.engine, python, known, side.binary.engine.source)
     asked_key = data_key(pins, asked)
     base: Measured | None = None
     if args.against:
         saved_run, saved_key = load_against(Path(args.against), asked, asked_key)
         base = Measured(saved_run, saved_key, len(rows), None)
     elif args.base or args.base_bin:
+        if not args.base_bin:  # a base built from the engine's own argv
+            require(engine, python, known, engine.source)
         sides.insert(0, _baseline(args, engine, root, cache, python, engine_flag))
 
     corpora: dict[str, Corpus] = {}

@@ -1,5 +1,6 @@
 import os
 import shutil
+import sys
 from pathlib import Path
 
 from conftest import ROOT, make_repo, mirror_dir, needs_mirror, run_cli
@@ -85,3 +86,88 @@ def test_unfetched_corpus_warns_while_reachable_and_fails_when_not(tmp_path):
     ]
     assert result[1].fix == "recall fetch gone"
     assert not healthy(result) and healthy(result[:1])
+
+
+def _cut_path(tmp_path: Path, *programs: str) -> str:
+    """A PATH of one folder holding only the named programs of this machine."""
+    bin_dir = tmp_path / "-".join(("bin", *programs))
+    bin_dir.mkdir()
+    for program in programs:
+        os.symlink(shutil.which(program), bin_dir / program)
+    return str(bin_dir)
+
+
+def test_doctor_without_gopls_and_go_says_missing_with_the_install_command(tmp_path):
+    path = _cut_path(tmp_path, "git", "ctags")
+    proc = _doctor(tmp_path / "cache", "--mirror", str(tmp_path), env={"PATH": path})
+    lines = proc.stdout.splitlines()
+    gopls = lines.index(_line(proc.stdout, "preset gopls"))
+    assert lines[gopls].startswith("warn") and "ok  preset gopls" not in proc.stdout
+    assert lines[gopls].endswith("not on PATH: gopls, go (gopls needs go)")
+    assert lines[gopls + 1].strip() == "fix: apt-get install gopls golang-go"
+    tsserver = _line(proc.stdout, "preset tsserver")
+    assert tsserver.startswith("warn") and "not on PATH: node, npm" in tsserver
+
+
+def test_a_run_of_an_engine_whose_programs_are_missing_refuses_before_fetching(tmp_path):
+    path = _cut_path(tmp_path, "git", "ctags")
+    cache = tmp_path / "cache"
+    proc = run_cli(
+        "--engine", "gopls", "--repo", "gin", "--cache", str(cache), "--mirror", str(tmp_path),
+        env={"PATH": path},
+    )  # fmt: skip
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == (
+        "recall: preset:gopls: not on PATH: gopls, go (gopls needs go); "
+        "install: apt-get install gopls golang-go\n"
+    )
+    assert not (cache / "corpora").exists()  # nothing fetched
+
+
+def test_gopls_without_go_is_missing_go_and_says_why(tmp_path, monkeypatch):
+    from recall.engine import load_preset
+    from recall.requirements import missing_parts
+
+    only_gopls, both = _cut_path(tmp_path, "gopls"), _cut_path(tmp_path, "gopls", "go")
+    monkeypatch.setenv("PATH", only_gopls)
+    values = {"tree": str(ROOT), "python": sys.executable}
+    (missing,) = missing_parts(load_preset("gopls"), sys.executable, values)
+    assert (missing.detail, missing.fix) == (
+        "not on PATH: go (gopls needs go)",
+        "apt-get install golang-go",
+    )
+    monkeypatch.setenv("PATH", both)
+    assert missing_parts(load_preset("gopls"), sys.executable, values) == []
+
+
+def test_a_python_engine_whose_module_is_not_importable_gets_the_pip_line_not_a_traceback(
+    tmp_path,
+):
+    finder = tmp_path / "finder"
+    make_repo(finder, {"recall.toml": '[engine]\nkind = "python"\ncallable = "nosuchlib.x:find"\n'})
+    cache = tmp_path / "cache"
+    proc = run_cli(
+        "--repo", "gin", "--cache", str(cache), "--finder", str(finder),
+        "--corpus", str(ROOT / "corpus.json"), "--queries", str(ROOT / "queries.tsv"), cwd=finder,
+    )  # fmt: skip
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    first = proc.stderr.splitlines()
+    assert len(first) == 1 and first[0].startswith(f"recall: {finder / 'recall.toml'}: ")
+    assert "cannot import nosuchlib; install: " in first[0]
+    assert first[0].endswith(" -m pip install 'nosuchlib'")
+    assert not (cache / "corpora").exists()
+
+
+def test_a_language_server_package_is_named_with_its_pinned_version():
+    from recall.engine import load_preset
+    from recall.requirements import _missing_modules, engine_needs, peer_pins
+
+    assert engine_needs(load_preset("jedi-lsp")).modules == ("jedi_language_server",)
+    assert engine_needs(load_preset("basedpyright")).modules == ("basedpyright",)
+    assert engine_needs(load_preset("frizbee")).modules == ("frizbee",)
+    assert engine_needs(load_preset("gopls")).programs == ("gopls", "go")
+    pinned = peer_pins().get("jedi-language-server")
+    missing = _missing_modules(["jedi_language_server"], "/x/python")
+    assert missing.detail == "/x/python cannot import jedi_language_server"
+    assert missing.fix.endswith(f"-m pip install '{pinned or 'jedi-language-server'}'")
+    assert pinned is None or pinned.startswith("jedi-language-server==")

@@ -41,6 +41,7 @@ from recall.interpreter import SUPPORTED, finder_python
 from recall.peers.node import ADAPTER, MARKER, TREE_FOLDER, install_folder, locked_version, pinned
 from recall.proc import method
 from recall.queryset import query_set_path, read_queries
+from recall.requirements import fillable, missing_parts
 from recall.symbols import ctags_version
 
 OK, WARN, FAIL = "ok", "warn", "FAIL"
@@ -111,19 +112,27 @@ def check_ctags() -> Check:
 
 
 def check_presets(tree: Path, python: str) -> list[Check]:
-    """Each preset's finder program: found and its version. Only the reference finder,
-    the default run's engine, fails the doctor; the rest are warnings."""
+    """Each preset's needs (recall/requirements.py: its programs on PATH and what they
+    need, node and npm, the modules {python} must import), then its program's version.
+    Only the reference finder, the default run's engine, fails the doctor; the rest are
+    warnings, each missing part with the command that installs it, the line a run that
+    needs it refuses with."""
     values = {"tree": str(tree), "python": python}
     checks = []
     for name in preset_names():
         engine = load_preset(name)
         argv = [fill(part, values) for part in engine.bin]
         label = f"preset {name}"
+        status = FAIL if name == "reference" else WARN
+        missing = missing_parts(engine, python, values)
+        if missing:
+            detail = "; ".join(m.detail for m in missing)
+            checks.append(Check(label, status, detail, "; ".join(m.fix for m in missing)))
+            continue
         if engine.kind == "node":
             checks.append(_check_node_preset(label, engine, tree))
             continue
         if engine.bin[0] == "{python}":
-            status = FAIL if name == "reference" else WARN
             checks.append(_check_python_finder(label, argv, engine.env, values, status))
             continue
         program = argv[0] if os.sep in argv[0] else shutil.which(argv[0])
@@ -141,24 +150,11 @@ def check_presets(tree: Path, python: str) -> list[Check]:
     return checks
 
 
-def _fillable(env: tuple[tuple[str, str], ...], values: dict[str, str]) -> dict[str, str]:
-    """The engine's variables that need only what the doctor knows ({tree}, {python}):
-    one naming {db} or {node_modules} (a language server's GOPATH, its npm packages)
-    concerns a run on a corpus, not whether the adapter starts."""
-    filled = {}
-    for name, value in env:
-        try:
-            filled[name] = fill(value, values)
-        except KeyError:
-            continue
-    return filled
-
-
 def _check_python_finder(
     label: str, argv: list[str], env: tuple[tuple[str, str], ...], values: dict[str, str],
     status: str,
 ) -> Check:  # fmt: skip
-    full_env = {**os.environ, **_fillable(env, values)}
+    full_env = {**os.environ, **fillable(env, values)}
     if _probe([*argv, "--help"], full_env) is None:
         return Check(
             label, status, f"{' '.join(argv)} does not start",
