@@ -5,8 +5,9 @@ its corpora were fetched and indexed (`cannot start gopls: No such file or direc
 in), and a Python language server without its package failed with the text of a traceback.
 So the needs are read from the engine itself, the same way for the doctor and for a run:
 the programs its argv starts from PATH (and what those need: gopls runs go), node and npm
-for an engine of npm packages, and the Python modules that `{python}` must import (a
-library's callable, a language server's `-c` code, an adapter's library). Each missing
+for an engine of npm packages (and its package in the tree's lock), and the Python
+modules that `{python}` must import (a library's callable, a language server's `-c` code,
+an adapter's library). Each missing
 part comes with the command that installs it, and a run refuses up front with the line
 the doctor prints.
 """
@@ -21,9 +22,11 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from importlib import metadata
+from pathlib import Path
 
 from recall.engine import Engine, fill, uses_node_modules
 from recall.errors import RecallError
+from recall.peers.node import engine_package, pin_command, required
 
 # Programs that start another one from PATH: gopls runs `go list` and `go env`, and without
 # go it answers nothing.
@@ -143,6 +146,11 @@ def missing_parts(engine: Engine, python: str, values: dict[str, str]) -> list[M
     modules = _absent_modules(python, needs.modules, env)
     if modules:
         found.append(_missing_modules(modules, python))
+    package = engine_package(engine)
+    if package is not None and "tree" in values:
+        why = required(package, Path(values["tree"]))
+        if why:
+            found.append(Missing(why, pin_command(package)))
     return found
 
 

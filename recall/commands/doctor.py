@@ -38,7 +38,17 @@ from recall.corpus import (
 from recall.engine import Engine, fill, load_preset, preset_names
 from recall.errors import EXIT_FAILURE, EXIT_OK, RecallError
 from recall.interpreter import SUPPORTED, finder_python
-from recall.peers.node import ADAPTER, MARKER, TREE_FOLDER, install_folder, locked_version, pinned
+from recall.peers.node import (
+    ADAPTER,
+    FOLDER,
+    MARKER,
+    TREE_FOLDER,
+    engine_package,
+    install_folder,
+    lock_folder,
+    locked_version,
+    pinned,
+)
 from recall.proc import method
 from recall.queryset import query_set_path, read_queries
 from recall.requirements import fillable, missing_parts
@@ -164,14 +174,11 @@ def _check_python_finder(
 
 
 def _check_node_preset(label: str, engine: Engine, tree: Path) -> Check:
-    """A node preset runs node on the tree's adapter: without node it is a warning, as a
-    missing fzf is, since the default run does not need it."""
-    package = engine.batch[engine.batch.index("--package") + 1]
-    if shutil.which("node") is None:
-        return Check(label, WARN, f"node: not found ({package})", NODE_FIX)
-    adapter = tree.joinpath(*TREE_FOLDER, ADAPTER)
-    if not adapter.is_file():
-        return Check(label, WARN, f"{adapter}: not found", "run from recall's own checkout")
+    """A node preset runs node on the tree's adapter (recall's own tree) or the harness's,
+    over the packages of lock_folder: its missing parts are found by missing_parts."""
+    package = engine_package(engine)
+    own = tree.joinpath(*TREE_FOLDER, ADAPTER)
+    adapter = own if own.is_file() else FOLDER / ADAPTER
     return Check(label, OK, f"node {adapter} --package {package}")
 
 
@@ -185,8 +192,8 @@ def check_node(tree: Path, cache: Path) -> list[Check]:
             checks.append(Check(program, WARN, "not found (the node presets need it)", NODE_FIX))
         else:
             checks.append(Check(program, OK, version.removeprefix("v")))
-    folder = tree.joinpath(*TREE_FOLDER)
     try:
+        folder = lock_folder(tree)
         packages = pinned(folder)
         installed = (install_folder(folder, cache) / MARKER).is_file()
         where = "installed in the cache" if installed else "npm ci on first use"
