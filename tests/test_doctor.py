@@ -171,3 +171,19 @@ def test_a_language_server_package_is_named_with_its_pinned_version():
     assert missing.detail == "/x/python cannot import jedi_language_server"
     assert missing.fix.endswith(f"-m pip install '{pinned or 'jedi-language-server'}'")
     assert pinned is None or pinned.startswith("jedi-language-server==")
+
+
+def test_a_language_server_without_its_python_package_is_refused_with_the_pip_line(tmp_path):
+    """Without the peers extra, a server started as `{python} -c "from PKG... import"` used
+    to fail every query with a traceback's text; now the run refuses up front."""
+    engine = tmp_path / "lsp.toml"
+    engine.write_text(
+        '[engine]\nkind = "lsp"\nlanguages = ["python"]\n'
+        'server = ["{python}", "-c", "from nosuch_server.cli import cli; cli()"]\n'
+    )
+    cache = tmp_path / "cache"
+    proc = run_cli("--engine", str(engine), "--repo", "pytest", "--cache", str(cache))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith(f"recall: {engine}: ") and proc.stderr.count("\n") == 1
+    assert "cannot import nosuch_server; install: " in proc.stderr
+    assert not (cache / "corpora").exists()

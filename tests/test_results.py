@@ -270,3 +270,11 @@ def test_the_agreement_matrix_counts_queries_two_finders_put_the_same_name_first
     assert "| reference | - | 77.8 | 22.2 |\n| fzf | 77.8 | - | 11.1 |" in page
     del entries[2]["firsts"]  # a kept report from before: no matrix rather than a wrong one
     assert "agreement" not in render_results(entries, HOST)
+
+
+def test_reports_measured_with_different_jobs_are_not_one_page():
+    from recall.results import measured_jobs
+
+    assert measured_jobs([{"jobs": 2}, {"jobs": 2}]) == "2"
+    with pytest.raises(RecallError, match=r"measured with different --jobs \(1, 2\)"):
+        measured_jobs([{"jobs": 1}, {"jobs": 2}])

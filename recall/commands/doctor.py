@@ -51,7 +51,7 @@ from recall.peers.node import (
 )
 from recall.proc import method
 from recall.queryset import query_set_path, read_queries
-from recall.requirements import fillable, missing_parts
+from recall.requirements import engine_needs, fillable, missing_parts
 from recall.symbols import ctags_version
 
 OK, WARN, FAIL = "ok", "warn", "FAIL"
@@ -143,7 +143,11 @@ def check_presets(tree: Path, python: str) -> list[Check]:
             checks.append(_check_node_preset(label, engine, tree))
             continue
         if engine.bin[0] == "{python}":
-            checks.append(_check_python_finder(label, argv, engine.env, values, status))
+            check = _check_python_finder(label, argv, engine.env, values, status)
+            servers = [shutil.which(p) or p for p in engine_needs(engine).programs]
+            if check.status == OK and servers:  # a language server: what it starts
+                check = Check(label, OK, f"{check.detail}, runs {', '.join(servers)}")
+            checks.append(check)
             continue
         program = argv[0] if os.sep in argv[0] else shutil.which(argv[0])
         if program is None or not os.access(program, os.X_OK):
