@@ -12,7 +12,16 @@ from conftest import ROOT, commit_files, make_repo, needs_tool, run_cli
 
 from recall.engine import load_preset, parse_engine
 from recall.errors import RecallError
-from recall.peers.node import BOOT, FOLDER, MARKER, lock_folder, node_modules, pinned, required
+from recall.peers.node import (
+    BOOT,
+    DRIVERS,
+    FOLDER,
+    MARKER,
+    lock_folder,
+    node_modules,
+    pinned,
+    required,
+)
 from recall.symbols import checkout_symbols, distinct_names
 
 pytestmark = [needs_tool("node", "nodejs"), needs_tool("npm")]
@@ -245,6 +254,16 @@ def test_the_lock_is_recall_s_in_its_tree_the_finder_s_where_it_names_the_packag
 def test_a_node_engine_table_that_cannot_run_names_the_key_and_file(text, message):
     with pytest.raises(RecallError, match=f"^node.toml: .*{message}"):
         parse_engine(f'[engine]\nkind = "node"\n{text}\n'.encode(), "node.toml")
+
+
+def test_the_packages_said_to_have_a_driver_are_the_adapter_s_drivers():
+    import re
+
+    keys = re.findall(r'^  (?:"([^"]+)"|(\w+)): \(mod, names, options\)', ADAPTER.read_text(), re.M)
+    assert sorted(quoted or bare for quoted, bare in keys) == sorted(DRIVERS)
+    assert required("fuzzy", ROOT) == (
+        f"package fuzzy is not pinned in {ROOT / 'recall/peers/node/package.json'}"
+    )
 
 
 def test_a_node_engine_runs_the_adapter_of_the_tree_under_test():

@@ -157,6 +157,10 @@ def lock_folder(tree: Path, package: str | None = None) -> Path:
 
 
 def unpinned(package: str, tree: Path) -> str:
+    """The line for a package that no lock lock_folder could choose names."""
+    own = tree.joinpath(*TREE_FOLDER)
+    if (own / ADAPTER).is_file():
+        return f"package {package} is not pinned in {own / MANIFEST}"
     theirs = f"{tree / MANIFEST}" if (tree / LOCK).is_file() else f"{tree} (no {LOCK})"
     return f"package {package} is in neither {theirs} nor recall's own pins"
 
