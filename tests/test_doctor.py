@@ -1,6 +1,5 @@
 import os
 import shutil
-import sys
 from pathlib import Path
 
 from conftest import ROOT, make_repo, mirror_dir, needs_mirror, run_cli
@@ -124,22 +123,6 @@ def test_a_run_of_an_engine_whose_programs_are_missing_refuses_before_fetching(t
     assert not (cache / "corpora").exists()  # nothing fetched
 
 
-def test_gopls_without_go_is_missing_go_and_says_why(tmp_path, monkeypatch):
-    from recall.engine import load_preset
-    from recall.requirements import missing_parts
-
-    only_gopls, both = _cut_path(tmp_path, "gopls"), _cut_path(tmp_path, "gopls", "go")
-    monkeypatch.setenv("PATH", only_gopls)
-    values = {"tree": str(ROOT), "python": sys.executable}
-    (missing,) = missing_parts(load_preset("gopls"), sys.executable, values)
-    assert (missing.detail, missing.fix) == (
-        "not on PATH: go (gopls needs go)",
-        "apt-get install golang-go",
-    )
-    monkeypatch.setenv("PATH", both)
-    assert missing_parts(load_preset("gopls"), sys.executable, values) == []
-
-
 def test_a_python_engine_whose_module_is_not_importable_gets_the_pip_line_not_a_traceback(
     tmp_path,
 ):
@@ -156,21 +139,6 @@ def test_a_python_engine_whose_module_is_not_importable_gets_the_pip_line_not_a_
     assert "cannot import nosuchlib; install: " in first[0]
     assert first[0].endswith(" -m pip install 'nosuchlib'")
     assert not (cache / "corpora").exists()
-
-
-def test_a_language_server_package_is_named_with_its_pinned_version():
-    from recall.engine import load_preset
-    from recall.requirements import _missing_modules, engine_needs, peer_pins
-
-    assert engine_needs(load_preset("jedi-lsp")).modules == ("jedi_language_server",)
-    assert engine_needs(load_preset("basedpyright")).modules == ("basedpyright",)
-    assert engine_needs(load_preset("frizbee")).modules == ("frizbee",)
-    assert engine_needs(load_preset("gopls")).programs == ("gopls", "go")
-    pinned = peer_pins().get("jedi-language-server")
-    missing = _missing_modules(["jedi_language_server"], "/x/python")
-    assert missing.detail == "/x/python cannot import jedi_language_server"
-    assert missing.fix.endswith(f"-m pip install '{pinned or 'jedi-language-server'}'")
-    assert pinned is None or pinned.startswith("jedi-language-server==")
 
 
 def test_a_language_server_without_its_python_package_is_refused_with_the_pip_line(tmp_path):
