@@ -10,6 +10,7 @@ named as the range the change is in.
 
 from __future__ import annotations
 
+import math
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from recall.build import resolve_commit
 from recall.errors import RecallError
 from recall.history import Commit, Plan, Point, commit_info, measure, range_commits
 from recall.queryset import QueryRow
+from recall.terminal import Task, progress
 
 
 @dataclass(frozen=True)
@@ -91,9 +93,29 @@ def bisect(
     commits = range_commits(root, [f"{good_c.sha}..{bad_sha}"], first_parent=True)
     if not commits or commits[-1].sha != bad_sha:
         raise RecallError(f"--bad {bad}: not a first-parent descendant of --good {good}")
-    good_point = _must(measure(plan, good_c), "--good", good)
+    with progress().task("bisect", _steps(len(commits)), "commits") as counted:
+        return _search(plan, good, bad, good_c, commits, value, is_bad, counted)
+
+
+def _steps(commits: int) -> int:
+    """The commits a bisect of GOOD..BAD measures when none is skipped: good, bad, then
+    halving the commits between them (the status line's total; a skip adds one)."""
+    return 2 + math.ceil(math.log2(commits)) if commits > 1 else 2
+
+
+def _search(
+    plan: Plan, good: str, bad: str, good_c: Commit, commits: list[Commit],
+    value: Callable[[Point], float | int | None],
+    is_bad: Callable[[float | int | None, float | int | None], bool], counted: Task,
+) -> Verdict:  # fmt: skip
+    def measured(commit: Commit) -> Point:
+        point = measure(plan, commit)
+        progress().advance(counted)
+        return point
+
+    good_point = _must(measured(good_c), "--good", good)
     good_value = value(good_point)
-    bad_point = _must(measure(plan, commits[-1]), "--bad", bad)
+    bad_point = _must(measured(commits[-1]), "--bad", bad)
     bad_value = value(bad_point)
     if not is_bad(good_value, bad_value):
         raise RecallError(
@@ -109,7 +131,7 @@ def bisect(
             break
         mid = (lo + hi) // 2
         pick = min(untested, key=lambda i: (abs(i - mid), i))
-        point = measure(plan, commits[pick])
+        point = measured(commits[pick])
         tested += 1
         if not point.ok:
             skipped.add(pick)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -35,6 +34,7 @@ from recall.queryset import QueryRow, query_set_path, read_queries, select
 from recall.run import check_sources, check_timeout
 from recall.saved import cached_run, data_key, run_key, store_run
 from recall.stats import mean_reciprocal_rank
+from recall.terminal import progress
 
 SCHEMA = 1
 KIND = "recall-history"
@@ -277,7 +277,13 @@ def _open_corpora(plan: Plan, rows: list[QueryRow]) -> None:
 
 def history(plan: Plan, commits: list[Commit]) -> list[Point]:
     """Every commit, oldest first; a failed one is recorded and the history goes on."""
-    return [measure(plan, commit) for commit in commits]
+    points = []
+    status = progress()
+    with status.task("history", len(commits), "commits") as counted:
+        for commit in commits:
+            points.append(measure(plan, commit))
+            status.advance(counted)
+    return points
 
 
 def _one_line(text: str) -> str:
@@ -285,7 +291,7 @@ def _one_line(text: str) -> str:
 
 
 def _say(message: str) -> None:
-    print(f"recall: history: {message}", file=sys.stderr, flush=True)
+    progress().say(f"recall: history: {message}")  # above the status line, if any
 
 
 # Numbers -------------------------------------------------------------------------------

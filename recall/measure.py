@@ -9,7 +9,6 @@ nothing stops the run.
 from __future__ import annotations
 
 import dataclasses
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -23,6 +22,7 @@ from recall.model import Corpus, FinderBuild, QueryResult, RunResult
 from recall.queryset import QueryRow
 from recall.session import BatchFeed, Session
 from recall.symbols import checkout_symbols, distinct_names
+from recall.terminal import Task, progress
 
 EMPTY_SUSPECT = 0.95
 JOIN_MIN = 64  # rows a corpus must have left for another batch process to start on it
@@ -63,22 +63,26 @@ def run_binary(
     subsets = [[rows[i] for i in indexes] for indexes in picked]
     engine = binary.engine
     sessions: list[Session] = []
+    status = progress()
     try:
-        for repo in repos:
-            sessions.append(Session(binary, corpora[repo], timeout, build=build))
-        if engine.batch:
-            plan = _BatchPlan(binary.label, repos, sessions, subsets, corpora)
-            workers = max(1, min(jobs, len(rows))) if engine.batch_jobs else 1
-            _in_parallel(plan.halt, plan.work, list(range(workers)), workers)
-            measured = plan.measured()
-        else:
-            measured = []
-            for k, session in enumerate(sessions):
-                _progress(f"{binary.label}: {repos[k]}: indexing, then {len(subsets[k])} queries")
-                index_s = session.index()
-                started = time.perf_counter()
-                answers = _in_parallel(session.stop, session.query_one, subsets[k], jobs)
-                measured.append((answers, index_s, time.perf_counter() - started))
+        with status.task(binary.label, len(rows), "rows") as counted:
+            for repo in repos:
+                sessions.append(Session(binary, corpora[repo], timeout, build=build))
+            if engine.batch:
+                plan = _BatchPlan(binary.label, repos, sessions, subsets, corpora, counted)
+                workers = max(1, min(jobs, len(rows))) if engine.batch_jobs else 1
+                _in_parallel(plan.halt, plan.work, list(range(workers)), workers)
+                measured = plan.measured()
+            else:
+                measured = []
+                for k, session in enumerate(sessions):
+                    status.note(counted, f"{repos[k]}: indexing")
+                    index_s = session.index()
+                    status.note(counted, repos[k])
+                    started = time.perf_counter()
+                    query = _counting(session.query_one, counted)
+                    answers = _in_parallel(session.stop, query, subsets[k], jobs)
+                    measured.append((answers, index_s, time.perf_counter() - started))
     finally:
         for session in sessions:
             session.close()
@@ -96,6 +100,29 @@ def run_binary(
 
 T = TypeVar("T")
 R = TypeVar("R")
+
+
+def _counting(work: Callable[[T], R], counted: Task) -> Callable[[T], R]:
+    """work, each call counted on the status line once it returns."""
+
+    def counted_work(item: T) -> R:
+        result = work(item)
+        progress().advance(counted)
+        return result
+
+    return counted_work
+
+
+class _CountedFeed(BatchFeed):
+    """A BatchFeed whose every answer is counted on the status line."""
+
+    def __init__(self, rows: list[QueryRow], counted: Task) -> None:
+        super().__init__(rows)
+        self.counted = counted
+
+    def answer(self, i: int, result: QueryResult) -> None:
+        super().answer(i, result)
+        progress().advance(self.counted)
 
 
 @dataclasses.dataclass
@@ -128,10 +155,12 @@ class _BatchPlan:
         sessions: list[Session],
         subsets: list[list[QueryRow]],
         corpora: dict[str, Corpus],
+        counted: Task,
     ) -> None:
-        self.label, self.repos = label, repos
+        self.label, self.repos, self.counted = label, repos, counted
         self.served = [
-            _Served(s, BatchFeed(rows)) for s, rows in zip(sessions, subsets, strict=True)
+            _Served(s, _CountedFeed(rows, counted))
+            for s, rows in zip(sessions, subsets, strict=True)
         ]
         names = [len(corpora[repo].names) + 1 for repo in repos]
         weights = [len(rows) * n for rows, n in zip(subsets, names, strict=True)]
@@ -168,9 +197,9 @@ class _BatchPlan:
                 served = self.served[k]
             try:
                 if index_first:
-                    _progress(f"{self.label}: {self.repos[k]}: indexing, then "
-                              f"{len(served.feed.rows)} queries")  # fmt: skip
+                    progress().note(self.counted, f"{self.repos[k]}: indexing")
                     served.index_s = served.session.index()
+                    progress().note(self.counted, "")
                     with self.changed:
                         served.state = "ready"
                         self.changed.notify_all()
@@ -227,12 +256,6 @@ def restore_if_dirty(corpus: Corpus) -> bool:
     if corpus.cache is not None:
         fetch(corpus.checkout.pin, corpus.cache, corpus.mirror, deep=True)
     return True
-
-
-def _progress(message: str) -> None:
-    """Progress goes to a terminal only, so stdout and logs carry just the report."""
-    if sys.stderr.isatty():
-        print(f"recall: {message}", file=sys.stderr, flush=True)
 
 
 def check_answered(run: RunResult, *, allow_empty: bool) -> None:

@@ -31,6 +31,7 @@ from recall.errors import RecallError
 from recall.model import SCHEMA
 from recall.peers.node import TREE_FOLDER, locked_version
 from recall.symbols import write_atomic
+from recall.terminal import progress
 
 TAIL = 400
 
@@ -263,9 +264,12 @@ def run_peer(
     peer: Peer, args: argparse.Namespace, repos: list[str] | None = None
 ) -> tuple[dict, list[str | None]]:
     """One `recall run --json` over the query set (of repos only, when given), and the
-    name each query got first; a failed run stops the page."""
+    name each query got first; a failed run stops the page. It runs with --no-cache: a
+    cached run's answers are right for any --jobs, but its seconds were measured with the
+    --jobs of another day, and the page prints them as this run's."""
     argv = [sys.executable, "-m", "recall", "run", "--engine", peer.preset, "--json"]
     argv += ["--queries", args.queries, "--corpus", args.corpus, "--jobs", str(args.jobs)]
+    argv.append("--no-cache")  # the page's seconds are measured now, with these --jobs
     for repo in repos or ():
         argv += ["--repo", repo]
     if peer.allow_empty:
@@ -273,7 +277,7 @@ def run_peer(
     for flag, value in (("--bin", peer.bin), ("--mirror", args.mirror), ("--cache", args.cache)):
         if value:
             argv += [flag, value]
-    print(f"recall results: {peer.label}: {' '.join(argv[1:])}", file=sys.stderr, flush=True)
+    progress().say(f"recall results: {peer.label}: {' '.join(argv[1:])}")
     with tempfile.TemporaryDirectory(prefix="recall-results-") as scratch:
         saved = Path(scratch) / "saved.json"
         proc = subprocess.run([*argv, "--save", str(saved)], capture_output=True)
@@ -337,6 +341,20 @@ def _read_entry(path: Path) -> dict:
     return entry
 
 
+def measured_jobs(entries: list[dict]) -> str:
+    """The --jobs the page's seconds were measured with, from the reports themselves (a
+    kept report renders with its own, whatever --jobs the rendering is given); reports
+    measured with different --jobs are not one table."""
+    jobs = {str(entry.get("jobs", "unknown (a report kept before recall noted it)"))
+            for entry in entries}  # fmt: skip
+    if len(jobs) > 1:
+        raise RecallError(
+            f"the reports were measured with different --jobs ({', '.join(sorted(jobs))}): "
+            "their seconds are not comparable; run recall results again"
+        )
+    return jobs.pop()
+
+
 def peer_entries(args: argparse.Namespace) -> list[dict]:
     root = finder_root(Path("."))
     peers = [p for p in default_peers() if not args.only or p.preset in args.only]
@@ -346,30 +364,35 @@ def peer_entries(args: argparse.Namespace) -> list[dict]:
     if args.render_only and folder is None:
         raise RecallError("--render-only needs --reports DIR")
     entries = []
-    for peer in peers:
-        if peer.bin and not args.render_only and not Path(peer.bin).is_file():
-            raise RecallError(
-                f"{peer.label}: {peer.bin} not found: pip install iterfzf==1.9.0.67.0 "
-                "(or make results, which installs the peers extra)"
-            )
-        if args.render_only:
-            assert folder is not None
-            entries.append(_read_entry(_report_path(folder, peer)))
-            continue
-        engine = load_preset(peer.preset)
-        report, firsts = run_peer(peer, args, served_repos(engine, Path(args.corpus)))
-        entry = {
-            "label": peer.label, "version": finder_version(peer, engine, root),
-            "command": command_line(peer, engine), "note": peer.note,
-            "languages": list(engine.languages),
-            "report": report, "firsts": firsts,
-        }  # fmt: skip
-        if folder is not None:
-            write_atomic(
-                _report_path(folder, peer), orjson.dumps(entry, option=orjson.OPT_INDENT_2)
-            )
-        entries.append(entry)
+    status = progress()
+    with status.task("results", len(peers), "finders") as counted:
+        for peer in peers:
+            entries.append(_peer_entry(peer, args, root, folder))
+            status.advance(counted)
     return entries
+
+
+def _peer_entry(peer: Peer, args: argparse.Namespace, root: Path, folder: Path | None) -> dict:
+    """One finder's entry of the page: run now, or read back from --reports."""
+    if peer.bin and not args.render_only and not Path(peer.bin).is_file():
+        raise RecallError(
+            f"{peer.label}: {peer.bin} not found: pip install iterfzf==1.9.0.67.0 "
+            "(or make results, which installs the peers extra)"
+        )
+    if args.render_only:
+        assert folder is not None
+        return _read_entry(_report_path(folder, peer))
+    engine = load_preset(peer.preset)
+    report, firsts = run_peer(peer, args, served_repos(engine, Path(args.corpus)))
+    entry = {
+        "label": peer.label, "version": finder_version(peer, engine, root),
+        "command": command_line(peer, engine), "note": peer.note,
+        "languages": list(engine.languages),
+        "report": report, "firsts": firsts, "jobs": args.jobs,
+    }  # fmt: skip
+    if folder is not None:
+        write_atomic(_report_path(folder, peer), orjson.dumps(entry, option=orjson.OPT_INDENT_2))
+    return entry
 
 
 if __name__ == "__main__":  # the command's old spelling, kept for scripts

@@ -62,6 +62,7 @@ from recall.regress import Case, read_cases
 from recall.render.html import render_html
 from recall.render.text import render
 from recall.report import analyse
+from recall.requirements import require
 from recall.saved import (
     Flags,
     cached_run,
@@ -159,12 +160,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         check_distinct_programs(args, engine, specs)
     python = finder_python(cache)
     sides = _candidates(specs, engine, root, python, engine_flag, args.build_timeout)
+    known = {"tree": str(root), "python": python}
+    for side in sides:  # before a corpus is fetched or a base built: the doctor's line, exit 2
+        require(side.binary.engine, python, known, side.binary.engine.source)
     asked_key = data_key(pins, asked)
     base: Measured | None = None
     if args.against:
         saved_run, saved_key = load_against(Path(args.against), asked, asked_key)
         base = Measured(saved_run, saved_key, len(rows), None)
     elif args.base or args.base_bin:
+        if not args.base_bin:  # a base built from the engine's own argv
+            require(engine, python, known, engine.source)
         sides.insert(0, _baseline(args, engine, root, cache, python, engine_flag))
     sides = [dataclasses.replace(s, explain=pasteable(s.explain, root)) for s in sides]
 
@@ -199,6 +205,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         save_runs(
             Path(args.save), meta, asked, [(m.whole, m.key) for m in measured],
             baseline=has_base, explain=[m.explain for m in measured],
+            selection={"repo": args.repo, "type": args.type},
         )  # fmt: skip
     if args.shard:
         k, n = args.shard

@@ -233,11 +233,14 @@ def _warn(message: str) -> None:
 def save_runs(
     path: Path, meta: dict, rows: list[QueryRow], runs: list[tuple[RunResult, dict]],
     *, baseline: bool = False, explain: list[Flags | None] | None = None,
+    selection: dict | None = None,
 ) -> None:  # fmt: skip
     """Write --save FILE: the rows and every run with its key; baseline says the first run
     is the baseline the others were diffed against, and explain holds the flags with which
-    `recall explain` runs each binary again, so a merge of shards reports as the run did."""
-    data = {
+    `recall explain` runs each binary again, so a merge of shards reports as the run did.
+    selection holds the run's --repo and --type, so a merge of shards (each holding some
+    repos' rows) knows the whole selection without being told it again."""
+    data: dict = {
         "kind": SAVED_KIND,
         "format": FORMAT,
         "meta": meta,
@@ -246,6 +249,8 @@ def save_runs(
         "rows": [[r.repo, r.query, r.type, r.source] for r in rows],
         "runs": [encode_run(run, key) for run, key in runs],
     }
+    if selection is not None:
+        data["selection"] = selection
     try:
         write_atomic(path, orjson.dumps(data))
     except OSError as exc:

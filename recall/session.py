@@ -112,7 +112,7 @@ class Session:
         engine that names {node_modules} (a language server that is an npm package)."""
         if not uses_node_modules(self.engine):
             return {}
-        return session_env(self.binary.tree, cache_of(self.binary.python))
+        return session_env(self.binary.tree, cache_of(self.binary.python), self.engine)
 
     def _environment(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if k not in self.engine.env_remove}

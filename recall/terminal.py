@@ -1,4 +1,5 @@
-"""Text that reaches a terminal: names, queries and finder output shown, never obeyed.
+"""Text that reaches a terminal: names, queries and finder output shown, never obeyed;
+and the progress line a long run keeps on stderr.
 
 A name in a top 10, a query, a source or a finder's stderr is data from a corpus or a
 program; written raw, an ESC in it would recolour, move the cursor or retitle the window,
@@ -9,7 +10,15 @@ the JSON report keeps the exact string.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import TextIO
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _CONTROL_BUT_LAYOUT = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -29,3 +38,149 @@ def safe_output(text: str) -> str:
     """A whole rendered report: every control character escaped except the tab and
     newline that lay it out, so nothing a field missed reaches the terminal raw."""
     return _CONTROL_BUT_LAYOUT.sub(_escaped, text)
+
+
+# Progress ---------------------------------------------------------------------------------
+#
+# A long run (rails' rows through a slow finder, a history of fifty commits) says how far it
+# has got and how long is left: one status line on stderr, redrawn in place, only when
+# stderr is a terminal (a log or a pipe gets none, and stdout never does: it holds the
+# report). With NO_COLOR set (https://no-color.org) the line is plain text; otherwise its
+# labels are bold and it is erased with the terminal's erase-line sequence.
+
+ERASE, BOLD, PLAIN = "\x1b[2K\r", "\x1b[1m", "\x1b[0m"
+REDRAW_S = 0.2  # at most five redraws a second: a fast finder answers thousands
+
+
+@dataclass
+class Task:
+    """One thing counted: rows of a binary, commits of a history, finders of a page."""
+
+    label: str
+    total: int
+    unit: str
+    started: float
+    done: int = 0
+    note: str = ""  # what it is doing now ("gin: indexing")
+
+
+class Progress:
+    """The status line of every task under way, outermost first ("history 3/10 commits
+    30% ETA 2m10s | base (abc): 120/500 rows 24% ETA 9s"). Thread-safe: the batch workers
+    of a run advance it from their threads. stream, clock and environ are parameters so
+    that a test can drive it with a fake terminal and a fake clock."""
+
+    def __init__(
+        self,
+        stream: TextIO | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        environ: Mapping[str, str] = os.environ,
+    ) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        try:
+            self.enabled = self.stream.isatty()
+        except (AttributeError, ValueError, OSError):  # a closed or odd stream: no line
+            self.enabled = False
+        self.color = self.enabled and not environ.get("NO_COLOR")
+        self.clock = clock
+        self.tasks: list[Task] = []
+        self._drawn = 0  # the length of the line on screen, to blank it without color
+        self._last = float("-inf")
+        self._lock = threading.RLock()
+
+    @contextlib.contextmanager
+    def task(self, label: str, total: int, unit: str) -> Iterator[Task]:
+        """A task counted while the block runs; the status line goes when the outermost
+        task ends, so nothing of it is left above the report."""
+        task = Task(label, max(0, total), unit, self.clock())
+        with self._lock:
+            self.tasks.append(task)
+            self._draw(force=True)
+        try:
+            yield task
+        finally:
+            with self._lock:
+                self.tasks.remove(task)
+                if self.tasks:
+                    self._draw(force=True)
+                else:
+                    self._erase()
+
+    def advance(self, task: Task, n: int = 1) -> None:
+        with self._lock:
+            task.done += n
+            task.total = max(task.total, task.done)  # an estimate (bisect's) may run over
+            self._draw(force=task.done == task.total)
+
+    def note(self, task: Task, text: str) -> None:
+        with self._lock:
+            task.note = text
+            self._draw(force=True)
+
+    def say(self, message: str) -> None:
+        """A line of its own on stderr (always, as before), above the status line."""
+        with self._lock:
+            self._erase()
+            print(message, file=self.stream, flush=True)
+            self._draw(force=True)
+
+    def line(self) -> str:
+        """The status line as plain text (no escapes)."""
+        now = self.clock()
+        return " | ".join(_task_text(task, now) for task in self.tasks)
+
+    def _draw(self, *, force: bool) -> None:
+        now = self.clock()
+        if not self.enabled or not self.tasks or (not force and now - self._last < REDRAW_S):
+            return
+        self._last = now
+        text = self.line()
+        if self.color:
+            shown = text
+            for task in self.tasks:
+                shown = shown.replace(task.label, f"{BOLD}{task.label}{PLAIN}", 1)
+            self.stream.write(f"{ERASE}{shown}")
+        else:
+            self.stream.write("\r" + text.ljust(self._drawn))
+        self._drawn = len(text)
+        self.stream.flush()
+
+    def _erase(self) -> None:
+        if not self.enabled or not self._drawn:
+            return
+        self.stream.write(ERASE if self.color else "\r" + " " * self._drawn + "\r")
+        self.stream.flush()
+        self._drawn = 0
+
+
+def _task_text(task: Task, now: float) -> str:
+    percent = 100.0 * task.done / task.total if task.total else 100.0
+    text = f"{task.label} {task.done}/{task.total} {task.unit} {percent:.0f}%"
+    if 0 < task.done < task.total:
+        left = (now - task.started) * (task.total - task.done) / task.done
+        text += f" ETA {duration(left)}"
+    elif task.done < task.total:
+        text += " ETA -"
+    return text + (f" ({task.note})" if task.note else "")
+
+
+def duration(seconds: float) -> str:
+    """Seconds as a short duration: 9s, 2m05s, 1h03m."""
+    whole = max(0, round(seconds))
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
+
+
+_PROGRESS: Progress | None = None
+
+
+def progress() -> Progress:
+    """The process's one status line on stderr (made on first use, so a test's redirected
+    stderr is the one it sees)."""
+    global _PROGRESS
+    if _PROGRESS is None or (_PROGRESS.stream is not sys.stderr and not _PROGRESS.tasks):
+        _PROGRESS = Progress()
+    return _PROGRESS

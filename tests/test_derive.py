@@ -127,11 +127,22 @@ def test_derive_sample_reproduces_the_committed_rows(real_cache, all_names):
     args = ["--cache", str(real_cache), "--mirror", str(mirror_dir())]
     proc = run_cli("derive", "sample", "gin", "--n", "100", "--seed", "1", *args)
     assert proc.returncode == 0, proc.stderr
+    assert len({line.split("\t")[3] for line in proc.stdout.splitlines()}) == 100
     committed = [
         line for line in (ROOT / "queries.tsv").read_text().splitlines()
         if line.startswith("gin\t") and "\thand\t" not in line
     ]  # fmt: skip
     assert proc.stdout.splitlines() == committed
+
+
+def test_derive_sample_help_and_readme_say_n_counts_names_not_rows():
+    from conftest import run_cli
+
+    help_text = " ".join(run_cli("derive", "sample", "--help").stdout.split())
+    assert "--n N how many names to sample (not rows: a name gives up to six)" in help_text
+    readme = (ROOT / "README.md").read_text()
+    line = next(row for row in readme.splitlines() if "`recall derive sample" in row)
+    assert "--n` counts names" in line and "sample query rows" not in line
 
 
 def test_typed_table_examples():

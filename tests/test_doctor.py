@@ -85,3 +85,73 @@ def test_unfetched_corpus_warns_while_reachable_and_fails_when_not(tmp_path):
     ]
     assert result[1].fix == "recall fetch gone"
     assert not healthy(result) and healthy(result[:1])
+
+
+def _cut_path(tmp_path: Path, *programs: str) -> str:
+    """A PATH of one folder holding only the named programs of this machine."""
+    bin_dir = tmp_path / "-".join(("bin", *programs))
+    bin_dir.mkdir()
+    for program in programs:
+        os.symlink(shutil.which(program), bin_dir / program)
+    return str(bin_dir)
+
+
+def test_doctor_without_gopls_and_go_says_missing_with_the_install_command(tmp_path):
+    path = _cut_path(tmp_path, "git", "ctags")
+    proc = _doctor(tmp_path / "cache", "--mirror", str(tmp_path), env={"PATH": path})
+    lines = proc.stdout.splitlines()
+    gopls = lines.index(_line(proc.stdout, "preset gopls"))
+    assert lines[gopls].startswith("warn") and "ok  preset gopls" not in proc.stdout
+    assert lines[gopls].endswith("not on PATH: gopls, go (gopls needs go)")
+    assert lines[gopls + 1].strip() == "fix: apt-get install gopls golang-go"
+    tsserver = _line(proc.stdout, "preset tsserver")
+    assert tsserver.startswith("warn") and "not on PATH: node, npm" in tsserver
+
+
+def test_a_run_of_an_engine_whose_programs_are_missing_refuses_before_fetching(tmp_path):
+    path = _cut_path(tmp_path, "git", "ctags")
+    cache = tmp_path / "cache"
+    proc = run_cli(
+        "--engine", "gopls", "--repo", "gin", "--cache", str(cache), "--mirror", str(tmp_path),
+        env={"PATH": path},
+    )  # fmt: skip
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == (
+        "recall: preset:gopls: not on PATH: gopls, go (gopls needs go); "
+        "install: apt-get install gopls golang-go\n"
+    )
+    assert not (cache / "corpora").exists()  # nothing fetched
+
+
+def test_a_python_engine_whose_module_is_not_importable_gets_the_pip_line_not_a_traceback(
+    tmp_path,
+):
+    finder = tmp_path / "finder"
+    make_repo(finder, {"recall.toml": '[engine]\nkind = "python"\ncallable = "nosuchlib.x:find"\n'})
+    cache = tmp_path / "cache"
+    proc = run_cli(
+        "--repo", "gin", "--cache", str(cache), "--finder", str(finder),
+        "--corpus", str(ROOT / "corpus.json"), "--queries", str(ROOT / "queries.tsv"), cwd=finder,
+    )  # fmt: skip
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    first = proc.stderr.splitlines()
+    assert len(first) == 1 and first[0].startswith(f"recall: {finder / 'recall.toml'}: ")
+    assert "cannot import nosuchlib; install: " in first[0]
+    assert first[0].endswith(" -m pip install 'nosuchlib'")
+    assert not (cache / "corpora").exists()
+
+
+def test_a_language_server_without_its_python_package_is_refused_with_the_pip_line(tmp_path):
+    """Without the peers extra, a server started as `{python} -c "from PKG... import"` used
+    to fail every query with a traceback's text; now the run refuses up front."""
+    engine = tmp_path / "lsp.toml"
+    engine.write_text(
+        '[engine]\nkind = "lsp"\nlanguages = ["python"]\n'
+        'server = ["{python}", "-c", "from nosuch_server.cli import cli; cli()"]\n'
+    )
+    cache = tmp_path / "cache"
+    proc = run_cli("--engine", str(engine), "--repo", "pytest", "--cache", str(cache))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith(f"recall: {engine}: ") and proc.stderr.count("\n") == 1
+    assert "cannot import nosuch_server; install: " in proc.stderr
+    assert not (cache / "corpora").exists()

@@ -113,6 +113,13 @@ def test_two_history_shards_merged_print_the_unsharded_history_but_the_seconds(s
     assert "repo ripgrep:" in text.stdout and "1 of 3 commits could not be measured" in text.stdout
 
 
+def test_history_shards_merged_without_a_selection_take_the_files_own(sharded):
+    tmp = sharded["tmp"]
+    merged = run_cli("merge", str(tmp / "1.json"), str(tmp / "2.json"), "--json")
+    assert merged.returncode == 0, merged.stderr
+    assert _without_seconds(json.loads(merged.stdout)) == _without_seconds(sharded["whole"])
+
+
 @needs_mirror
 @needs_ctags
 @pytest.mark.parametrize(

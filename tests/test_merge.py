@@ -63,6 +63,19 @@ def test_merged_shards_report_what_the_unsharded_run_does_but_the_seconds(shards
 
 
 @needs_ctags
+def test_a_merge_takes_the_repo_and_type_selection_from_the_shard_files(shards):
+    paths = [str(shards["tmp"] / f) for f in ("1.json", "2.json")]
+    merged = run_cli("merge", *paths, "--cache", shards["cache"], "--json")
+    assert merged.returncode == 0, merged.stderr
+    assert _without_seconds(json.loads(merged.stdout)) == _without_seconds(shards["whole"])
+    data = orjson.loads((shards["tmp"] / "2.json").read_bytes())
+    data["selection"]["type"] = ["glob"]
+    (shards["tmp"] / "glob.json").write_bytes(orjson.dumps(data))
+    other = run_cli("merge", paths[0], str(shards["tmp"] / "glob.json"), "--cache", shards["cache"])
+    assert other.returncode == 2 and "another --repo/--type selection" in other.stderr
+
+
+@needs_ctags
 @pytest.mark.parametrize(
     ("files", "message"),
     [

@@ -12,7 +12,7 @@ from conftest import ROOT, run_cli
 
 from recall.engine import load_preset, parse_engine
 from recall.errors import RecallError
-from recall.peers.library import read_names
+from recall.peers.library import HARNESS_ROOT, read_names
 from recall.symbols import checkout_symbols, distinct_names
 
 NAMES = ["TestFloatLimits", "foo_bar", "test_float_limits", "tesla"]
@@ -122,7 +122,7 @@ def test_a_python_engine_runs_the_worker_of_the_tree_under_test():
     engine = load_preset("rapidfuzz")
     assert engine.kind == "python"
     assert engine.bin == ("{python}", "-P", "-m", "recall.peers.library")
-    assert dict(engine.env)["PYTHONPATH"] == "{tree}"
+    assert dict(engine.env)["PYTHONPATH"] == f"{{tree}}:{HARNESS_ROOT}"  # the tree's first
     assert "--callable" in engine.batch and "rapidfuzz.process:extract" in engine.batch
 
 
@@ -202,5 +202,102 @@ def test_a_library_that_cannot_be_imported_is_exit_2_naming_it(real_cache, gin, 
         "--engine", str(engine), "--repo", "gin", "--type", "abbr3",
         "--cache", str(real_cache), "--no-regress",
     )  # fmt: skip
-    assert proc.returncode == 2
-    assert "cannot load nosuchmod_zz:find: No module named 'nosuchmod_zz'" in proc.stderr
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert f"cannot import nosuchmod_zz; install: {sys.executable} -m pip install" in proc.stderr
+
+
+def test_an_async_library_without_limit_whose_names_are_under_value_ranks_as_called(
+    real_cache, gin, tmp_path
+):
+    """pfzy.fuzzy_match (the peers extra) is a coroutine function, takes no limit and
+    returns dicts whose name is under "value": the engine says only name_key."""
+    import asyncio
+
+    pfzy = pytest.importorskip("pfzy")
+    engine = tmp_path / "pfzy.toml"
+    engine.write_text(
+        '[engine]\nkind = "python"\ncallable = "pfzy:fuzzy_match"\nname_key = "value"\n'
+    )
+    saved = tmp_path / "saved.json"
+    proc = run_cli(
+        "--engine", str(engine), "--repo", "gin", "--type", "abbr3", "--cache", str(real_cache),
+        "--save", str(saved), "--no-regress", "--json",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["runs"][0]["errors"] == 0
+    document = json.loads(saved.read_text())
+    names = list(distinct_names(checkout_symbols(gin, real_cache)))
+    for (_repo, query, _type, source), (rank, top, _error) in zip(
+        document["rows"][:25], document["runs"][-1]["results"], strict=False
+    ):
+        hits = [hit["value"] for hit in asyncio.run(pfzy.fuzzy_match(query, list(names)))]
+        assert rank == (hits.index(source) + 1 if source in hits else None), query
+        assert [row[0] for row in top] == list(dict.fromkeys(hits))[:10], query
+
+
+def test_the_worker_cuts_the_hits_of_a_function_without_limit_and_awaits_a_coroutine(tmp_path):
+    (tmp_path / "lib.py").write_text(
+        "async def find(query, names):\n"
+        "    return [{'value': n} for n in names if query in n.lower()]\n"
+    )
+    stdin = _request("t", 2, id=0) + _request("t", 0, id=1)
+    proc = _worker(tmp_path, "--callable", "lib:find", "--name-key", "value", stdin=stdin,
+                   path=str(tmp_path))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    first, every = (json.loads(line)["results"] for line in proc.stdout.splitlines())
+    assert first == [{"name": "TestFloatLimits"}, {"name": "test_float_limits"}]
+    assert [row["name"] for row in every] == ["TestFloatLimits", "test_float_limits", "tesla"]
+
+
+WRAPPER = """
+from rapidfuzz import process
+
+
+def find(query, names, limit=None):
+    '''The finder's own wrapper: its library's extract, names lowercased first.'''
+    return [hit[0] for hit in process.extract(query, names, processor=str.lower, limit=limit)]
+"""
+
+
+@pytest.mark.parametrize("layout", ["root", "src"])
+def test_a_wrapper_module_in_the_finder_s_own_tree_is_its_callable(
+    layout, real_cache, gin, tmp_path
+):
+    """A finder's repo (not recall's) carries recall_wrapper.py at its root, or in src/
+    named by path: the harness's worker imports it from the tree under test."""
+    from conftest import make_repo
+    from rapidfuzz import process
+
+    module = "recall_wrapper.py" if layout == "root" else "src/recall_wrapper.py"
+    path = "" if layout == "root" else 'path = ["src"]\n'
+    toml = f'[engine]\nkind = "python"\ncallable = "recall_wrapper:find"\n{path}'
+    finder = tmp_path / "finder"
+    make_repo(finder, {module: WRAPPER, "recall.toml": toml})
+    saved = tmp_path / "saved.json"
+    proc = run_cli(
+        "--finder", str(finder), "--repo", "gin", "--type", "abbr3", "--cache", str(real_cache),
+        "--corpus", str(ROOT / "corpus.json"), "--queries", str(ROOT / "queries.tsv"),
+        "--save", str(saved), "--no-regress", cwd=finder,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    document = json.loads(saved.read_text())
+    names = tuple(distinct_names(checkout_symbols(gin, real_cache)))
+    for (_repo, query, _type, source), (rank, _top, error) in zip(
+        document["rows"][:20], document["runs"][-1]["results"], strict=False
+    ):
+        hits = [h[0] for h in process.extract(query, names, processor=str.lower, limit=None)]
+        assert error is None and rank == hits.index(source) + 1, query
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('path = ["/abs"]', "must be a folder inside the tree"),
+        ('path = ["../up"]', "must be a folder inside the tree"),
+        ("path = 3", "path must be a list"),
+        ('name_key = ""', "name_key must be"),
+    ],
+)
+def test_a_python_engine_s_path_and_name_key_are_checked(text, message):
+    with pytest.raises(RecallError, match=message):
+        parse_engine(f'[engine]\nkind = "python"\ncallable = "a:b"\n{text}\n'.encode(), "lib.toml")

@@ -12,12 +12,22 @@ from conftest import ROOT, commit_files, make_repo, needs_tool, run_cli
 
 from recall.engine import load_preset, parse_engine
 from recall.errors import RecallError
-from recall.peers.node import FOLDER, MARKER, node_modules, pinned, session_env
+from recall.peers.node import (
+    BOOT,
+    DRIVERS,
+    FOLDER,
+    MARKER,
+    lock_folder,
+    node_modules,
+    pinned,
+    required,
+)
 from recall.symbols import checkout_symbols, distinct_names
 
 pytestmark = [needs_tool("node", "nodejs"), needs_tool("npm")]
 
 ADAPTER = ROOT / "recall" / "peers" / "node" / "adapter.js"
+FIXTURE = ROOT / "tests" / "fixtures" / "node-finder"  # a finder's package.json and lock
 NAMES = ["TestFloatLimits", "foo_bar", "test_float_limits", "tesla"]
 PRESETS = {
     "fusejs": "fuse.js",
@@ -207,16 +217,33 @@ def test_a_failed_install_is_one_line_naming_npm_s_reason_and_leaves_nothing(tmp
     assert all(name.endswith((".lock", ".inuse")) for name in left), left
 
 
-def test_a_tree_without_the_adapter_is_not_a_tree_of_this_finder(tmp_path):
-    with pytest.raises(RecallError, match=r"has no recall/peers/node/adapter\.js"):
-        session_env(tmp_path, tmp_path / "cache")
+def test_the_lock_is_recall_s_in_its_tree_the_finder_s_where_it_names_the_package(tmp_path):
+    recall_tree = tmp_path / "recall"
+    recall_tree.joinpath("recall/peers/node").mkdir(parents=True)
+    (recall_tree / "recall/peers/node/adapter.js").write_text("")
+    assert lock_folder(recall_tree, "fuzzy") == recall_tree / "recall/peers/node"
+    finder = tmp_path / "finder"
+    shutil.copytree(FIXTURE, finder)
+    assert lock_folder(finder, "fuzzy") == finder
+    assert lock_folder(finder, "fuse.js") == FOLDER  # a preset, from any finder's repo
+    assert lock_folder(tmp_path, None) == FOLDER  # a server's {node_modules}
+    with pytest.raises(RecallError, match=r"package left-pad is in neither .*package\.json "):
+        lock_folder(finder, "left-pad")
+    assert required("left-pad", finder) == (
+        f"package left-pad is in neither {finder / 'package.json'} nor recall's own pins"
+    )
+    assert required("fuzzy", finder) is None
 
 
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("", "needs package = one of "),
-        ('package = "left-pad"', r"needs package = one of .*got 'left-pad'"),
+        ("", "needs package = an npm package"),
+        ('package = "left-pad"', r"package 'left-pad' has no driver .*function ="),
+        ('package = "typescript"', r"package 'typescript' has no driver"),
+        ('package = "fuse.js"\nname_key = "x"', "name_key goes with function"),
+        ('package = "fuzzy"\nfunction = "filter"\narguments = ["names"]', "arguments must"),
+        ('package = "fuzzy"\nfunction = 3', "function must be"),
         ("package = 3", "needs package"),
         ('package = "fuse.js"\nbin = ["x"]', "unknown key 'bin' for kind 'node'"),
         ('package = "fuse.js"\ncallable = "a:b"', "unknown key 'callable' for kind 'node'"),
@@ -229,10 +256,20 @@ def test_a_node_engine_table_that_cannot_run_names_the_key_and_file(text, messag
         parse_engine(f'[engine]\nkind = "node"\n{text}\n'.encode(), "node.toml")
 
 
+def test_the_packages_said_to_have_a_driver_are_the_adapter_s_drivers():
+    import re
+
+    keys = re.findall(r'^  (?:"([^"]+)"|(\w+)): \(mod, names, options\)', ADAPTER.read_text(), re.M)
+    assert sorted(quoted or bare for quoted, bare in keys) == sorted(DRIVERS)
+    assert required("fuzzy", ROOT) == (
+        f"package fuzzy is not pinned in {ROOT / 'recall/peers/node/package.json'}"
+    )
+
+
 def test_a_node_engine_runs_the_adapter_of_the_tree_under_test():
     engine = load_preset("ufuzzy")
     assert engine.kind == "node"
-    assert engine.bin == ("node", "{tree}/recall/peers/node/adapter.js")
+    assert engine.bin == ("node", "-e", BOOT, "{tree}", str(FOLDER / "adapter.js"))
     assert engine.batch[:3] == ("{bin}", "--package", "@leeoniya/ufuzzy")
     assert json.loads(engine.batch[engine.batch.index("--options") + 1]) == {"intraIns": 1}
     assert "--query" in engine.query and "{limit}" in engine.query
@@ -300,3 +337,78 @@ def test_node_missing_from_path_is_one_line_and_exit_2(tmp_path):
         "recall: preset:fusejs: program 'node' not found on PATH "
         "(kind 'node' runs Node.js: apt-get install nodejs npm)\n"
     )
+
+
+FUZZY_DIRECT = r"""
+const fs = require("fs");
+const path = require("path");
+const [modules, namesFile, queriesFile] = process.argv.slice(2);
+const fuzzy = require(path.join(modules, "fuzzy"));
+const names = fs.readFileSync(namesFile, "utf8").split("\n").filter((n) => n !== "");
+for (const line of fs.readFileSync(queriesFile, "utf8").split("\n").filter((q) => q)) {
+  const hits = fuzzy.filter(JSON.parse(line), names).map((hit) => hit.string);
+  process.stdout.write(JSON.stringify(hits) + "\n");
+}
+"""
+FUZZY_ENGINE = """[engine]
+kind = "node"
+package = "fuzzy"
+function = "filter"  # fuzzy.filter(query, names, options): [{string, score, index}]
+name_key = "string"
+"""
+
+
+def test_a_finder_s_own_package_and_lock_run_as_the_package_called_directly(
+    tmp_path, real_cache, gin
+):
+    """The npm package fuzzy, which recall does not pin: the finder's repo names it in its
+    package.json and lock, and its recall.toml says how to call it."""
+    finder = tmp_path / "finder"
+    files = {name: (FIXTURE / name).read_text() for name in ("package.json", "package-lock.json")}
+    make_repo(finder, {**files, "recall.toml": FUZZY_ENGINE})
+    saved = tmp_path / "saved.json"
+    proc = run_cli(
+        "--finder", str(finder), "--repo", "gin", "--type", "abbr3", "--cache", str(real_cache),
+        "--corpus", str(ROOT / "corpus.json"), "--queries", str(ROOT / "queries.tsv"),
+        "--save", str(saved), "--no-regress", cwd=finder,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    modules = node_modules(finder, real_cache)  # installed by the run: found, not redone
+    assert (modules / "fuzzy" / "package.json").is_file() and modules.parent != FOLDER
+    document = json.loads(saved.read_text())
+    names = list(distinct_names(checkout_symbols(gin, real_cache)))
+    script, queries = tmp_path / "direct.js", tmp_path / "queries.jsonl"
+    script.write_text(FUZZY_DIRECT)
+    queries.write_text("".join(json.dumps(row[1]) + "\n" for row in document["rows"]))
+    direct = subprocess.run(
+        ["node", str(script), str(modules), str(_names_file(tmp_path, names)), str(queries)],
+        capture_output=True, text=True, timeout=120, check=True,
+    ).stdout.splitlines()  # fmt: skip
+    found = 0
+    for (_repo, query, _type, source), (rank, top, error), line in zip(
+        document["rows"], document["runs"][-1]["results"], direct, strict=True
+    ):
+        hits = json.loads(line)
+        assert error is None
+        assert rank == (hits.index(source) + 1 if source in hits else None), query
+        assert [row[0] for row in top] == list(dict.fromkeys(hits))[:10], query
+        found += rank is not None
+    assert found > 0
+
+
+def test_a_package_the_finder_s_lock_does_not_name_is_refused_before_anything_runs(tmp_path):
+    finder = tmp_path / "finder"
+    files = {name: (FIXTURE / name).read_text() for name in ("package.json", "package-lock.json")}
+    make_repo(finder, {**files, "recall.toml": FUZZY_ENGINE.replace('"fuzzy"', '"left-pad"')})
+    cache = tmp_path / "cache"
+    proc = run_cli(
+        "--finder", str(finder), "--repo", "gin", "--cache", str(cache),
+        "--corpus", str(ROOT / "corpus.json"), "--queries", str(ROOT / "queries.tsv"), cwd=finder,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        f"recall: {finder / 'recall.toml'}: package left-pad is in neither "
+        f"{finder / 'package.json'} nor recall's own pins; install: npm install "
+        "--package-lock-only --save-exact left-pad (in the finder's repo)\n"
+    )
+    assert not (cache / "corpora").exists() and not (cache / "node").exists()

@@ -184,3 +184,23 @@ def test_a_language_that_leaves_a_repo_no_rows_needs_force(project):
     assert forced.returncode == 0, forced.stderr
     assert json.loads((where / "corpus.json").read_text())["demo"]["language"] == "go"
     assert [r for r in read_queries(where / "queries.tsv") if r.repo == "demo"] == []
+
+
+@needs_ctags
+def test_pin_with_queries_typed_writes_the_typed_set_with_its_own_recipes(project):
+    tmp, url, first, _ = project
+    where = tmp / "project"
+    proc = _pin(where, "demo", url, first, "--n", "3", "--queries", "typed")
+    assert proc.returncode == 0, proc.stderr
+    assert not (where / "typed").exists() and not (where / "queries.tsv").exists()
+    rows = read_queries(where / "typed.tsv")
+    assert {r.type for r in rows} >= {"prefix", "drop", "double"}
+    assert not {r.type for r in rows} & {"abbr3", "consonants", "glob"}
+    assert json.loads((where / "derive-typed.json").read_text()) == {
+        "recipes": "typed",
+        "repos": {"demo": {"n": 3, "seed": 1}},
+    }
+    assert "typed.tsv: demo:" in proc.stdout
+    check = run_cli("derive", "all", "--check", "--cache", str(tmp / "cache"), cwd=where)
+    assert check.returncode == 0, check.stderr + check.stdout
+    assert "typed.tsv: up to date" in check.stdout

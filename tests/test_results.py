@@ -207,6 +207,39 @@ def test_results_command_writes_the_page_and_rerenders_it_byte_identically(tmp_p
     missing = results("--render-only", "--out", str(tmp_path / "c.md"), "--only", "fzy")
     assert missing.returncode == 2 and "cannot read a kept report" in missing.stderr
     assert not (tmp_path / "c.md").exists()
+    assert "| query jobs | 1 |" in page
+
+
+def test_results_measures_every_finder_now_and_states_the_jobs_its_seconds_had(
+    tmp_path, real_cache
+):
+    pytest.importorskip("frizbee")
+    mirror = mirror_dir()
+    if mirror is None:
+        pytest.skip("the offline corpus mirrors (../shared/corpora) are absent")
+    queries = tmp_path / "q.tsv"
+    rows = [r for r in (ROOT / "queries.tsv").read_text().splitlines() if r.startswith("gin\t")]
+    queries.write_text("repo\tquery\ttype\tsource\n" + "\n".join(rows[:12]) + "\n")
+
+    def results(out: str, kept: str, *args: str) -> dict:
+        ran = run_cli(
+            "results", "--only", "frizbee", "--queries", str(queries), "--reports",
+            str(tmp_path / kept), "--out", str(tmp_path / out), "--cache", str(real_cache),
+            "--mirror", str(mirror), *args,
+        )  # fmt: skip
+        assert ran.returncode == 0, ran.stderr
+        return json.loads(next((tmp_path / kept).iterdir()).read_text())
+
+    results("one.md", "one", "--jobs", "1")
+    entry = results("two.md", "two", "--jobs", "2")  # the same run, cached by the first
+    assert entry["jobs"] == 2 and not entry["report"]["runs"][0]["cached"]
+    assert "| query jobs | 2 |" in (tmp_path / "two.md").read_text()
+    again = run_cli(
+        "results", "--only", "frizbee", "--reports", str(tmp_path / "two"), "--render-only",
+        "--jobs", "1", "--out", str(tmp_path / "three.md"),
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert "| query jobs | 2 |" in (tmp_path / "three.md").read_text()
 
 
 def test_the_reference_report_s_ceiling_is_a_row_and_a_column_of_the_page():
@@ -237,3 +270,11 @@ def test_the_agreement_matrix_counts_queries_two_finders_put_the_same_name_first
     assert "| reference | - | 77.8 | 22.2 |\n| fzf | 77.8 | - | 11.1 |" in page
     del entries[2]["firsts"]  # a kept report from before: no matrix rather than a wrong one
     assert "agreement" not in render_results(entries, HOST)
+
+
+def test_reports_measured_with_different_jobs_are_not_one_page():
+    from recall.results import measured_jobs
+
+    assert measured_jobs([{"jobs": 2}, {"jobs": 2}]) == "2"
+    with pytest.raises(RecallError, match=r"measured with different --jobs \(1, 2\)"):
+        measured_jobs([{"jobs": 1}, {"jobs": 2}])

@@ -2,8 +2,13 @@
 output are shown escaped in text and Markdown, kept exact in JSON; a NUL in a query is
 refused at its row, since no argv can carry it."""
 
+import io
 import json
+import os
+import pty
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,7 +20,7 @@ from recall.corpus import load_pins
 from recall.model import Hit, QueryResult, RunResult
 from recall.queryset import QueryRow
 from recall.saved import data_key
-from recall.terminal import safe_output, shown
+from recall.terminal import Progress, safe_output, shown
 
 NAME = "bad\x1b[2J\x07\x00\x7f\x85\x9bname"
 SHOWN_NAME = "bad\\x1b[2J\\x07\\x00\\x7f\\x85\\x9bname"
@@ -143,3 +148,110 @@ def test_an_error_line_quoting_a_finders_stderr_stays_one_line_with_escapes_show
     assert proc.stderr.count("\n") == 1 and not RAW.search(proc.stderr), proc.stderr
     assert proc.stderr.startswith("recall: index tiny with candidate failed (exit 1)")
     assert proc.stderr.endswith("\\x1b[31mno\\x07 index\n")
+
+
+class _Terminal(io.StringIO):
+    """A stream that says it is a terminal (or not), as sys.stderr on a TTY does."""
+
+    def __init__(self, tty: bool = True) -> None:
+        super().__init__()
+        self.tty = tty
+
+    def isatty(self) -> bool:
+        return self.tty
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _last_line(written: str) -> str:
+    """What the terminal shows last: the text after the final carriage return."""
+    return re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", written).rsplit("\r", 1)[-1].rstrip()
+
+
+def test_progress_counts_rows_with_a_percentage_and_an_eta_on_a_terminal():
+    stream, clock = _Terminal(), _Clock()
+    status = Progress(stream, clock, environ={})
+    with status.task("candidate", 8, "rows") as task:
+        assert _last_line(stream.getvalue()) == "candidate 0/8 rows 0% ETA -"
+        clock.now += 2.0
+        status.advance(task, 2)  # 2 rows in 2 s: 6 left, 6 s
+        assert _last_line(stream.getvalue()) == "candidate 2/8 rows 25% ETA 6s"
+        status.note(task, "gin: indexing")
+        assert _last_line(stream.getvalue()).endswith("ETA 6s (gin: indexing)")
+        clock.now += 0.01
+        status.advance(task)  # within the redraw interval: no redraw
+        assert _last_line(stream.getvalue()).startswith("candidate 2/8 rows")
+        clock.now += 1000.0
+        status.advance(task, 5)  # done: drawn whatever the interval
+        assert _last_line(stream.getvalue()) == "candidate 8/8 rows 100% (gin: indexing)"
+    assert "\x1b[1mcandidate\x1b[0m" in stream.getvalue()  # colored: the label in bold
+    assert stream.getvalue().endswith("\x1b[2K\r")  # erased when the last task ends
+
+
+def test_progress_nests_commits_over_rows_and_says_lines_above_it():
+    stream, clock = _Terminal(), _Clock()
+    status = Progress(stream, clock, environ={})
+    with status.task("history", 3, "commits") as commits:
+        status.say("recall: history: abc: building")
+        with status.task("base abc", 100, "rows") as rows:
+            clock.now += 30.0
+            status.advance(rows, 100)
+            assert status.line() == "history 0/3 commits 0% ETA - | base abc 100/100 rows 100%"
+        status.advance(commits)
+        assert status.line() == "history 1/3 commits 33% ETA 1m00s"
+    assert "recall: history: abc: building\n" in stream.getvalue()
+
+
+def test_progress_is_plain_text_under_no_color_and_absent_off_a_terminal():
+    plain, clock = _Terminal(), _Clock()
+    status = Progress(plain, clock, environ={"NO_COLOR": "1"})
+    with status.task("candidate", 4, "rows") as task:
+        clock.now += 1.0
+        status.advance(task)
+    assert "\x1b" not in plain.getvalue()
+    assert "\rcandidate 1/4 rows 25% ETA 3s" in plain.getvalue()
+    assert plain.getvalue().endswith("\r" + " " * len("candidate 1/4 rows 25% ETA 3s") + "\r")
+    piped = _Terminal(tty=False)
+    quiet = Progress(piped, clock, environ={})
+    with quiet.task("candidate", 4, "rows") as task:
+        quiet.advance(task, 4)
+    quiet.say("recall: history: a line")
+    assert piped.getvalue() == "recall: history: a line\n"  # lines, never the status
+
+
+@needs_ctags
+def test_a_run_on_a_pseudo_terminal_shows_progress_on_stderr_and_nothing_on_stdout(tiny):
+    """The real CLI in a process whose stderr is a pty: the status line reaches it, stdout
+    (a pipe) holds the report alone; NO_COLOR leaves no escape on the pty."""
+    for no_color in ("", "1"):
+        main, secondary = pty.openpty()
+        env = {**os.environ, "RECALL_MIRROR": "", "NO_COLOR": no_color}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "recall", "--queries", str(tiny["queries"]), "--allow-empty",
+             "--no-regress", "--corpus", str(tiny["corpus"]), "--cache", str(tiny["cache"]),
+             "--finder", str(tiny["finder"])],
+            cwd=tiny["finder"], stdout=subprocess.PIPE, stderr=secondary, env=env,
+        )  # fmt: skip
+        os.close(secondary)
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(main, 4096)
+            except OSError:  # EIO: the process closed the pty
+                break
+            if not chunk:
+                break
+            seen += chunk
+        stdout = proc.stdout.read().decode() if proc.stdout else ""
+        assert proc.wait(timeout=120) == 0, seen
+        os.close(main)
+        text = seen.decode()
+        assert "candidate 2/2 rows 100%" in re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", text), text
+        assert ("\x1b[" in text) is not bool(no_color), text
+        assert "rows 100%" not in stdout and "\x1b" not in stdout and "candidate" in stdout

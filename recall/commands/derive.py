@@ -46,10 +46,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--language", metavar="L", default="", help="typed set: the corpus language"
     )
 
-    sample_p = verbs.add_parser("sample", help="print queries.tsv rows for one pinned repo")
+    sample_p = verbs.add_parser(
+        "sample", help="print the queries.tsv rows of N sampled names of one pinned repo",
+        description="Sample N names of a pinned repo and print their rows: each name gives "
+        "up to six rows (one a type), fewer where a recipe does not apply or its query is a "
+        "prefix of a name.",
+    )  # fmt: skip
     add_common(sample_p)
     sample_p.add_argument("repo", metavar="REPO")
-    sample_p.add_argument("--n", type=int, required=True, help="how many names to sample")
+    sample_p.add_argument(
+        "--n", type=int, required=True, metavar="N",
+        help="how many names to sample (not rows: a name gives up to six)",
+    )  # fmt: skip
     sample_p.add_argument(
         "--seed", type=int, default=DEFAULT_SEED, help="sampling seed (default: %(default)s)"
     )

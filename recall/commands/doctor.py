@@ -38,9 +38,20 @@ from recall.corpus import (
 from recall.engine import Engine, fill, load_preset, preset_names
 from recall.errors import EXIT_FAILURE, EXIT_OK, RecallError
 from recall.interpreter import SUPPORTED, finder_python
-from recall.peers.node import ADAPTER, MARKER, TREE_FOLDER, install_folder, locked_version, pinned
+from recall.peers.node import (
+    ADAPTER,
+    FOLDER,
+    MARKER,
+    TREE_FOLDER,
+    engine_package,
+    install_folder,
+    lock_folder,
+    locked_version,
+    pinned,
+)
 from recall.proc import method
 from recall.queryset import query_set_path, read_queries
+from recall.requirements import engine_needs, fillable, missing_parts
 from recall.symbols import ctags_version
 
 OK, WARN, FAIL = "ok", "warn", "FAIL"
@@ -111,20 +122,32 @@ def check_ctags() -> Check:
 
 
 def check_presets(tree: Path, python: str) -> list[Check]:
-    """Each preset's finder program: found and its version. Only the reference finder,
-    the default run's engine, fails the doctor; the rest are warnings."""
+    """Each preset's needs (recall/requirements.py: its programs on PATH and what they
+    need, node and npm, the modules {python} must import), then its program's version.
+    Only the reference finder, the default run's engine, fails the doctor; the rest are
+    warnings, each missing part with the command that installs it, the line a run that
+    needs it refuses with."""
     values = {"tree": str(tree), "python": python}
     checks = []
     for name in preset_names():
         engine = load_preset(name)
         argv = [fill(part, values) for part in engine.bin]
         label = f"preset {name}"
+        status = FAIL if name == "reference" else WARN
+        missing = missing_parts(engine, python, values)
+        if missing:
+            detail = "; ".join(m.detail for m in missing)
+            checks.append(Check(label, status, detail, "; ".join(m.fix for m in missing)))
+            continue
         if engine.kind == "node":
             checks.append(_check_node_preset(label, engine, tree))
             continue
         if engine.bin[0] == "{python}":
-            status = FAIL if name == "reference" else WARN
-            checks.append(_check_python_finder(label, argv, engine.env, values, status))
+            check = _check_python_finder(label, argv, engine.env, values, status)
+            servers = [shutil.which(p) or p for p in engine_needs(engine).programs]
+            if check.status == OK and servers:  # a language server: what it starts
+                check = Check(label, OK, f"{check.detail}, runs {', '.join(servers)}")
+            checks.append(check)
             continue
         program = argv[0] if os.sep in argv[0] else shutil.which(argv[0])
         if program is None or not os.access(program, os.X_OK):
@@ -141,24 +164,11 @@ def check_presets(tree: Path, python: str) -> list[Check]:
     return checks
 
 
-def _fillable(env: tuple[tuple[str, str], ...], values: dict[str, str]) -> dict[str, str]:
-    """The engine's variables that need only what the doctor knows ({tree}, {python}):
-    one naming {db} or {node_modules} (a language server's GOPATH, its npm packages)
-    concerns a run on a corpus, not whether the adapter starts."""
-    filled = {}
-    for name, value in env:
-        try:
-            filled[name] = fill(value, values)
-        except KeyError:
-            continue
-    return filled
-
-
 def _check_python_finder(
     label: str, argv: list[str], env: tuple[tuple[str, str], ...], values: dict[str, str],
     status: str,
 ) -> Check:  # fmt: skip
-    full_env = {**os.environ, **_fillable(env, values)}
+    full_env = {**os.environ, **fillable(env, values)}
     if _probe([*argv, "--help"], full_env) is None:
         return Check(
             label, status, f"{' '.join(argv)} does not start",
@@ -168,14 +178,11 @@ def _check_python_finder(
 
 
 def _check_node_preset(label: str, engine: Engine, tree: Path) -> Check:
-    """A node preset runs node on the tree's adapter: without node it is a warning, as a
-    missing fzf is, since the default run does not need it."""
-    package = engine.batch[engine.batch.index("--package") + 1]
-    if shutil.which("node") is None:
-        return Check(label, WARN, f"node: not found ({package})", NODE_FIX)
-    adapter = tree.joinpath(*TREE_FOLDER, ADAPTER)
-    if not adapter.is_file():
-        return Check(label, WARN, f"{adapter}: not found", "run from recall's own checkout")
+    """A node preset runs node on the tree's adapter (recall's own tree) or the harness's,
+    over the packages of lock_folder: its missing parts are found by missing_parts."""
+    package = engine_package(engine)
+    own = tree.joinpath(*TREE_FOLDER, ADAPTER)
+    adapter = own if own.is_file() else FOLDER / ADAPTER
     return Check(label, OK, f"node {adapter} --package {package}")
 
 
@@ -189,8 +196,8 @@ def check_node(tree: Path, cache: Path) -> list[Check]:
             checks.append(Check(program, WARN, "not found (the node presets need it)", NODE_FIX))
         else:
             checks.append(Check(program, OK, version.removeprefix("v")))
-    folder = tree.joinpath(*TREE_FOLDER)
     try:
+        folder = lock_folder(tree)
         packages = pinned(folder)
         installed = (install_folder(folder, cache) / MARKER).is_file()
         where = "installed in the cache" if installed else "npm ci on first use"

@@ -28,9 +28,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="Merge the saved runs of every shard of a run into the report the "
         "unsharded run prints (the seconds are the shards' sums), or the files of every "
         "shard of a history into the history the unsharded one prints (the seconds "
-        "summed too). Give the selection (--queries, --repo, --type, and for a run "
-        "--regress) the shards ran with. --fail-on-loss, --accept, --regress, --no-regress "
-        "and --misses judge a run's report only.",
+        "summed too). The --repo and --type selection is the one the files hold; give "
+        "--queries (and for a run --regress) the shards ran with. --fail-on-loss, "
+        "--accept, --regress, --no-regress and --misses judge a run's report only.",
     )
     add_common(p)
     p.add_argument("files", nargs="+", metavar="FILE", help="each shard's --save file")
@@ -44,7 +44,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    kinds = [read_saved(Path(f), "merge", tuple(NOUNS))["kind"] for f in args.files]
+    files = [read_saved(Path(f), "merge", tuple(NOUNS)) for f in args.files]
+    kinds = [data["kind"] for data in files]
     for path, kind in zip(args.files, kinds, strict=True):
         if kind != kinds[0]:
             raise RecallError(
@@ -54,6 +55,8 @@ def run(args: argparse.Namespace) -> int:
     if kinds[0] == SAVED_KIND:
         if args.by:
             raise RecallError("--by goes with the files of a history's shards")
+        if args.repo is None and args.type is None:
+            args.repo, args.type = shards_selection(args.files, files)
         return running.cmd_merge(args)
     for flag in RUN_ONLY:
         if getattr(args, flag):
@@ -62,5 +65,31 @@ def run(args: argparse.Namespace) -> int:
             )
     corpus, queries = Path(args.corpus), query_set_path(args.queries)
     pins, _all_rows, rows = history.select_rows(corpus, queries, args.repo, args.type)
-    merged = history_shards.merge([Path(f) for f in args.files], pins, rows, corpus)
+    paths = [Path(f) for f in args.files]
+    if args.repo is None and args.type is None:  # the rows the shards ran: all in each file
+        rows = history_shards.load_shard(paths[0]).rows
+    merged = history_shards.merge(paths, pins, rows, corpus)
     return print_history(args, merged)
+
+
+def shards_selection(
+    paths: list[str], files: list[dict]
+) -> tuple[list[str] | None, list[str] | None]:
+    """The --repo and --type a run's shards ran with, as their files say: the same in
+    every file, or the merge refuses (a file from before they said it: no selection)."""
+    found = [data.get("selection") for data in files]
+    for path, selection in zip(paths, found, strict=True):
+        if selection != found[0]:
+            raise RecallError(
+                f"merge {path}: ran with another --repo/--type selection than {paths[0]}"
+            )
+    selection = found[0]
+    if not isinstance(selection, dict):
+        return None, None
+    repos, types = selection.get("repo"), selection.get("type")
+    for flag, value in (("repo", repos), ("type", types)):
+        if value is not None and not (
+            isinstance(value, list) and all(isinstance(v, str) for v in value)
+        ):
+            raise RecallError(f"merge {paths[0]}: selection.{flag} must be a list of strings")
+    return repos, types

@@ -21,12 +21,28 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from recall.commands._flags import add_common, add_queries, add_settings
+from recall.commands._flags import add_common, add_queries
 from recall.corpus import Pin, cache_root, fetch, load_pins, mirror_root, validate_pin
-from recall.derive import DEFAULT_SEED, RepoSettings, derive_rows, load_settings
+from recall.derive import (
+    DEFAULT_SEED,
+    RECIPE_SETS,
+    RepoSettings,
+    derive_set_rows,
+    load_settings,
+    name_source,
+    read_recipe_set,
+)
 from recall.errors import EXIT_OK, RecallError
-from recall.queryset import DERIVED_TYPES, QueryRow, format_queries, read_queries
-from recall.symbols import checkout_symbols, distinct_names
+from recall.queryset import (
+    DERIVED_TYPES,
+    QUERY_SETS,
+    TYPED_TYPES,
+    QueryRow,
+    format_queries,
+    query_set_path,
+    read_queries,
+)
+from recall.symbols import checkout_symbols
 from recall.terminal import shown
 
 DEFAULT_N = 100
@@ -49,18 +65,24 @@ def intended_name(row: QueryRow) -> str:
     return row.source or _QUALIFIER.split(row.query)[-1]
 
 
+def derived_types(recipe_set: str) -> tuple[str, ...]:
+    """The types a set's recipes make (the rest of its rows are kept as written)."""
+    return TYPED_TYPES if recipe_set == "typed" else DERIVED_TYPES
+
+
 def merge_rows(
     existing: list[QueryRow],
     settings: dict[str, RepoSettings],
     repo: str,
     fresh: list[QueryRow],
+    derived: tuple[str, ...] = DERIVED_TYPES,
 ) -> list[QueryRow]:
     """The query set as `derive all` orders it, with only repo's derived rows replaced."""
     rows: list[QueryRow] = []
     for name in settings:
         mine = [r for r in existing if r.repo == name]
-        rows += fresh if name == repo else [r for r in mine if r.type in DERIVED_TYPES]
-        rows += [r for r in mine if r.type not in DERIVED_TYPES]
+        rows += fresh if name == repo else [r for r in mine if r.type in derived]
+        rows += [r for r in mine if r.type not in derived]
     rows += [r for r in existing if r.repo not in settings]
     return rows
 
@@ -75,8 +97,11 @@ def pin_repo(
     cache: Path,
     mirror: Path | None,
     force: bool = False,
+    recipes: str = "default",
 ) -> PinChange:
     """Fetch pin, then write corpus.json, derive.json and the query set to match it.
+    The rows are made with the settings file's recipes; recipes is the set for a new
+    settings file (`typed` for `--queries typed`).
 
     The whole read-modify-write holds an exclusive lock on corpus.json's folder, so a
     second pin (of any repo) waits for the first and then reads the files it wrote: both
@@ -85,17 +110,19 @@ def pin_repo(
     if n is not None and n < 0:
         raise RecallError("--n must be zero or more")
     with _project_locked(corpus.absolute().parent):
-        return _pin_locked(pin, n, corpus, settings_path, queries, cache, mirror, force)
+        return _pin_locked(pin, n, corpus, settings_path, queries, cache, mirror, force, recipes)
 
 
 def _pin_locked(
     pin: Pin, n: int | None, corpus: Path, settings_path: Path, queries: Path, cache: Path,
-    mirror: Path | None, force: bool,
+    mirror: Path | None, force: bool, recipes: str,
 ) -> PinChange:  # fmt: skip
     pins = load_pins(corpus) if corpus.exists() else {}
     previous = pins.get(pin.name)
     new_pins = {**pins, pin.name: pin}
-    settings_data: dict[str, dict] = {"repos": {}}
+    settings_data: dict = (
+        {"repos": {}} if recipes == "default" else {"recipes": recipes, "repos": {}}
+    )
     if settings_path.exists():
         load_settings(settings_path, new_pins)  # refuse a broken file before fetching
         settings_data = _read_json(settings_path)
@@ -106,24 +133,27 @@ def _pin_locked(
     new_settings = {**settings_data, "repos": {**repos, pin.name: entry}}
     existing = read_queries(queries, set(new_pins)) if queries.exists() else []
 
+    recipe_set = read_recipe_set(settings_path) if settings_path.exists() else recipes
+    derived = derived_types(recipe_set)
     checkout = fetch(pin, cache, mirror)
-    names = distinct_names(checkout_symbols(checkout, cache))
-    fresh = derive_rows(pin.name, names, entry["n"], entry["seed"])
+    source = name_source(checkout_symbols(checkout, cache), pin.language)
+    names = source.names
+    fresh = derive_set_rows(recipe_set, pin.name, source, entry["n"], entry["seed"])
 
-    old_derived = [r for r in existing if r.repo == pin.name and r.type in DERIVED_TYPES]
+    old_derived = [r for r in existing if r.repo == pin.name and r.type in derived]
     if not fresh and entry["n"] > 0 and not force:
         raise RecallError(
             f"pin {pin.name} --language {pin.language}: no name at {pin.sha[:12]} can be "
             f"sampled, so all {len(old_derived)} derived rows of {pin.name} would go and none "
             "come: check the language, or give --force"
         )
-    hand = [r for r in existing if r.repo == pin.name and r.type not in DERIVED_TYPES]
+    hand = [r for r in existing if r.repo == pin.name and r.type not in derived]
     old_count, new_count = Counter(old_derived), Counter(fresh)
     kept = sum((old_count & new_count).values())
     stale: tuple[QueryRow, ...] = ()
     if previous is not None and hand:
         old_checkout = fetch(previous, cache, mirror)
-        before = set(distinct_names(checkout_symbols(old_checkout, cache)))
+        before = set(name_source(checkout_symbols(old_checkout, cache), previous.language).names)
         after = set(names)
         stale = tuple(
             r for r in hand if intended_name(r) in before and intended_name(r) not in after
@@ -135,7 +165,7 @@ def _pin_locked(
         if name in new_settings["repos"]
     }
     _write_set([
-        (queries, format_queries(merge_rows(existing, checked, pin.name, fresh))),
+        (queries, format_queries(merge_rows(existing, checked, pin.name, fresh, derived))),
         (settings_path, _settings_bytes(new_settings, new_pins)),
         (corpus, _pins_bytes(new_pins)),
     ])  # fmt: skip
@@ -253,16 +283,34 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--force", action="store_true",
         help="pin even when no name of the repo can be sampled (a language with no names)",
     )  # fmt: skip
-    add_settings(p)
-    add_queries(p, "the query set to update; hand rows are kept")
+    p.add_argument(
+        "--settings", metavar="FILE",
+        help="per-repo n and seed, and the recipes (default: the named set's own, "
+        + ", ".join(f"{d} for {name}" for name, (_q, d) in QUERY_SETS.items())
+        + "; derive.json for a file)",
+    )  # fmt: skip
+    add_queries(p, "the query set to update, made with its settings' recipes; hand rows are kept")
+
+
+def set_files(queries: str, settings: str | None) -> tuple[Path, Path]:
+    """The query set's file and its derive settings: a committed set's name (`typed`)
+    stands for its own pair, so its rows are made with its own recipes."""
+    if settings is None:
+        named = QUERY_SETS.get(queries)
+        settings = (
+            named[1] if named and query_set_path(queries) == Path(named[0]) else "derive.json"
+        )
+    return query_set_path(queries), Path(settings)
 
 
 def run(args: argparse.Namespace) -> int:
-    corpus, queries = Path(args.corpus), Path(args.queries)
+    corpus = Path(args.corpus)
+    queries, settings = set_files(args.queries, args.settings)
     change = pin_repo(
         Pin(args.repo, args.url, args.sha, args.language), args.n,
-        corpus=corpus, settings_path=Path(args.settings), queries=queries,
+        corpus=corpus, settings_path=settings, queries=queries,
         cache=cache_root(args.cache), mirror=mirror_root(args.mirror), force=args.force,
+        recipes=args.queries if args.queries in RECIPE_SETS else "default",
     )  # fmt: skip
     sys.stdout.write(render(change, corpus, queries))
     return EXIT_OK

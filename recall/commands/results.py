@@ -28,7 +28,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--jobs", type=int, default=1,
-        help="parallel queries for per-query finders (default: 1, so latency is per query)",
+        help="parallel queries for per-query finders (default: 1, so latency is per query); "
+        "every finder is run anew (no cached run), so its seconds are measured with these",
     )  # fmt: skip
     parser.add_argument(
         "--reports", metavar="DIR",
@@ -50,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         raise RecallError("--jobs must be 1 or more")
     entries = results.peer_entries(args)
     results.check_comparable(entries)
-    page = render_results(entries, {**results.machine(), "jobs": str(args.jobs)})
+    page = render_results(entries, {**results.machine(), "jobs": results.measured_jobs(entries)})
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(out, page.encode("utf-8"))

@@ -43,6 +43,7 @@ import orjson
 from recall import __version__
 from recall.errors import RecallError
 from recall.peers.library import (
+    HARNESS_ROOT,
     Rows,
     json_argument,
     json_object_flag,
@@ -103,7 +104,7 @@ def process_table(table: dict, source: str) -> dict:
         "bin": ["{python}", "-P", "-m", "recall.peers.lsp"],
         "query": [*adapter, "--query", "{query}", "--limit", "{limit}", "--", *server],
         "batch": [*adapter, "--", *server],
-        "env": {"PYTHONPATH": "{tree}", **env},
+        "env": {"PYTHONPATH": os.pathsep.join(("{tree}", HARNESS_ROOT)), **env},  # as library's
         "output": "json",
         "batch_jobs": False,  # one server per corpus: each would index the workspace anew
     }

@@ -1,12 +1,15 @@
 """kind = "node": an npm package as a finder, driven by recall's Node adapter.
 
-An engine names `package = "fuse.js"` (one of those pinned in recall/peers/node/
-package.json) and optionally `options`, a table the adapter passes to the package as
-JSON. The engine runs `node {tree}/recall/peers/node/adapter.js` as its batch process,
-once per corpus, so the package builds its index once and a base runs its own adapter,
-as a python engine runs the worker of `PYTHONPATH={tree}`.
+An engine names `package = "fuse.js"` and optionally `options`, a table the adapter passes
+to the package as JSON; a package the adapter has no driver for names `function` (its
+export to call), `arguments` and `name_key`. The engine runs the adapter as its batch
+process, once per corpus, so the package builds its index once: the adapter of the tree
+under test when it has one (recall's own tree, so a base runs its own adapter, as a python
+engine runs the worker of `PYTHONPATH={tree}`), else the harness's own.
 
-The packages come from the same tree: its package-lock.json is installed with
+The packages come from the same tree (lock_folder): recall's own pins in
+recall/peers/node, a finder's own package.json and package-lock.json at its root. The
+lock is installed with
 `npm ci --ignore-scripts` into recall's cache, `<cache>/node/<sha256 of the lock>/`,
 never into the repo, and the adapter finds them through RECALL_NODE_MODULES. An engine
 table cannot know the cache (it is parsed before any cache is chosen, and `recall
@@ -27,6 +30,7 @@ import tempfile
 from pathlib import Path
 
 from recall.corpus import hold_in_use, locked, use_lock
+from recall.engine import Engine
 from recall.errors import RecallError
 from recall.peers.library import json_argument, kind_tables
 
@@ -61,20 +65,41 @@ def locked_version(package: str, folder: Path = FOLDER) -> str:
         raise RecallError(f"{folder / LOCK}: no locked version of {package}: {exc}") from None
 
 
+# Starts the adapter of the tree under test when it has one (recall's own tree: a base runs
+# its own), else the harness's own; argv: {tree}, the harness's adapter, then the adapter's
+# flags, so the adapter reads its flags where it always does.
+BOOT = (
+    "const fs = require('fs'), path = require('path');"
+    "const own = path.join(process.argv[1], 'recall', 'peers', 'node', 'adapter.js');"
+    "const adapter = fs.existsSync(own) ? own : process.argv[2];"
+    "process.argv.splice(1, 2, adapter); require(adapter);"
+)
+# The packages the adapter knows how to call (DRIVERS in adapter.js); any other package
+# names its `function`.
+DRIVERS = ("fuse.js", "fuzzysort", "fzf", "match-sorter", "fast-fuzzy", "@leeoniya/ufuzzy")
+ARGUMENTS = ("query", "names", "options")
+
+
 def process_table(table: dict, source: str) -> dict:
-    """A kind = "node" [engine] as the process engine that runs the adapter for it."""
-    tables = kind_tables(table, source, "node", {"package", "options", "env"}, ("options", "env"))
-    package, packages = table.get("package"), pinned()
-    if not isinstance(package, str) or package not in packages:
+    """A kind = "node" [engine] as the process engine that runs the adapter for it. Which
+    packages may be named is a matter of the tree's lock (`required`), known once the tree
+    is; here: a package the adapter has a driver for, or any package with the `function`
+    that says how to call it."""
+    known = {"package", "options", "env", "function", "arguments", "name_key"}
+    tables = kind_tables(table, source, "node", known, ("options", "env"))
+    package = table.get("package")
+    if not isinstance(package, str) or not package:
         raise RecallError(
-            f"{source}: [engine] kind 'node' needs package = one of {', '.join(sorted(packages))} "
-            f"(pinned in recall/peers/node/package.json), got {package!r}"
+            f"{source}: [engine] kind 'node' needs package = an npm package, got {package!r}"
         )
+    call = _call(table, source, package)
     env = tables["env"]
     adapter = ["{bin}", "--package", package, "--options", json_argument(tables["options"])]
+    if call:
+        adapter += ["--call", json_argument(call)]
     adapter += ["--names", "{names}"]
     return {
-        "bin": ["node", "{tree}/" + "/".join((*TREE_FOLDER, ADAPTER))],
+        "bin": ["node", "-e", BOOT, "{tree}", str(FOLDER / ADAPTER)],
         "query": [*adapter, "--query", "{query}", "--limit", "{limit}"],
         "batch": adapter,
         "env": env,
@@ -82,17 +107,91 @@ def process_table(table: dict, source: str) -> dict:
     }
 
 
-def session_env(tree: Path, cache: Path) -> dict[str, str]:
-    """RECALL_NODE_MODULES for a node engine's processes: the tree's pinned packages,
-    installed in the cache on first use. A tree without the adapter is not a tree of
-    this finder, said at once rather than as a failure of every query."""
-    folder = tree.joinpath(*TREE_FOLDER)
-    if not (folder / ADAPTER).is_file():
+def _call(table: dict, source: str, package: str) -> dict:
+    """How the adapter calls a package it has no driver for: `function`, the export to
+    call ("" for the module itself), `arguments`, the order of query, names and options
+    (default that order), `name_key`, where an object hit holds its name."""
+    if "function" not in table:
+        if package not in DRIVERS:
+            raise RecallError(
+                f"{source}: [engine] kind 'node': package {package!r} has no driver in the "
+                f"adapter (drivers: {', '.join(DRIVERS)}): say how to call it with function = "
+                '"its export" (and arguments, name_key)'
+            )
+        for key in ("arguments", "name_key"):
+            if key in table:
+                raise RecallError(f"{source}: [engine] {key} goes with function")
+        return {}
+    function, arguments = table["function"], table.get("arguments", list(ARGUMENTS))
+    name_key = table.get("name_key", "")
+    if not isinstance(function, str):
+        raise RecallError(f"{source}: [engine] function must be the export to call (a string)")
+    valid = isinstance(arguments, list) and all(isinstance(a, str) for a in arguments)
+    if not (
+        valid
+        and len(set(arguments)) == len(arguments)
+        and {"query", "names"} <= set(arguments) <= set(ARGUMENTS)
+    ):
         raise RecallError(
-            f"{tree}: has no {'/'.join((*TREE_FOLDER, ADAPTER))} (kind 'node' runs the "
-            "adapter of the tree under test): not a tree of this finder"
+            f"{source}: [engine] arguments must order query, names and (optionally) options, "
+            f"got {arguments!r}"
         )
-    return {MODULES_ENV: str(node_modules(folder, cache))}
+    if not isinstance(name_key, str):
+        raise RecallError(f"{source}: [engine] name_key must be the key of a hit's name")
+    return {"function": function, "arguments": arguments, "name_key": name_key}
+
+
+def lock_folder(tree: Path, package: str | None = None) -> Path:
+    """Where the npm packages a tree's engine runs are pinned: recall's own tree pins them
+    beside its adapter (recall/peers/node, so a base installs its own); another finder's
+    tree in its own package.json and package-lock.json at its root, when they name the
+    package; else the harness's own pins (a preset, run from any repo)."""
+    own = tree.joinpath(*TREE_FOLDER)
+    if (own / ADAPTER).is_file():
+        return own
+    if package is not None and (tree / LOCK).is_file() and package in pinned(tree):
+        return tree
+    if package is None or package in pinned(FOLDER):
+        return FOLDER
+    raise RecallError(f"{unpinned(package, tree)}; install: {pin_command(package)}")
+
+
+def unpinned(package: str, tree: Path) -> str:
+    """The line for a package that no lock lock_folder could choose names."""
+    own = tree.joinpath(*TREE_FOLDER)
+    if (own / ADAPTER).is_file():
+        return f"package {package} is not pinned in {own / MANIFEST}"
+    theirs = f"{tree / MANIFEST}" if (tree / LOCK).is_file() else f"{tree} (no {LOCK})"
+    return f"package {package} is in neither {theirs} nor recall's own pins"
+
+
+def pin_command(package: str) -> str:
+    return f"npm install --package-lock-only --save-exact {package} (in the finder's repo)"
+
+
+def required(package: str, tree: Path) -> str | None:
+    """Why package cannot run from tree (None: it can): a dependency of the package.json
+    of its lock folder, and locked in that folder's package-lock.json."""
+    try:
+        locked_version(package, lock_folder(tree, package))
+    except RecallError:
+        return unpinned(package, tree)
+    return None
+
+
+def engine_package(engine: Engine) -> str | None:
+    """The package a node engine runs (its adapter's --package), None for another kind."""
+    argv = engine.batch
+    if engine.kind != "node" or "--package" not in argv[:-1]:
+        return None
+    return argv[argv.index("--package") + 1]
+
+
+def session_env(tree: Path, cache: Path, engine: Engine | None = None) -> dict[str, str]:
+    """RECALL_NODE_MODULES for a node engine's processes (or a server's {node_modules}):
+    the packages of lock_folder, installed in the cache on first use."""
+    package = engine_package(engine) if engine is not None else None
+    return {MODULES_ENV: str(node_modules(lock_folder(tree, package), cache))}
 
 
 def install_folder(folder: Path, cache: Path) -> Path:

@@ -1,9 +1,11 @@
 // kind = "node": an npm package as a finder, driven over a names file.
 //
-// recall runs this file from the tree under test ({tree}/recall/peers/node/adapter.js),
-// so a base measures its own adapter, with the packages pinned by that tree's
-// package-lock.json, installed by the harness into its cache (RECALL_NODE_MODULES or
-// --modules names the node_modules folder). The package's index is built once per
+// recall runs this file from the tree under test ({tree}/recall/peers/node/adapter.js)
+// when that tree is recall's, so a base measures its own adapter, else the harness's own;
+// the packages are those of the tree's lock (recall's pins, or a finder's own
+// package-lock.json), installed by the harness into its cache (RECALL_NODE_MODULES or
+// --modules names the node_modules folder). A package without a driver below is called
+// as --call says (generic). The package's index is built once per
 // process, so its cost is not a query's, and the harness's batch protocol is served on
 // stdin: one JSON line {"id", "query", "limit"} in, one line {"id", "results": [{"name"}]}
 // out (the bare list for a request without an id), {"id", "error"} for a bad request or
@@ -68,6 +70,33 @@ function cut(list, limit) {
   return limit ? list.slice(0, limit) : list;
 }
 
+// A package without a driver, called as its engine says (--call): `function`, the export
+// to call ("" for the module itself, or its default export), with `arguments` (query,
+// names, options in the engine's order); each hit is a name, or an object holding it under
+// `name_key` ("name" when empty). A promise is awaited; the hits are cut to the limit.
+// Each call gets a copy of the names: a package may rewrite the list it is given.
+function generic(call) {
+  return (mod, names, options) => {
+    let owner = mod;
+    let fn = mod;
+    for (const part of call.function ? call.function.split(".") : []) {
+      owner = fn;
+      fn = fn == null ? undefined : fn[part];
+    }
+    if (!call.function && typeof fn !== "function" && mod != null) fn = mod.default;
+    if (typeof fn !== "function") {
+      throw new TypeError(`${call.function || "the module"} is not a function`);
+    }
+    const key = call.name_key || "name";
+    const nameOf = (hit) => (hit !== null && typeof hit === "object" ? hit[key] : hit);
+    return async (query, limit) => {
+      const given = { query, names: names.slice(), options };
+      const hits = await fn.apply(owner, call.arguments.map((argument) => given[argument]));
+      return cut(Array.from(hits, nameOf), limit);
+    };
+  };
+}
+
 function usage(message) {
   process.stderr.write(`node adapter: ${message}\n`);
   process.exit(2);
@@ -75,7 +104,9 @@ function usage(message) {
 
 function parseArgs(argv) {
   const args = { options: "{}", limit: "0", modules: process.env.RECALL_NODE_MODULES };
-  const flags = new Set(["--package", "--options", "--names", "--modules", "--query", "--limit"]);
+  const flags = new Set([
+    "--package", "--options", "--call", "--names", "--modules", "--query", "--limit",
+  ]);
   for (let i = 0; i < argv.length; i += 2) {
     if (!flags.has(argv[i]) || i + 1 >= argv.length) usage(`bad argument ${argv[i]}`);
     args[argv[i].slice(2)] = argv[i + 1];
@@ -134,8 +165,9 @@ function reply(request, body) {
 }
 
 // One request line to one answer line: a bad request or a failing search is an error
-// answer for that query, never the end of the process.
-function answer(search, line) {
+// answer for that query, never the end of the process. A search may return a promise (a
+// package called through --call), so an answer is one too; main writes them in order.
+async function answer(search, line) {
   let request = null;
   let query;
   let limit;
@@ -154,7 +186,7 @@ function answer(search, line) {
   }
   let rows;
   try {
-    rows = search(query, limit).map((name) => ({ name: String(name) }));
+    rows = (await search(query, limit)).map((name) => ({ name: String(name) }));
   } catch (error) {
     return reply(request, { error: errorText(error) });
   }
@@ -172,10 +204,19 @@ async function main() {
   } catch (error) {
     usage(`--options: ${error.message}`);
   }
-  const driver = Object.hasOwn(DRIVERS, args.package) ? DRIVERS[args.package] : null;
+  let driver = Object.hasOwn(DRIVERS, args.package) ? DRIVERS[args.package] : null;
+  if (args.call !== undefined) {
+    try {
+      driver = generic(JSON.parse(args.call));
+    } catch (error) {
+      usage(`--call: ${error.message}`);
+    }
+  }
   let mod;
   try {
-    if (driver === null) throw new Error(`no driver for it (drivers: ${Object.keys(DRIVERS).join(", ")})`);
+    if (driver === null) {
+      throw new Error(`no driver for it (drivers: ${Object.keys(DRIVERS).join(", ")}; or --call)`);
+    }
     mod = await load(args.package, args.modules);
   } catch (error) {
     usage(`cannot load ${args.package}: ${error.message.split("\n")[0]}`);
@@ -194,7 +235,8 @@ async function main() {
   }
   if (args.query !== undefined) {
     try {
-      const rows = search(args.query, Number(args.limit)).map((name) => ({ name: String(name) }));
+      const hits = await search(args.query, Number(args.limit));
+      const rows = hits.map((name) => ({ name: String(name) }));
       process.stdout.write(`${JSON.stringify(rows)}\n`);
     } catch (error) {
       process.stderr.write(`node adapter: ${errorText(error)}\n`);
@@ -203,9 +245,11 @@ async function main() {
     return;
   }
   const lines = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
+  let written = Promise.resolve();
   lines.on("line", (line) => {
     if (line.trim() === "") return;
-    process.stdout.write(`${answer(search, line)}\n`);
+    const answered = answer(search, line);
+    written = written.then(async () => process.stdout.write(`${await answered}\n`));
   });
 }
 
