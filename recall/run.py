@@ -60,7 +60,7 @@ from recall.saved import (
     save_runs,
     store_run,
 )
-from recall.symbols import checkout_symbols, ctags_version, write_atomic
+from recall.symbols import checkout_symbols, ctags_identity, ctags_version, write_atomic
 
 DEFAULT_REGRESS = "regress.tsv"
 MAX_TIMEOUT_S = 86400.0  # a day: poll() and time_t overflow long before inf
@@ -490,7 +490,7 @@ def query_set_ceiling(
     code = hashlib.sha256()
     for module in (ceiling, derive, symbols):
         code.update(Path(module.__file__ or "").read_bytes())
-    key = {"data": data_key(pins, rows), "code": code.hexdigest(), "ctags": ctags_version()}
+    key = {"data": data_key(pins, rows), "code": code.hexdigest(), "ctags": ctags_identity()}
     digest = hashlib.sha256(orjson.dumps(key, option=orjson.OPT_SORT_KEYS)).hexdigest()
     path = cache / "ceilings" / f"{digest}.json"
     per_row = None

@@ -15,7 +15,7 @@ import git
 import pytest
 from conftest import ROOT, commit_files, make_repo, needs_ctags, run_cli, run_recall
 
-from recall.corpus import Pin, fetch, is_clean
+from recall.corpus import Pin, checkout_path, fetch, is_clean, load_pins
 
 CORPUS_FILES = {
     "lib/alpha.py": "def alpha_function():\n    pass\n\n\nclass BetaClass:\n    pass\n",
@@ -82,6 +82,10 @@ def world(tmp_path: Path) -> dict:
     for path in dirs.values():
         path.mkdir()
     return {"corpus": corpus, "queries": queries, "finder": finder, **dirs}
+
+
+def _checkout(world: dict) -> Path:
+    return checkout_path(world["cache"], load_pins(world["corpus"])["tiny"])
 
 
 def _args(world: dict, *extra: str) -> list[str]:
@@ -264,7 +268,7 @@ def test_finder_that_writes_into_the_checkout_is_named_and_the_checkout_rebuilt(
     assert proc.returncode == 0, proc.stderr
     run = json.loads(proc.stdout)["runs"][0]
     assert run["dirtied"] == ["tiny"]
-    checkout = world["cache"] / "corpora" / "tiny"
+    checkout = _checkout(world)
     assert not (checkout / "lib" / "written-by-finder.txt").exists()
     assert git.Repo(checkout).git.status("--porcelain", "--ignored") == ""
     text = run_cli(
@@ -408,7 +412,7 @@ def test_a_query_that_errors_in_the_candidate_counts_as_a_loss(world):
 @needs_ctags
 def test_a_checkout_edited_by_hand_is_rebuilt_before_the_first_query(world):
     _run_ok(world)
-    alpha = world["cache"] / "corpora" / "tiny" / "lib" / "alpha.py"
+    alpha = _checkout(world) / "lib" / "alpha.py"
     alpha.write_text(alpha.read_text() + "# edited by hand\n")
     proc = run_cli(*_args(world), cwd=world["finder"], env=_env(world, "peek"))
     assert proc.returncode == 0, proc.stderr
