@@ -19,7 +19,7 @@ import git
 import orjson
 
 from recall import __version__, ceiling, derive, symbols
-from recall.accept import Key, read_accepted
+from recall.accept import Key, in_selection, read_accepted
 from recall.bench import run_bench
 from recall.build import (
     base_binary,
@@ -132,7 +132,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         hand = [r for r in hand if r.repo in {row.repo for row in rows}]
     cases, skipped = _regress_cases(args, pins, rows)
     asked = rows + [case.row for case in cases]
-    accepted = read_accepted(Path(args.accept)) if args.accept else None
+    accepted = (
+        in_selection(read_accepted(Path(args.accept)), all_rows, rows) if args.accept else None
+    )
     cache, mirror = cache_root(args.cache), mirror_root(args.mirror)
     root = finder_root(Path(args.finder))
 
@@ -259,7 +261,8 @@ def cmd_merge(args: argparse.Namespace) -> int:
     it (the seconds are the shards' sums)."""
     corpus_path, queries_path = Path(args.corpus), query_set_path(args.queries)
     pins = load_pins(corpus_path)
-    rows = select(read_queries(queries_path, set(pins)), args.repo, args.type)
+    all_rows = read_queries(queries_path, set(pins))
+    rows = select(all_rows, args.repo, args.type)
     if not rows:
         raise RecallError(f"{queries_path}: no rows match the selection")
     cases, skipped = _regress_cases(args, pins, rows)
@@ -270,7 +273,9 @@ def cmd_merge(args: argparse.Namespace) -> int:
             raise RecallError(f"merge {args.files[0]}: ran other data than {path} has now")
     if (args.fail_on_loss or args.accept) and not merged.baseline:
         raise RecallError("--fail-on-loss and --accept need shards run with a baseline")
-    accepted = read_accepted(Path(args.accept)) if args.accept else None
+    accepted = (
+        in_selection(read_accepted(Path(args.accept)), all_rows, rows) if args.accept else None
+    )
     explain = merged.explain or [None] * len(merged.runs)
     measured = [
         Measured(run, key, len(rows), flags)

@@ -1,5 +1,6 @@
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -148,3 +149,41 @@ def test_list_on_the_real_cache_shows_the_gin_checkout(gin, real_cache):
         line.split("\t") for line in proc.stdout.splitlines() if line.startswith("corpora\tgin")
     )
     assert row[2].endswith("MB")
+
+
+@needs_ctags
+def test_prune_removes_a_checkout_of_the_old_name_only_layout_and_keeps_the_pins(filled):
+    """Checkouts are kept by pin (corpora/NAME-SHA12): a folder named by repo alone is
+    from the layout before, which a fetch of another pin would rebuild under a run."""
+    where, cache, pins = filled
+    demo = checkout_key(pins["demo"])
+    shutil.copytree(cache / "corpora" / demo, cache / "corpora" / "demo", symlinks=True)
+    proc = _cache(where, "prune")
+    assert proc.returncode == 0, proc.stderr
+    removed = {tuple(line.split("\t")[1:3]): line for line in proc.stdout.splitlines()[:-1]}
+    assert "kept by repo name only" in removed["corpora", "demo"]
+    assert ("corpora", demo) not in removed and (cache / "corpora" / demo / "m.py").is_file()
+    assert not (cache / "corpora" / "demo").exists()
+
+
+@needs_ctags
+def test_prune_of_an_entry_that_is_a_link_removes_the_link_only_and_says_so(filled, tmp_path):
+    """Issue 31 class 11: a symlink entry was "removed", yet came back to be removed again
+    on the next prune (its folder renamed aside, then never deleted); the place it points
+    at is never followed into."""
+    where, cache, pins = filled
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "keep.txt").write_text("not the cache's")
+    (cache / "corpora" / "linked").symlink_to(elsewhere)
+    first = _cache(where, "prune")
+    assert first.returncode == 0, first.stderr
+    (line,) = [x for x in first.stdout.splitlines() if "\tlinked\t" in x]
+    assert line.startswith("removed the link\tcorpora\tlinked\t")
+    assert f"only the link: {elsewhere} is left as it was" in line
+    assert not (cache / "corpora" / "linked").is_symlink()
+    assert (elsewhere / "keep.txt").read_text() == "not the cache's"
+    again = _cache(where, "prune")
+    assert again.stdout.splitlines() == ["freed 0 B"], again.stdout
+    left = [p.name for p in (cache / "corpora").iterdir() if p.is_dir() or p.is_symlink()]
+    assert left == [checkout_key(pins["demo"])]
