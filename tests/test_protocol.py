@@ -2,6 +2,7 @@
 step with its request is an error of the run, never a silent shift onto the next query, and
 a finder that dies says how it died."""
 
+import re
 import sys
 import time
 from pathlib import Path
@@ -255,3 +256,35 @@ def test_a_run_error_on_one_corpus_ends_the_queries_of_the_others_at_once(tmp_pa
     with pytest.raises(RecallError, match="carries id 2"):
         run_binary(binary, rows, corpora, jobs=2, timeout=60)
     assert time.monotonic() - started < 20
+
+
+MISSING_CWD = ('cwd = "{db}/missing"\n', r"cwd /\S+/missing does not exist")
+CWD_A_FILE = ('cwd = "{tree}/engine.toml"\n', r"cwd TREE/engine.toml is not a folder")
+MISSING_STDIN = ('stdin = "{db}/missing.txt"\n', r"stdin /\S+/missing.txt does not exist")
+
+
+@pytest.mark.parametrize(
+    ("keys", "message", "batch"),
+    # a batch process reads the harness's pipe, never the stdin file
+    [(*MISSING_CWD, False), (*CWD_A_FILE, False), (*MISSING_STDIN, False),
+     (*MISSING_CWD, True), (*CWD_A_FILE, True)],
+)  # fmt: skip
+def test_a_missing_cwd_or_stdin_names_the_engine_key_and_the_path(
+    tmp_path, gin_corpus, keys, message, batch
+):
+    """Issue 31 class 11: the spawn's ENOENT read `cannot start python3`, blaming the
+    program; it is the engine description's key and path, an error of the run."""
+    engine = tmp_path / "engine.toml"
+    engine.write_text(
+        '[engine]\nbin = ["{python}", "-c", "print(1)"]\nquery = ["{bin}", "{query}"]\n'
+        + ('batch = ["{bin}"]\n' if batch else "")
+        + keys
+    )
+    binary = FinderBuild("misplaced", load_engine(engine), tmp_path, sys.executable)
+    rows = [QueryRow("gin", "Context", "exact", "Context")]
+    with pytest.raises(RecallError) as caught:
+        run_binary(binary, rows, gin_corpus, jobs=1, timeout=60)
+    expected = f"engine {re.escape(str(engine))}: " + message.replace(
+        "TREE", re.escape(str(tmp_path))
+    )
+    assert re.fullmatch(expected, str(caught.value)), str(caught.value)
