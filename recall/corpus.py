@@ -313,7 +313,7 @@ def fetch(pin: Pin, cache: Path, mirror: Path | None = None, *, deep: bool = Fal
     try:
         root.mkdir(parents=True, exist_ok=True)
         with locked(root / f"{key}.lock"):
-            for stale in leftovers(root, key):
+            for stale in _leftovers(root, key):
                 shutil.rmtree(stale, ignore_errors=True)
             problem = checkout_problem(pin, final)
             if problem is None and deep and not is_clean(Checkout(pin, final)):
@@ -339,7 +339,7 @@ def fetch(pin: Pin, cache: Path, mirror: Path | None = None, *, deep: bool = Fal
     return Checkout(pin, final)
 
 
-def leftovers(root: Path, key: str) -> list[Path]:
+def _leftovers(root: Path, key: str) -> list[Path]:
     """The temporary folders a killed build of checkout key left in root: `.tmp-KEY-XXXX`
     and `.tmp-KEY-old-XXXX` (mkdtemp's XXXX holds no dash, so no other key's match)."""
     prefix = f".tmp-{key}-"
@@ -412,7 +412,7 @@ def _build_checkout(pin: Pin, root: Path, final: Path, mirror: Path | None) -> N
         tmp.rename(final)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-        for trash in leftovers(root, final.name):
+        for trash in _leftovers(root, final.name):
             if trash.name.startswith(f".tmp-{final.name}-old-"):
                 shutil.rmtree(trash, ignore_errors=True)
 
