@@ -12,7 +12,7 @@ from pathlib import Path
 
 from recall.errors import RecallError
 from recall.model import Change, Diff, Stale
-from recall.queryset import read_lines
+from recall.queryset import QueryRow, read_lines
 
 HEADER = ("repo", "query", "source")
 
@@ -29,6 +29,17 @@ def read_accepted(path: Path) -> list[Key]:
             raise RecallError(f"{path}:{number}: expected repo<TAB>query<TAB>source")
         keys.append((fields[0], fields[1], fields[2]))
     return keys
+
+
+def in_selection(accepted: list[Key], every: list[QueryRow], ran: list[QueryRow]) -> list[Key]:
+    """The accepted rows a run can judge: of a repo it ran, and not a row of the query set
+    that its selection (--type, --shard) left out. A row outside the selection is neither
+    accepted nor stale in this run; a row of a repo run that the query set does not hold
+    (any more) can never lose again, so it stays in to be named stale."""
+    repos = {row.repo for row in ran}
+    ran_keys = {(row.repo, row.query, row.source) for row in ran}
+    left_out = {(row.repo, row.query, row.source) for row in every} - ran_keys
+    return [key for key in accepted if key[0] in repos and key not in left_out]
 
 
 def apply_accepted(diff: Diff, accepted: list[Key]) -> Diff:

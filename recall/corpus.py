@@ -203,7 +203,12 @@ _HELD: list[typing.IO[bytes]] = []
 def hold_in_use(lock_path: Path) -> None:
     """Mark a cache entry in use by this process until it exits: a shared lock that
     `recall cache prune` cannot take exclusively, and an mtime that says when it was last
-    used. Taken before the entry is fetched or built, so prune cannot slip in between."""
+    used. Taken before the entry is fetched or built, so prune cannot slip in between; a
+    second call for the same entry keeps the one lock (so the process can make it
+    exclusive, see _sole_user)."""
+    if _held(lock_path) is not None:
+        os.utime(lock_path)
+        return
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     handle = open(lock_path, "a+b")  # noqa: SIM115 - held until the process exits
     fcntl.flock(handle, fcntl.LOCK_SH)
@@ -211,10 +216,49 @@ def hold_in_use(lock_path: Path) -> None:
     _HELD.append(handle)
 
 
+def _held(lock_path: Path) -> typing.IO[bytes] | None:
+    return next((h for h in _HELD if h.name == os.fspath(lock_path) and not h.closed), None)
+
+
 def release_in_use() -> None:
     """Drop every in-use mark this process holds, for a process that outlives its run."""
     while _HELD:
         _HELD.pop().close()
+
+
+@contextlib.contextmanager
+def _sole_user(lock_path: Path) -> Iterator[bool]:
+    """An entry's in-use mark taken exclusively while no other process holds it (the
+    mark this process already holds is converted): True for the time of the block, after
+    which this process holds the mark shared, as hold_in_use leaves it; or False at once.
+    It never waits, so two runs that each hold a checkout the other must rebuild cannot
+    wait on each other for ever."""
+    handle = _held(lock_path)
+    fresh = handle is None
+    if handle is None:
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(lock_path, "a+b")  # noqa: SIM115 - kept in _HELD once the block succeeds
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        if fresh:
+            handle.close()
+        else:
+            fcntl.flock(handle, fcntl.LOCK_SH)  # a failed conversion may have dropped it
+        yield False
+        return
+    try:
+        yield True
+    except BaseException:
+        if fresh:
+            handle.close()
+        else:
+            fcntl.flock(handle, fcntl.LOCK_SH)
+        raise
+    fcntl.flock(handle, fcntl.LOCK_SH)
+    os.utime(lock_path)
+    if fresh:
+        _HELD.append(handle)
 
 
 @contextlib.contextmanager
@@ -242,29 +286,68 @@ def corpora_dir(cache: Path) -> Path:
     return cache / "corpora"
 
 
+def checkout_key(pin: Pin) -> str:
+    """The folder of pin's checkout under corpora/: its name and sha, so that two clones
+    of a project that pin one repo at two commits share a cache without either rebuilding
+    the other's checkout under a running run."""
+    return f"{pin.name}-{pin.sha[:12]}"
+
+
+def checkout_path(cache: Path, pin: Pin) -> Path:
+    return corpora_dir(cache) / checkout_key(pin)
+
+
 def fetch(pin: Pin, cache: Path, mirror: Path | None = None, *, deep: bool = False) -> Checkout:
     """Return the frozen checkout of pin, fetching and building it only if it is not there;
-    deep also rebuilds one that a finder wrote into (is_clean, not just checkout_problem)."""
+    deep also rebuilds one that a finder wrote into (is_clean, not just checkout_problem).
+
+    The checkout is then held in use by this process until it exits (hold_in_use: prune
+    leaves it, and nobody rebuilds it under this process's feet). Check, build and hold
+    happen under the pin's build lock, which prune must take too, so nothing slips in
+    between. A rebuild needs the checkout to itself: if another process holds it, fetch
+    refuses rather than change the tree that process is answering from."""
     root = corpora_dir(cache)
-    final = root / pin.name
+    key = checkout_key(pin)
+    final = root / key
+    in_use = use_lock(cache, "corpora", key)
     try:
         root.mkdir(parents=True, exist_ok=True)
-        with locked(root / f"{pin.name}.lock"):
-            for stale in root.glob(f".tmp-{pin.name}-*"):
+        with locked(root / f"{key}.lock"):
+            for stale in _leftovers(root, key):
                 shutil.rmtree(stale, ignore_errors=True)
             problem = checkout_problem(pin, final)
             if problem is None and deep and not is_clean(Checkout(pin, final)):
                 problem = "the checkout no longer matches its pin (files changed, added or touched)"
             if problem is None:
+                hold_in_use(in_use)
                 return Checkout(pin, final)
-            if final.exists():
-                print(f"recall: {pin.name}: {problem}; rebuilding the checkout", file=sys.stderr)
-            _build_checkout(pin, root, final, mirror)
+            with _sole_user(in_use) as sole:
+                if not sole:
+                    raise RecallError(
+                        f"checkout {final}: {problem}, but another run is using it; "
+                        f"run again once it has ended"
+                    )
+                if final.exists():
+                    print(
+                        f"recall: {pin.name}: {problem}; rebuilding the checkout", file=sys.stderr
+                    )
+                _build_checkout(pin, root, final, mirror)
     except OSError as exc:
         raise RecallError(f"cache {root}: {exc.strerror or exc}") from None
     except git.GitCommandError as exc:  # a full or read-only disk, seen through git
         raise RecallError(f"cache {root}: {pin.name}: {_last_line(exc.stderr)}") from None
     return Checkout(pin, final)
+
+
+def _leftovers(root: Path, key: str) -> list[Path]:
+    """The temporary folders a killed build of checkout key left in root: `.tmp-KEY-XXXX`
+    and `.tmp-KEY-old-XXXX` (mkdtemp's XXXX holds no dash, so no other key's match)."""
+    prefix = f".tmp-{key}-"
+    return [
+        path
+        for path in root.glob(f"{prefix}*")
+        if "-" not in path.name.removeprefix(prefix).removeprefix("old-")
+    ]
 
 
 def checkout_problem(pin: Pin, path: Path) -> str | None:
@@ -306,7 +389,7 @@ def read_marker(marker: Path) -> dict[str, str] | None:
 
 
 def _build_checkout(pin: Pin, root: Path, final: Path, mirror: Path | None) -> None:
-    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{pin.name}-", dir=root))
+    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{final.name}-", dir=root))
     try:
         source = _fetch_source(pin, mirror)
         repo = git.Repo.init(tmp)
@@ -324,13 +407,14 @@ def _build_checkout(pin: Pin, root: Path, final: Path, mirror: Path | None) -> N
             repo.git.remote("add", "origin", pin.url)
         (tmp / ".git" / MARKER).write_bytes(orjson.dumps({"sha": pin.sha, "tree": tree}))
         if final.exists():
-            trash = Path(tempfile.mkdtemp(prefix=f".tmp-{pin.name}-old-", dir=root))
+            trash = Path(tempfile.mkdtemp(prefix=f".tmp-{final.name}-old-", dir=root))
             final.rename(trash / "checkout")
         tmp.rename(final)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-        for trash in root.glob(f".tmp-{pin.name}-old-*"):
-            shutil.rmtree(trash, ignore_errors=True)
+        for trash in _leftovers(root, final.name):
+            if trash.name.startswith(f".tmp-{final.name}-old-"):
+                shutil.rmtree(trash, ignore_errors=True)
 
 
 def _fetch_source(pin: Pin, mirror: Path | None) -> str:
@@ -380,8 +464,11 @@ def freeze_mtimes(root: Path) -> None:
 
 
 def is_clean(checkout: Checkout) -> bool:
-    """The deep check: no file changed, added or written into ignored paths, and every
-    mtime still frozen (a touched file is a recency signal the next finder would see)."""
+    """The deep check: the checkout still holds its pin (its marker's sha, the pinned tree
+    at HEAD), no file changed, added or written into ignored paths, and every mtime still
+    frozen (a touched file is a recency signal the next finder would see)."""
+    if checkout_problem(checkout.pin, checkout.path) is not None:
+        return False
     try:
         repo = git.Repo(checkout.path)
         with repo:

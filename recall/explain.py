@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
+from pathlib import Path
 
 from recall.corpus import Pin
+from recall.errors import RecallError
 from recall.model import TOP, Corpus, FinderBuild, QueryResult
 from recall.queryset import HAND, QueryRow
 from recall.session import Session
@@ -43,6 +45,21 @@ def pick_row(
     if sourced:
         return sourced[0]
     return QueryRow(repo, query, HAND, "")
+
+
+def check_source(
+    row: QueryRow, names: list[str], given: bool, rows: list[QueryRow], queries: Path
+) -> None:
+    """The source must be a name of the corpus at its pin, as `run` demands of every row:
+    a source that is not (a typo, a name from another pin) would read as the finder's miss.
+    given: it came from --source; else it is a row of the query set, named by its line."""
+    if not row.source or row.source in set(names):
+        return
+    if given:
+        where = f"--source {row.source!r}"
+    else:
+        where = f"{queries}:{rows.index(row) + 2}: source {row.source!r}"
+    raise RecallError(f"{where} is not a name of {row.repo} at its pin")
 
 
 def explain_one(binary: FinderBuild, corpus: Corpus, row: QueryRow, timeout: float) -> Side:

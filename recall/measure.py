@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Literal, TypeVar
 
-from recall.corpus import Pin, fetch, hold_in_use, is_clean, use_lock
+from recall.corpus import Pin, fetch, is_clean
 from recall.errors import RecallError
 from recall.model import Corpus, FinderBuild, QueryResult, RunResult
 from recall.queryset import QueryRow
@@ -29,11 +29,11 @@ JOIN_MIN = 64  # rows a corpus must have left for another batch process to start
 
 
 def open_corpus(pin: Pin, cache: Path, mirror: Path | None) -> Corpus:
-    """A pin's checkout, marked in use by this process (so prune leaves it), fetched, with
-    its names listed: what every binary run on it needs. The checkout is checked deeply
+    """A pin's checkout, fetched and held in use by this process (so that neither prune nor
+    another run's rebuild touches it while this process runs), with its names listed:
+    what every binary run on it needs. The checkout is checked deeply
     (every file, ignored paths and mtimes too) and rebuilt if it is not the pin byte for
     byte, so a hand edit in the cache is undone before the first query, not found after."""
-    hold_in_use(use_lock(cache, "corpora", pin.name))
     checkout = fetch(pin, cache, mirror, deep=True)
     return Corpus(checkout, distinct_names(checkout_symbols(checkout, cache)), cache, mirror)
 

@@ -18,7 +18,7 @@ import git
 import orjson
 
 from recall import __version__, ceiling, derive, symbols
-from recall.accept import Key, read_accepted
+from recall.accept import Key, in_selection, read_accepted
 from recall.bench import run_bench
 from recall.build import (
     base_binary,
@@ -73,7 +73,7 @@ from recall.saved import (
     save_runs,
     store_run,
 )
-from recall.symbols import checkout_symbols, ctags_version, write_atomic
+from recall.symbols import checkout_symbols, ctags_identity, ctags_version, write_atomic
 
 DEFAULT_REGRESS = "regress.tsv"
 MAX_TIMEOUT_S = 86400.0  # a day: poll() and time_t overflow long before inf
@@ -146,7 +146,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         hand = [r for r in hand if r.repo in {row.repo for row in rows}]
     cases, skipped = _regress_cases(args, pins, rows)
     asked = rows + [case.row for case in cases]
-    accepted = read_accepted(Path(args.accept)) if args.accept else None
+    accepted = (
+        in_selection(read_accepted(Path(args.accept)), all_rows, rows) if args.accept else None
+    )
     cache, mirror = cache_root(args.cache), mirror_root(args.mirror)
     root = finder_root(Path(args.finder))
 
@@ -323,7 +325,9 @@ def cmd_merge(args: argparse.Namespace) -> int:
             raise RecallError(f"merge {args.files[0]}: ran other data than {path} has now")
     if (args.fail_on_loss or args.accept) and not merged.baseline:
         raise RecallError("--fail-on-loss and --accept need shards run with a baseline")
-    accepted = read_accepted(Path(args.accept)) if args.accept else None
+    accepted = (
+        in_selection(read_accepted(Path(args.accept)), all_rows, rows) if args.accept else None
+    )
     explain = merged.explain or [None] * len(merged.runs)
     measured = [
         Measured(run, key, len(rows), flags)
@@ -628,7 +632,7 @@ def query_set_ceiling(
     code = hashlib.sha256()
     for module in (ceiling, derive, symbols):
         code.update(Path(module.__file__ or "").read_bytes())
-    key = {"data": data_key(pins, rows), "code": code.hexdigest(), "ctags": ctags_version()}
+    key = {"data": data_key(pins, rows), "code": code.hexdigest(), "ctags": ctags_identity()}
     digest = hashlib.sha256(orjson.dumps(key, option=orjson.OPT_SORT_KEYS)).hexdigest()
     path = cache / "ceilings" / f"{digest}.json"
     per_row = None

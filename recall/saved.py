@@ -25,7 +25,7 @@ from recall.engine import Engine
 from recall.errors import RecallError
 from recall.model import TOP, Hit, QueryResult, RunResult
 from recall.queryset import QueryRow, queries_digest
-from recall.symbols import ctags_version, write_atomic
+from recall.symbols import ctags_identity, write_atomic
 
 # Bump when what a stored result means changes (ranking rule, fields, parsing, or what
 # a run must pass before it is stored: 2 checks every source against its corpus's names).
@@ -42,7 +42,7 @@ def run_key(identity: str, engine: Engine, asked: dict, timeout: float) -> dict:
         "binary": identity,
         "engine": engine.digest,
         **asked,
-        "ctags": ctags_version(),
+        "ctags": ctags_identity(),
         "python": platform.python_version(),
         "timeout": timeout,
         "environment": environment_key(engine),

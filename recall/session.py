@@ -199,17 +199,35 @@ class Session:
         """Run argv in its own process group; on timeout the whole group is killed."""
         try:
             if self._stdin_path:
-                with open(self._stdin_path, "rb") as stdin:
+                with self._open_stdin(self._stdin_path) as stdin:
                     child = self._spawner.start(argv, stdin.fileno())
             else:
                 child = self._spawner.start(argv, self._devnull)
         except OSError as exc:
+            self._check_cwd()
             return 127, b"", f"cannot start {argv[0]}: {exc.strerror}".encode()
         self._started(child.pid)
         try:
             return communicate(child, timeout)
         finally:
             self._finished(child.pid)
+
+    def _open_stdin(self, path: str) -> BinaryIO:
+        """The engine's `stdin` file; one it cannot open is the engine description's fault
+        (a key naming a path), not the program's, and so an error of the run."""
+        try:
+            return open(path, "rb")
+        except OSError as exc:
+            why = " does not exist" if isinstance(exc, FileNotFoundError) else f": {exc.strerror}"
+            raise RecallError(f"engine {self.engine.source}: stdin {path}{why}") from None
+
+    def _check_cwd(self) -> None:
+        """A process that cannot start because its `cwd` is missing: an error of the engine
+        description naming the key and the path (the spawn's own error would blame the
+        program: `cannot start fzf`)."""
+        if not os.path.isdir(self._cwd):
+            why = "is not a folder" if os.path.exists(self._cwd) else "does not exist"
+            raise RecallError(f"engine {self.engine.source}: cwd {self._cwd} {why}")
 
     def query_one(self, row: QueryRow) -> QueryResult:
         code, out, err = self.run(self._query_argv.fill(row.query, "0"), self.timeout)
@@ -257,6 +275,7 @@ class Session:
         try:
             proc = self._spawner.start_piped(self._argv(self.engine.batch))
         except OSError as exc:
+            self._check_cwd()
             raise RecallError(f"cannot start {self.binary.label}: {exc.strerror}") from None
         self._started(proc.pid)
         reader = AnswerReader(proc.stdout, proc.stderr)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -41,24 +42,82 @@ class Symbol:
     scope: str
 
 
-@cache
-def ctags_version() -> str:
-    """The Universal Ctags version string; a missing, foreign or JSON-less ctags is an error."""
+# Every ctags call starts with these: `--options=NONE` first (ctags honours it only
+# there), so no option file (~/.ctags.d, ./.ctags.d, ctags.d, $XDG_CONFIG_HOME/ctags) and
+# no environment variable adds a regex or drops a kind behind the keys' back. They are part
+# of ctags_identity(), so a change to them is a change of every key that holds it.
+CTAGS_OPTIONS = ("--options=NONE", "--output-format=json", "--fields=+nKZ", "--fields=-P")
+
+
+@dataclass(frozen=True)
+class CtagsProgram:
+    path: str  # as found on PATH (run as is: argv[0] decides ctags or etags mode)
+    version: str
+    sha256: str  # of the program's bytes: a wrapper or a rebuild changes it, not the version
+
+
+def ctags_program() -> CtagsProgram:
+    """The ctags on PATH, checked to be a Universal Ctags with JSON output; looked up on
+    every call (a test or a user may change PATH) and probed once per file version."""
+    found = shutil.which("ctags")
+    if found is None:
+        raise RecallError(f"ctags not found or not working: {INSTALL_HINT}")
+    found = os.path.abspath(found)
     try:
-        out = subprocess.run(
-            ["ctags", "--version"], capture_output=True, text=True, check=True
-        ).stdout
-        features = subprocess.run(
-            ["ctags", "--list-features"], capture_output=True, text=True, check=True
-        ).stdout
-    except (OSError, subprocess.CalledProcessError):
+        stat = os.stat(found)
+    except OSError:
         raise RecallError(f"ctags not found or not working: {INSTALL_HINT}") from None
+    return _probe(found, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+
+
+@cache
+def _probe(path: str, _inode: int, _size: int, _mtime_ns: int) -> CtagsProgram:
+    """What ctags_program() says of one version of a file (its stat is the cache key)."""
+    with tempfile.TemporaryDirectory(prefix="recall-ctags-") as home:
+        try:
+            digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+            out, features = (
+                subprocess.run(
+                    [path, "--options=NONE", flag], capture_output=True, text=True,
+                    check=True, cwd=home, env=ctags_environment(home),
+                ).stdout
+                for flag in ("--version", "--list-features")
+            )  # fmt: skip
+        except (OSError, subprocess.CalledProcessError):
+            raise RecallError(f"ctags not found or not working: {INSTALL_HINT}") from None
     first = out.splitlines()[0] if out else ""
     if not first.startswith("Universal Ctags"):
         raise RecallError(f"ctags is not Universal Ctags ({first!r}): {INSTALL_HINT}")
     if "json" not in features.split():
         raise RecallError(f"ctags has no JSON output: {INSTALL_HINT} built with libjansson")
-    return first.split(",")[0].removeprefix("Universal Ctags").strip()
+    version = first.split(",")[0].removeprefix("Universal Ctags").strip()
+    return CtagsProgram(path, version, digest)
+
+
+def ctags_version() -> str:
+    """The Universal Ctags version string, for people (meta, doctor); keys hold
+    ctags_identity(). A missing, foreign or JSON-less ctags is an error."""
+    return ctags_program().version
+
+
+def ctags_identity() -> dict[str, object]:
+    """Everything of ctags that decides the names it lists: its version, its program's
+    content and the options every call gets. The symbols, ceiling and results keys hold it."""
+    program = ctags_program()
+    return {"version": program.version, "sha256": program.sha256, "options": list(CTAGS_OPTIONS)}
+
+
+def ctags_environment(home: str) -> dict[str, str]:
+    """The whole environment ctags runs in: no CTAGS variable or other of the caller's, and
+    HOME and XDG_CONFIG_HOME in an empty folder of the harness's (belt and braces with
+    --options=NONE), so that no configuration of the user's reaches it."""
+    return {
+        "HOME": home,
+        "XDG_CONFIG_HOME": os.path.join(home, ".config"),
+        "PATH": os.defpath,
+        "LC_ALL": "C",
+        "TMPDIR": tempfile.gettempdir(),
+    }
 
 
 def is_searchable(name: str) -> bool:
@@ -76,12 +135,9 @@ def extract(root: Path, language: str) -> list[Symbol]:
     """Every definition under root in the corpus language, sorted so the order never
     depends on the file system's directory order."""
     ctags_lang = LANGUAGES[language]
-    ctags_version()
-    argv = [
-        "ctags", "-R", f"--languages={ctags_lang}", "--output-format=json",
-        "--fields=+nKZ", "--fields=-P", "-f", "-", ".",
-    ]  # fmt: skip
-    proc = subprocess.run(argv, cwd=root, capture_output=True)
+    argv = [ctags_program().path, *CTAGS_OPTIONS, "-R", f"--languages={ctags_lang}", "-f", "-", "."]
+    with tempfile.TemporaryDirectory(prefix="recall-ctags-") as home:
+        proc = subprocess.run(argv, cwd=root, capture_output=True, env=ctags_environment(home))
     if proc.returncode != 0:
         tail = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-1:]
         raise RecallError(f"ctags failed in {root}: {' '.join(tail) or proc.returncode}")
@@ -105,10 +161,16 @@ def extract(root: Path, language: str) -> list[Symbol]:
     return sorted(symbols)
 
 
+def symbols_key(tree: str, language: str, ctags: dict[str, object]) -> str:
+    """The symbols cache entry of a tree's names in language, listed by ctags (an identity
+    as ctags_identity() gives it): `recall cache prune` tells live entries by it too."""
+    identity = orjson.dumps(ctags, option=orjson.OPT_SORT_KEYS).decode()
+    return hashlib.sha256(f"{tree}\0{language}\0{identity}".encode()).hexdigest()[:24]
+
+
 def cached_symbols(root: Path, language: str, tree: str, cache: Path) -> list[Symbol]:
-    """extract(), memoised in the cache by the checkout's tree and the ctags version."""
-    key = hashlib.sha256(f"{tree}\0{language}\0{ctags_version()}".encode()).hexdigest()[:24]
-    path = cache / "symbols" / f"{key}.json"
+    """extract(), memoised in the cache by the checkout's tree and ctags's identity."""
+    path = cache / "symbols" / f"{symbols_key(tree, language, ctags_identity())}.json"
     try:
         symbols = _decode_symbols(orjson.loads(path.read_bytes()))
     except FileNotFoundError:

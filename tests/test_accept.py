@@ -1,8 +1,20 @@
-import pytest
+import json
 
-from recall.accept import apply_accepted, read_accepted
+import pytest
+from conftest import (
+    ROOT,
+    SUBSEQUENCE_ENGINE,
+    SUBSEQUENCE_FINDER,
+    make_repo,
+    needs_ctags,
+    needs_mirror,
+    run_cli,
+)
+
+from recall.accept import apply_accepted, in_selection, read_accepted
 from recall.errors import RecallError
 from recall.model import Diff, Lost, Stale
+from recall.queryset import QueryRow
 from recall.stats import compare
 
 
@@ -37,3 +49,39 @@ def test_the_file_takes_an_optional_header_and_refuses_a_short_row_naming_its_li
     path.write_text("gin\ta\tA\ngin\tb\n")
     with pytest.raises(RecallError, match=r"accepted.tsv:2: expected repo<TAB>query<TAB>source"):
         read_accepted(path)
+
+
+def test_an_accepted_row_outside_the_selection_is_neither_accepted_nor_stale():
+    ran = [QueryRow("gin", "a", "abbr3", "A"), QueryRow("gin", "b", "abbr3", "B")]
+    every = [*ran, QueryRow("gin", "c", "abbr2", "C"), QueryRow("tokio", "t", "abbr3", "T")]
+    accepted = [("gin", "a", "A"), ("gin", "c", "C"), ("tokio", "t", "T"), ("gin", "gone", "G")]
+    assert in_selection(accepted, every, ran) == [("gin", "a", "A"), ("gin", "gone", "G")]
+
+
+@needs_ctags
+@needs_mirror
+def test_repo_and_type_selection_lists_only_its_own_accepted_rows_as_stale(
+    gin, real_cache, tmp_path
+):
+    """Issue 31 class 11: `--repo gin --accept docs/accepted.tsv` listed every other repo's
+    accepted rows as "stale (no longer lost)"; a row the --type left out is not stale either.
+    A gin row that no row of the query set holds any more is."""
+    make_repo(
+        tmp_path / "finder", {"finder.py": SUBSEQUENCE_FINDER, "recall.toml": SUBSEQUENCE_ENGINE}
+    )
+    queries = tmp_path / "queries.tsv"
+    queries.write_text(
+        "repo\tquery\ttype\tsource\ngin\tcontxt\tabbr3\tContext\ngin\tcoxt\tabbr2\tContext\n"
+        "tokio\tspwn\tabbr3\tspawn\n"
+    )
+    accepted = tmp_path / "accepted.tsv"
+    accepted.write_text("gin\tcoxt\tContext\ntokio\tspwn\tspawn\ngin\tzz\tZz\n")
+    proc = run_cli(
+        "--finder", str(tmp_path / "finder"), "--corpus", str(ROOT / "corpus.json"),
+        "--queries", str(queries), "--cache", str(real_cache), "--repo", "gin",
+        "--type", "abbr3", "--base", "HEAD", "--accept", str(accepted), "--json",
+        cwd=tmp_path / "finder",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    diff = json.loads(proc.stdout)["diff"]
+    assert diff["stale_accepted"] == [{"repo": "gin", "query": "zz", "source": "Zz"}]

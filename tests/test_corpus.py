@@ -8,9 +8,19 @@ from pathlib import Path
 
 import git
 import pytest
-from conftest import ROOT, make_repo, mirror_dir, needs_mirror, run_cli
+from conftest import ROOT, make_repo, mirror_dir, needs_ctags, needs_mirror, run_cli
 
-from recall.corpus import FROZEN_EPOCH, Pin, fetch, is_clean, load_pins
+from recall.corpus import (
+    FROZEN_EPOCH,
+    Pin,
+    checkout_key,
+    checkout_path,
+    fetch,
+    is_clean,
+    load_pins,
+    release_in_use,
+    try_exclusive,
+)
 from recall.errors import RecallError
 
 
@@ -62,8 +72,11 @@ def test_unreachable_url_names_the_repo_and_leaves_nothing(tmp_path):
     pin = Pin("ghost", (tmp_path / "nowhere").as_uri(), "a" * 40, "python")
     with pytest.raises(RecallError, match=r"ghost.*nowhere"):
         fetch(pin, tmp_path / "cache")
-    left = [p.name for p in (tmp_path / "cache" / "corpora").iterdir()]
-    assert left == ["ghost.lock"]
+    corpora = tmp_path / "cache" / "corpora"
+    left = sorted(p.name for p in corpora.iterdir())
+    assert left == ["ghost-aaaaaaaaaaaa.inuse", "ghost-aaaaaaaaaaaa.lock"]  # and no folder
+    with try_exclusive(corpora / "ghost-aaaaaaaaaaaa.inuse") as free:
+        assert free  # this process holds no in-use mark of a checkout it has not got
 
 
 def test_unreachable_url_from_the_cli_exits_2_with_one_line(tmp_path):
@@ -76,7 +89,7 @@ def test_unreachable_url_from_the_cli_exits_2_with_one_line(tmp_path):
     )  # fmt: skip
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "ghost" in proc.stderr and url in proc.stderr
-    assert not (tmp_path / "cache" / "corpora" / "ghost").exists()
+    assert not [p for p in (tmp_path / "cache" / "corpora").iterdir() if p.is_dir()]
 
 
 def test_tampered_checkout_is_detected_and_rebuilt(upstream, tmp_path, capsys):
@@ -106,11 +119,12 @@ def test_leftover_temporary_folder_is_never_trusted(upstream, tmp_path):
     path, sha = upstream
     corpora = tmp_path / "cache" / "corpora"
     corpora.mkdir(parents=True)
-    (corpora / ".tmp-demo-abc").mkdir()
-    (corpora / "demo").mkdir()  # a half-made checkout with no marker
+    key = checkout_key(pin_for(path, sha))
+    (corpora / f".tmp-{key}-abc").mkdir()
+    (corpora / key).mkdir()  # a half-made checkout with no marker
     checkout = fetch(pin_for(path, sha), tmp_path / "cache")
     assert (checkout.path / "a.py").exists()
-    assert not (corpora / ".tmp-demo-abc").exists()
+    assert not (corpora / f".tmp-{key}-abc").exists()
 
 
 FETCH_SCRIPT = """
@@ -138,10 +152,10 @@ def test_two_concurrent_fetches_end_with_one_good_checkout(upstream, tmp_path):
     outs = [p.communicate(timeout=120) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outs
     assert outs[0][0] == outs[1][0]
+    key = checkout_key(pin)
     assert sorted(p.name for p in (tmp_path / "cache" / "corpora").iterdir()) == [
-        "demo",
-        "demo.lock",
-    ]
+        key, f"{key}.inuse", f"{key}.lock",
+    ]  # fmt: skip
 
 
 @needs_mirror
@@ -154,10 +168,140 @@ def test_sigkill_during_a_real_fetch_leaves_nothing_trusted(tmp_path, pins):
     time.sleep(0.4)
     os.killpg(proc.pid, signal.SIGKILL)  # the job, git included: an orphan git would
     proc.wait()  # keep writing into the folder the next fetch sweeps
-    assert not (cache / "corpora" / "rails" / ".git" / "recall-pin.json").exists()
+    assert not (checkout_path(cache, pin) / ".git" / "recall-pin.json").exists()
     checkout = fetch(pin, cache)
     assert is_clean(checkout)
     assert not list((cache / "corpora").glob(".tmp-*"))
+
+
+# Two clones of a finder project pinning the same repo at two commits, sharing one cache.
+MOVING_FINDER = """
+import pathlib, re, sys, time
+query, corpus = sys.argv[1], pathlib.Path(sys.argv[2])
+pathlib.Path(STARTED).write_text("asked")
+while not pathlib.Path(GO).exists():  # the run stays in progress until the test says go
+    time.sleep(0.05)
+for path in sorted(corpus.rglob("*.py")):
+    print("\\n".join(re.findall(r"def (\\w+)", path.read_text())))
+"""
+MOVING_ENGINE = """[engine]
+bin = ["{python}", "{tree}/finder.py"]
+query = ["{bin}", "{query}", "{corpus}"]
+output = "lines"
+"""
+
+
+def _two_pins_of_demo(tmp_path: Path) -> tuple[Path, Path]:
+    """corpus.json files of two clones: demo at its first commit (alpha_one) and at its
+    second (beta_two), in folders of their own."""
+    repo = make_repo(tmp_path / "demo", {"m.py": "def alpha_one():\n    pass\n"})
+    first = repo.head.commit.hexsha
+    (tmp_path / "demo" / "m.py").write_text("def beta_two():\n    pass\n")
+    repo.index.add(["m.py"])
+    second = repo.index.commit("rename").hexsha
+    clones = []
+    for name, sha in (("one", first), ("two", second)):
+        (tmp_path / name).mkdir()
+        pin = {"url": (tmp_path / "demo").as_uri(), "sha": sha, "language": "python"}
+        (tmp_path / name / "corpus.json").write_text(json.dumps({"demo": pin}))
+        clones.append(tmp_path / name)
+    return clones[0], clones[1]
+
+
+@needs_ctags
+def test_a_fetch_of_another_pin_of_the_same_repo_leaves_a_running_run_its_tree(tmp_path):
+    """Issue 31 class 6: clone two fetches demo at another commit while clone one's run is
+    in progress. The run still answers from its own pin (alpha_one #1, exit 0), and
+    `recall fetch` prints the other pin's own checkout."""
+    one, two = _two_pins_of_demo(tmp_path)
+    started, go = tmp_path / "started", tmp_path / "go"
+    finder_text = MOVING_FINDER.replace("STARTED", repr(str(started))).replace("GO", repr(str(go)))
+    finder = tmp_path / "finder"
+    make_repo(finder, {"finder.py": finder_text, "recall.toml": MOVING_ENGINE})
+    (one / "queries.tsv").write_text("repo\tquery\ttype\tsource\ndemo\talpone\tabbr3\talpha_one\n")
+    cache = tmp_path / "cache"
+    run = subprocess.Popen(
+        [sys.executable, "-m", "recall", "--finder", str(finder), "--corpus",
+         str(one / "corpus.json"), "--queries", str(one / "queries.tsv"), "--cache", str(cache),
+         "--json", "--no-cache"],
+        cwd=one, env={**os.environ, "PYTHONPATH": str(ROOT), "RECALL_MIRROR": ""},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not started.exists():  # the run is past its fetch and asking its finder
+            assert run.poll() is None and time.monotonic() < deadline, run.communicate()
+            time.sleep(0.05)
+        fetched = run_cli(
+            "fetch", "--corpus", str(two / "corpus.json"), "--cache", str(cache), cwd=two,
+            env={"RECALL_MIRROR": ""},
+        )  # fmt: skip
+        go.write_text("go")
+        out, err = run.communicate(timeout=120)
+    finally:
+        go.write_text("go")
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    assert fetched.returncode == 0, fetched.stderr
+    pin_two = load_pins(two / "corpus.json")["demo"]
+    assert fetched.stdout == f"demo\t{pin_two.sha[:12]}\t{checkout_path(cache, pin_two)}\n"
+    assert run.returncode == 0, err
+    assert json.loads(out)["runs"][0]["first"] == 1  # answered from alpha_one's tree
+    pin_one = load_pins(one / "corpus.json")["demo"]
+    assert (checkout_path(cache, pin_one) / "m.py").read_text().startswith("def alpha_one")
+    assert (checkout_path(cache, pin_two) / "m.py").read_text().startswith("def beta_two")
+
+
+HOLD_SCRIPT = """
+import sys
+from pathlib import Path
+from recall.corpus import Pin, fetch
+fetch(Pin(sys.argv[1], sys.argv[2], sys.argv[3], "python"), Path(sys.argv[4]))
+print("held", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_checkout_another_process_holds_is_never_rebuilt_under_it(upstream, tmp_path):
+    """A run holds its checkout shared for its whole life; a rebuild needs it exclusively,
+    so a checkout in use is refused, not rebuilt, and rebuilt once the holder is gone."""
+    path, sha = upstream
+    pin, cache = pin_for(path, sha), tmp_path / "cache"
+    checkout = fetch(pin, cache)
+    release_in_use()  # only the holder below uses it now
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_SCRIPT, pin.name, pin.url, pin.sha, str(cache)],
+        cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline() == "held\n"
+        (checkout.path / "a.py").write_text("def tampered():\n    pass\n")
+        with pytest.raises(RecallError, match=r"checkout .*: .*but another run is using it"):
+            fetch(pin, cache, deep=True)
+        assert "tampered" in (checkout.path / "a.py").read_text()  # not rebuilt under it
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=60)
+    rebuilt = fetch(pin, cache, deep=True)
+    assert "alpha" in (rebuilt.path / "a.py").read_text() and is_clean(rebuilt)
+    release_in_use()
+
+
+def test_the_check_after_a_run_compares_the_sha_not_only_a_clean_tree(upstream, tmp_path):
+    """A checkout folder that now holds another pin's tree, clean and frozen, is not clean
+    for the pin the run asked for (the check a run makes after its binary)."""
+    path, sha = upstream
+    cache = tmp_path / "cache"
+    checkout = fetch(pin_for(path, sha), cache)
+    other = fetch(pin_for(path, git.Repo(path).commit("HEAD~1").hexsha), tmp_path / "other")
+    release_in_use()
+    assert is_clean(checkout) and is_clean(other)
+    swapped = checkout.path.with_name("swapped")
+    checkout.path.rename(swapped)
+    other.path.rename(checkout.path)
+    assert not is_clean(checkout)
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ from recall.commands.doctor import (
     check_sources,
     healthy,
 )
-from recall.corpus import Pin
+from recall.corpus import Pin, checkout_path
 
 
 def _doctor(cache: Path, *extra: str, env: dict | None = None):
@@ -77,7 +77,7 @@ def test_unfetched_corpus_warns_while_reachable_and_fails_when_not(tmp_path):
     assert checks[0].detail.endswith("has 0 of 2 pins; lacks demo, gone")
     assert [c.status for c in checks] == [WARN, OK, WARN] and reachable == {"demo"}
     cache = tmp_path / "cache"
-    (cache / "corpora" / "demo").mkdir(parents=True)
+    checkout_path(cache, good).mkdir(parents=True)
     result = check_corpora(pins, cache, {"demo"})
     assert [(c.status, c.detail.split(";")[0]) for c in result] == [
         (WARN, "checkout incomplete"),

@@ -155,3 +155,22 @@ def test_a_lost_rows_explain_line_runs_as_printed_from_another_folder_and_marks_
     assert "type abbr2, source parse_config" in out[0]
     assert out[4].split()[:2] == ["1*", "parse_config"]  # the base's #1, marked
     assert out[-1].split() == ["parse_config", "is", "#1", "parse_config", "is", "#2"]
+
+
+
+@needs_ctags
+def test_explain_refuses_a_source_that_is_not_a_name_of_the_corpus_as_run_does(setup):
+    """Issue 31 class 11: `explain --source` took a name the corpus lacks (and showed it as
+    not found), where run refuses such a source."""
+    proc = _explain(setup, "pcfg", "--repo", "demo", "--source", "parse_konfig")
+    assert proc.returncode == 2 and proc.stdout == ""
+    # (after the line saying the fixture pin is fetched from its url, not the mirror)
+    assert proc.stderr.endswith(
+        "\nrecall: --source 'parse_konfig' is not a name of demo at its pin\n"
+    )
+    (setup / "queries.tsv").write_text("repo\tquery\ttype\tsource\ndemo\tpcfg\tabbr2\tparse_cfg\n")
+    proc = _explain(setup, "pcfg", "--repo", "demo")
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        f"recall: {setup / 'queries.tsv'}:2: source 'parse_cfg' is not a name of demo at its pin\n"
+    )  # the checkout is fetched by now: one line

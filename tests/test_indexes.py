@@ -106,7 +106,8 @@ def test_a_kept_index_is_not_reused_when_what_it_was_made_from_changes(finder, c
     if change == "build":
         build = "file:two"
     elif change == "pin":
-        pin = dataclasses.replace(corpus.checkout.pin, sha="0" * 40)
+        # another pin of the same tree (a sha other than the checkout's is refused now)
+        pin = dataclasses.replace(corpus.checkout.pin, url="https://example.org/gin.git")
         other = dataclasses.replace(corpus, checkout=dataclasses.replace(corpus.checkout, pin=pin))
     else:
         other = dataclasses.replace(corpus, names=corpus.names[1:])

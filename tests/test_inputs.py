@@ -13,7 +13,7 @@ from test_faults import ROWS as TINY_ROWS
 
 from recall import saved
 from recall.commands.cache import entries, stale
-from recall.corpus import MARKER, Pin, fetch, load_pins
+from recall.corpus import MARKER, Pin, checkout_key, fetch, load_pins
 from recall.derive import load_settings
 from recall.engine import parse_engine
 from recall.errors import RecallError
@@ -256,8 +256,12 @@ def test_cache_list_and_prune_survive_a_checkout_marker_of_the_wrong_shape(tmp_p
     checkout = fetch(pin, cache)
     (checkout.path / ".git" / MARKER).write_bytes(marker)
     found = entries(cache)
-    chosen = stale(found, {"tiny": pin}, "6.0", older_than_days=None, keep_builds=None, now=0)
-    assert [(e.key, e.note) for e in chosen] == [("tiny", "holds another sha than the pin")]
+    chosen = stale(
+        found, {"tiny": pin}, {"version": "6.0"}, older_than_days=None, keep_builds=None, now=0
+    )
+    assert [(e.key, e.note) for e in chosen] == [
+        (checkout_key(pin), "holds another sha than the pin")
+    ]
 
 
 @needs_ctags

@@ -77,7 +77,7 @@ def test_misbehaving_finder_is_reported_per_query(misbehaving, tmp_path, real_ca
     started = time.monotonic()
     proc = run_cli(
         "--finder", str(misbehaving), "--queries", str(queries), "--corpus",
-        str(ROOT / "corpus.json"), "--cache", str(real_cache), "--timeout", "3",
+        str(ROOT / "corpus.json"), "--cache", str(real_cache), "--timeout", "5",
         "--json", "--allow-empty", cwd=misbehaving, env={"PIDDIR": str(tmp_path)},
     )  # fmt: skip
     assert time.monotonic() - started < 60
@@ -159,11 +159,11 @@ def test_batch_faults_are_the_query_in_flight_and_the_rest_is_answered(tmp_path,
     queries = ["Context", "crash", "Context", "hang", "Context", "garbage", "refuse",
                "noisy", "huge"] + ["Context"] * 40  # fmt: skip
     rows = [QueryRow("gin", q, "exact", "Context") for q in queries]
-    run = run_binary(binary, rows, corpora, jobs=1, timeout=2)
+    run = run_binary(binary, rows, corpora, jobs=1, timeout=5)
     errors = {rows[i].query: r.error for i, r in enumerate(run.results) if r.error}
     assert set(errors) == {"crash", "hang", "garbage", "refuse"}
     assert errors["crash"].startswith("exit 1: boom: crashed on purpose")
-    assert errors["hang"].startswith("timed out after 2 s")
+    assert errors["hang"].startswith("timed out after 5 s")
     assert errors["garbage"].startswith("unparseable output")
     assert errors["refuse"] == "finder error: refused on purpose"
     ranks = [r.rank for r in run.results]

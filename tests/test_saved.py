@@ -57,7 +57,7 @@ def test_a_change_to_any_key_part_misses(tmp_path, monkeypatch, part):
     if part == "format":
         monkeypatch.setattr(saved, "FORMAT", saved.FORMAT + 1)
     if part == "ctags":
-        monkeypatch.setattr(saved, "ctags_version", lambda: "Universal Ctags 0.0.0")
+        monkeypatch.setattr(saved, "ctags_identity", lambda: {"version": "0.0.0"})
     if part == "python":
         monkeypatch.setattr(saved.platform, "python_version", lambda: "2.7.18")
     key = _key(**changes)

@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import hashlib
 import os
+import re
 import shutil
 import sys
 import time
@@ -25,13 +25,14 @@ from pathlib import Path
 from recall.commands._flags import add_common
 from recall.corpus import MARKER, Pin, cache_root, load_pins, read_marker, try_exclusive, use_lock
 from recall.errors import EXIT_OK, RecallError
-from recall.symbols import ctags_version
+from recall.symbols import ctags_identity, symbols_key
 
 KINDS = (
     "corpora", "builds", "indexes", "interpreters", "node", "symbols", "results", "ceilings",
 )  # fmt: skip
 DAY_S = 86400.0
 LEFTOVER = (".tmp-", ".trash-")  # folders a killed fetch, build or prune left behind
+_SHORT_SHA = re.compile(r"[0-9a-f]{12}")  # a checkout is corpora/<name>-<sha12>
 
 
 @dataclass(frozen=True)
@@ -94,11 +95,6 @@ def entries(cache: Path) -> list[Entry]:
     return found
 
 
-def symbols_key(tree: str, language: str, ctags: str) -> str:
-    """The symbols cache key, as symbols.cached_symbols makes it."""
-    return hashlib.sha256(f"{tree}\0{language}\0{ctags}".encode()).hexdigest()[:24]
-
-
 def _checkout_pin(path: Path) -> dict:
     """The checkout's marker, or {} for one that is missing or of the wrong shape (such a
     checkout holds no sha a pin asks for, so prune counts it stale)."""
@@ -108,7 +104,7 @@ def _checkout_pin(path: Path) -> dict:
 def stale(
     found: list[Entry],
     pins: dict[str, Pin] | None,
-    ctags: str | None,
+    ctags: dict[str, object] | None,
     *,
     older_than_days: float | None,
     keep_builds: int | None,
@@ -125,14 +121,19 @@ def stale(
         if entry.kind != "corpora":
             continue
         recorded = _checkout_pin(entry.path)
+        name, _, short = entry.key.rpartition("-")
         if entry.key.startswith(LEFTOVER):
             pick(entry, "left over from an interrupted fetch")
-        elif pins is not None and entry.key not in pins:
+        elif not name or not _SHORT_SHA.fullmatch(short):
+            pick(entry, "a checkout kept by repo name only (the layout before corpora/NAME-SHA)")
+        elif pins is not None and name not in pins:
             pick(entry, "no pin of that name")
-        elif pins is not None and recorded.get("sha") != pins[entry.key].sha:
+        elif pins is not None and short != pins[name].sha[:12]:
+            pick(entry, "a checkout of another sha than the pin")
+        elif pins is not None and recorded.get("sha") != pins[name].sha:
             pick(entry, "holds another sha than the pin")
         elif pins is not None and ctags and "tree" in recorded:
-            key = symbols_key(recorded["tree"], pins[entry.key].language, ctags)
+            key = symbols_key(recorded["tree"], pins[name].language, ctags)
             live_symbols.add(f"{key}.json")
     if pins is not None and ctags:
         for entry in found:
@@ -178,11 +179,14 @@ def _claimed(cache: Path, entry: Entry) -> Iterator[bool]:
 
 def remove(cache: Path, entry: Entry) -> bool:
     """Delete entry unless it is in use; whatever happens, no half-removed entry stays
-    where a run would trust it (the folder is renamed aside first)."""
+    where a run would trust it (the folder is renamed aside first). An entry that is a
+    symbolic link is removed as a link: what it points at is never followed into."""
     with _claimed(cache, entry) as free:
         if not free:
             return False
-        if entry.path.is_dir():
+        if entry.path.is_symlink():
+            entry.path.unlink()
+        elif entry.path.is_dir():
             trash = entry.path.with_name(f".trash-{entry.path.name}-{os.getpid()}")
             entry.path.rename(trash)
             shutil.rmtree(trash, ignore_errors=True)
@@ -212,8 +216,12 @@ def render_list(found: list[Entry]) -> str:
 
 def prune(cache: Path, chosen: list[Entry], *, dry_run: bool) -> str:
     lines, freed = [], 0
-    verb = "would remove" if dry_run else "removed"
     for entry in chosen:
+        verb = "would remove" if dry_run else "removed"
+        note = entry.note
+        if entry.path.is_symlink():
+            verb += " the link"
+            note += f"; only the link: {os.readlink(entry.path)} is left as it was"
         if dry_run:
             with _claimed(cache, entry) as free:
                 pass
@@ -221,7 +229,7 @@ def prune(cache: Path, chosen: list[Entry], *, dry_run: bool) -> str:
             free = remove(cache, entry)
         if free:
             freed += entry.size
-            lines.append(f"{verb}\t{entry.kind}\t{entry.key}\t{human(entry.size)}\t{entry.note}")
+            lines.append(f"{verb}\t{entry.kind}\t{entry.key}\t{human(entry.size)}\t{note}")
         else:
             lines.append(f"busy, kept\t{entry.kind}\t{entry.key}\t{human(entry.size)}")
     lines.append(f"{'would free' if dry_run else 'freed'} {human(freed)}")
@@ -258,7 +266,7 @@ def run(args: argparse.Namespace) -> int:
     corpus = Path(args.corpus)
     pins = load_pins(corpus) if corpus.exists() else None
     try:
-        ctags = ctags_version()
+        ctags = ctags_identity()
     except RecallError:
         ctags = None  # without ctags no symbols key can be told current: keep them all
     cache = cache_root(args.cache)

@@ -29,8 +29,8 @@ from recall.corpus import (
     FROZEN_EPOCH,
     Pin,
     cache_root,
+    checkout_path,
     checkout_problem,
-    corpora_dir,
     load_pins,
     mirror_root,
     mirror_source,
@@ -277,7 +277,7 @@ def check_corpora(
     when neither the mirror nor the network has it."""
     checks = []
     for pin in pins.values():
-        path = corpora_dir(cache) / pin.name
+        path = checkout_path(cache, pin)
         problem = checkout_problem(pin, path) or _unfrozen(path)
         name = f"corpus {pin.name}"
         fix = f"recall fetch {pin.name}" + (f" --mirror {mirror}" if mirror else "")

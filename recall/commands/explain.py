@@ -61,11 +61,12 @@ def run(args: argparse.Namespace) -> int:
     cache = cache_root(args.cache)
     root = finder_root(Path(args.finder))
     engine = resolve_engine(args.engine, root)
+    target = open_corpus(pin, cache, mirror_root(args.mirror))
+    explain.check_source(row, target.names, bool(args.source), rows, queries)
     binaries = make_binaries(
         root, engine, cache, bin_path=args.bin, base=args.base, base_bin=args.base_bin,
         build_timeout=args.build_timeout,
     )  # fmt: skip
-    target = open_corpus(pin, cache, mirror_root(args.mirror))
     sides = [explain.explain_one(b, target, row, args.timeout) for b in binaries]
     data = explain.as_json(pin, row, sides)
     if args.json:
