@@ -28,9 +28,9 @@ from recall.build import finder_root
 from recall.corpus import load_pins
 from recall.engine import Engine, load_preset
 from recall.errors import RecallError
+from recall.files import write_atomic
 from recall.model import SCHEMA
 from recall.peers.node import TREE_FOLDER, locked_version
-from recall.symbols import write_atomic
 
 TAIL = 400
 

@@ -23,9 +23,10 @@ import orjson
 from recall.corpus import Pin
 from recall.engine import Engine
 from recall.errors import RecallError
+from recall.files import write_atomic
 from recall.model import TOP, Hit, QueryResult, RunResult
 from recall.queryset import QueryRow, queries_digest
-from recall.symbols import ctags_version, write_atomic
+from recall.symbols import ctags_version
 
 # Bump when what a stored result means changes (ranking rule, fields, parsing, or what
 # a run must pass before it is stored: 2 checks every source against its corpus's names).

@@ -13,8 +13,8 @@ from recall import history, history_shards
 from recall.build import check_build_timeout
 from recall.commands._flags import add_commits_run, shard_spec
 from recall.errors import EXIT_FAILURE, EXIT_OK, RecallError
+from recall.files import write_atomic
 from recall.render import history as history_page
-from recall.symbols import write_atomic
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

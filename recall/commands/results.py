@@ -10,8 +10,8 @@ from pathlib import Path
 from recall import results
 from recall.commands._flags import add_common
 from recall.errors import EXIT_OK, RecallError
+from recall.files import write_atomic
 from recall.render.results import render_results
-from recall.symbols import write_atomic
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
