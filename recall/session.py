@@ -60,6 +60,7 @@ class Session:
         which lets an engine with `index_cache` reuse a kept index; None never does."""
         self.binary, self.corpus, self.timeout = binary, corpus, timeout
         self.engine = binary.engine
+        self._names = frozenset(corpus.names)  # an answer naming none of them is flagged
         self._live: set[int] = set()  # process groups of finder processes still running
         self._stopping = False
         self._guard = threading.Lock()
@@ -220,7 +221,7 @@ class Session:
         if code != 0:
             return QueryResult(None, (), f"{_ended(code)}: {_tail(err)}")
         try:
-            return rank_answer(self.engine, out, row.source)
+            return rank_answer(self.engine, out, row.source, self._names)
         except (ValueError, UnicodeDecodeError) as exc:
             return QueryResult(None, (), f"unparseable output ({exc}): {_tail(out)}")
 
@@ -379,7 +380,7 @@ class Session:
         if isinstance(data, dict) and "error" in data:
             return QueryResult(None, (), f"finder error: {str(data['error'])[:TAIL]}")
         try:
-            return rank_json(data, row.source)
+            return rank_json(data, row.source, self._names)
         except ValueError as exc:
             return QueryResult(None, (), f"unparseable output ({exc}): {_tail(line)}")
 

@@ -1,10 +1,12 @@
 import json
+import re
+import shutil
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, make_repo, run_cli
+from conftest import ROOT, make_repo, needs_tool, run_cli
 
 from recall.answers import rank_by_name
 from recall.model import Hit
@@ -95,6 +97,11 @@ def test_misbehaving_finder_is_reported_per_query(misbehaving, tmp_path, real_ca
     assert errors["closehang"].startswith("timed out")  # pipes closed, process still alive
     assert "unparseable" in errors["garbage"]
     assert run["errors"] == 7
+    # huge listed n0, n1, ...: no name of gin, counted and shown, not refused (1 of 2)
+    assert run["off_corpus"] == 1
+    assert run["off_corpus_first"] == [
+        {"repo": "gin", "query": "huge", "type": "exact", "answer": "n0"}
+    ]
     for name in ("hang", "bgchild"):  # the whole process group died, children included
         pid = int((tmp_path / name).read_text())
         assert not Path(f"/proc/{pid}").exists() or "Z" in _state(pid), name
@@ -112,6 +119,29 @@ def test_engine_that_returns_nothing_is_suspect(misbehaving, tmp_path, real_cach
     proc = run_cli(*args, cwd=misbehaving)
     assert proc.returncode == 2
     assert "engine description is probably wrong" in proc.stderr
+    assert proc.stdout == ""
+
+
+@needs_tool("fzy")
+def test_fzy_with_show_scores_reads_scores_as_names_and_is_refused(tmp_path, real_cache, gin):
+    """Issue 31, class 7: every line is `SCORE<TAB>name`, and `output = "lines"` takes the
+    score for the name, so both sides found 0% and --fail-on-loss exited 0."""
+    preset = (ROOT / "recall" / "presets" / "fzy.toml").read_text()
+    scores = preset.replace('"--show-matches={query}"', '"--show-scores", "--show-matches={query}"')
+    assert scores != preset
+    engine = tmp_path / "fzy-scores.toml"
+    engine.write_text(scores)
+    proc = run_cli(
+        "--engine", str(engine), "--base-bin", shutil.which("fzy") or "fzy", "--repo", "gin",
+        "--type", "abbr3", "--cache", str(real_cache), "--fail-on-loss", "--json",
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert re.fullmatch(
+        r"recall: base: 84 of the 84 answers that listed anything name nothing in the "
+        r"corpus \(the first begin '\d+\.\d+', '\d+\.\d+', '\d+\.\d+'\): the engine "
+        r"description is probably wrong \(does its output give names\?\)\n",
+        proc.stderr,
+    ), proc.stderr
     assert proc.stdout == ""
 
 

@@ -251,6 +251,19 @@ def render_html(report: dict) -> str:
             _lost_table(d["lost_top10"], report.get("corpus", {})),
         ]
     for run in runs:
+        if run.get("off_corpus"):
+            out.append(
+                f"<h2>Answers of {_e(run['label'])} naming nothing in the corpus: "
+                f"{_e(run['off_corpus'])}</h2>"
+            )
+            out.append(
+                _table(
+                    ["repo", "query", "type", "first name listed"],
+                    [[o["repo"], o["query"], o["type"], o["answer"]]
+                     for o in run["off_corpus_first"]],
+                    frozenset({0, 1, 2, 3}),
+                )
+            )  # fmt: skip
         if run.get("error_rows"):
             out.append(f"<h2>Errors in {_e(run['label'])}: {len(run['error_rows'])}</h2>")
             out.append(

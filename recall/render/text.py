@@ -119,6 +119,11 @@ def render(report: Report, *, markdown: bool = False) -> str:
                 f"{run.label} wrote into the checkout of {', '.join(run.dirtied)}; "
                 "it was rebuilt from the pin"
             )
+        if run.off_corpus:
+            out += _heading(
+                f"Answers of {run.label} naming nothing in the corpus: {run.off_corpus}", markdown
+            )
+            out += [f"  {o.repo}\t{o.query!r}: first {o.answer!r}" for o in run.off_corpus_first]
         if run.error_rows:
             out += _heading(f"Errors in {run.label}: {len(run.error_rows)} queries", markdown)
             out += [f"  {e.repo}\t{e.query!r}: {shown(e.error)}" for e in run.error_rows]
