@@ -200,3 +200,62 @@ def test_batch_faults_are_the_query_in_flight_and_the_rest_is_answered(tmp_path,
     assert ranks[queries.index("huge")] == 150001  # the huge line, whole
     ranks_of_context = {ranks[i] for i, q in enumerate(queries) if q in ("Context", "noisy")}
     assert ranks_of_context == {1}  # every query after a crash or hang is answered again
+
+
+FIFTH_FINDER = r"""
+import json, os, sys
+names = open(sys.argv[1]).read().splitlines()
+for count, line in enumerate(sys.stdin, 1):
+    request = json.loads(line)
+    query = request["query"]
+    if query == "kills-every-process":
+        sys.stderr.write("died on purpose\n")
+        os._exit(7)
+    letters = query.replace("*", "")
+    hits = sorted((n for n in names if letters[:2] in n.lower()), key=lambda n: (len(n), n))
+    sys.stdout.write(json.dumps({"id": request["id"], "results": [{"name": n} for n in hits]}))
+    sys.stdout.write("\n")
+    sys.stdout.flush()
+    if count % 5 == 0:
+        os._exit(0)  # dies after every fifth answer: how many a process answers decides
+"""
+
+
+def _without_seconds(report: dict) -> dict:
+    for run in report["runs"]:
+        del run["index_s"], run["query_s"]
+    return report
+
+
+def test_jobs_give_the_numbers_of_one_job_with_a_finder_that_dies_every_fifth_answer(
+    tmp_path, real_cache, gin
+):
+    """Issue 31, class 8: which rows a process answers differs with --jobs, so a finder
+    that counts its answers used to fail on other rows. A row whose process died after
+    answering others is retried as the first row of a fresh process: no row is lost, and
+    a row that kills every process is an error with any --jobs."""
+    (tmp_path / "finder.py").write_text(FIFTH_FINDER)
+    engine = tmp_path / "fifth.toml"
+    engine.write_text(
+        '[engine]\nbin = ["{python}", "-I", "-S", "%s"]\nquery = ["{bin}", "{query}"]\n'
+        'batch = ["{bin}", "{names}"]\n' % (tmp_path / "finder.py")
+    )
+    rows = [line for line in (ROOT / "queries.tsv").read_text().splitlines()[1:]
+            if line.startswith("gin\t") and line.split("\t")[2] == "abbr3"]  # fmt: skip
+    rows.insert(40, "gin\tkills-every-process\texact\tContext")
+    queries = tmp_path / "queries.tsv"
+    queries.write_text("repo\tquery\ttype\tsource\n" + "\n".join(rows) + "\n")
+    reports = []
+    for jobs in ("1", "2"):  # 2: the second worker joins gin, drawing rows from its feed
+        proc = run_cli(
+            "--engine", str(engine), "--queries", str(queries), "--cache", str(real_cache),
+            "--jobs", jobs, "--json", "--no-cache",
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        reports.append(_without_seconds(json.loads(proc.stdout)))
+    assert reports[1] == reports[0]
+    run = reports[0]["runs"][0]
+    assert [(e["query"], e["error"]) for e in run["error_rows"]] == [
+        ("kills-every-process", "exit 7: died on purpose")
+    ]
+    assert run["found"] > 0
