@@ -288,7 +288,7 @@ def first_names(saved: dict, queries: int) -> list[str | None]:
     """The name each query of the set got first (None: no answer), from a --save file whose
     rows are the set's queries followed by any regress cases."""
     results = saved["runs"][-1]["results"][:queries]
-    return [top[0][0] if top else None for _rank, top, _error in results]
+    return [top[0][0] if top else None for _rank, top, *_error in results]
 
 
 def check_comparable(entries: list[dict]) -> None:

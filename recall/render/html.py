@@ -3,15 +3,18 @@
 A decision record outlives the network and any JS framework, so the page is plain HTML
 with inline CSS and inline SVG drawn here; it fetches nothing when viewed. Every string
 from a report (names, queries, paths, labels) is escaped, since corpus names are data a
-stranger wrote. It renders the JSON report (schema 2) rather than the model, so that a
-report kept as JSON makes the same page.
+stranger wrote: `recall.render.escape.html` shows their control and bidirectional
+characters as escapes too (an ESC or a U+202E is no markup, yet would reach a reader raw).
+It renders the JSON report (schema 2) rather than the model, so that a report kept as JSON
+makes the same page.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from html import escape
 from urllib.parse import quote, urlsplit
+
+from recall.render.escape import html as _e
 
 COLORS = {"found": "#c6dbef", "top10": "#6baed6", "first": "#08519c"}
 MOVE_COLORS = {"up": "#31a354", "found": "#006d2c", "same": "#969696", "down": "#de2d26",
@@ -43,10 +46,6 @@ class _Markup:
     """A table cell that is already escaped markup (a link), not text."""
 
     html: str
-
-
-def _e(value: object) -> str:
-    return escape(str(value), quote=True)
 
 
 def _rank(rank: int | None) -> str:
