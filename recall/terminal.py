@@ -25,6 +25,11 @@ def _escaped(match: re.Match[str]) -> str:
     return repr(match.group())[1:-1]
 
 
+def has_control(text: str) -> bool:
+    """Whether text holds a character that shown() would escape."""
+    return _CONTROL.search(text) is not None
+
+
 def shown(text: str) -> str:
     """One field for a table cell or a line: every control character escaped, tab and
     newline included, so the field stays on its line and in its column."""

@@ -4,6 +4,7 @@ a table cell boundary, a link or a control sequence (issue 31, class 10)."""
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import git
@@ -11,6 +12,7 @@ import pytest
 from conftest import make_repo, needs_ctags, run_cli
 from test_faults import CORPUS_FILES
 
+from recall.commandline import explain_command
 from recall.render.escape import code_span, html, markdown
 from recall.render.history import render_html as render_history_html
 from recall.terminal import shown
@@ -175,3 +177,14 @@ def test_a_history_url_that_is_not_https_is_no_link():
     assert "href" not in page and "javascript" not in page
     https = render_history_html({**data, "commits": [{**row, "url": "https://github.com/a/b"}]})
     assert '<a href="https://github.com/a/b">' in https
+
+
+@pytest.mark.parametrize("query", ["plain", "it's", "q\x1b]0;title\x07", "a\\b\u202e'c\x9b"])
+def test_an_explain_command_pastes_back_the_exact_query_and_prints_no_control(query):
+    """A report prints `recall explain QUERY` to paste: a query holding ESC or U+202E is
+    quoted as bash's $'...' with escapes, so the line is safe to show and exact to run."""
+    line = explain_command("gin", query)
+    assert not RAW.search(line), line
+    word = line.removeprefix("recall explain ").removesuffix(" --repo gin")
+    echoed = subprocess.run(["bash", "-c", f"printf %s {word}"], capture_output=True, check=True)
+    assert echoed.stdout.decode("utf-8") == query

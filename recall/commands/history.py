@@ -13,7 +13,7 @@ from recall import history, history_shards
 from recall.build import check_build_timeout
 from recall.commands._flags import add_commits_run, shard_spec
 from recall.errors import EXIT_FAILURE, EXIT_OK, RecallError
-from recall.files import write_atomic
+from recall.files import target, write_atomic
 from recall.render import history as history_page
 
 
@@ -80,6 +80,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _check_shard_flags(args: argparse.Namespace) -> None:
+    for named in (args.html, args.save):
+        if named:
+            target(Path(named))  # a FIFO or a device there is refused before any work
     if args.save and not args.shard:
         raise RecallError("--save goes with --shard K/N: a shard's results go to recall merge")
     if not args.shard:

@@ -10,7 +10,7 @@ from pathlib import Path
 from recall import results
 from recall.commands._flags import add_common
 from recall.errors import EXIT_OK, RecallError
-from recall.files import write_atomic
+from recall.files import target, write_atomic
 from recall.render.results import render_results
 
 
@@ -48,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
     """Run (or read back) every finder's report and write the page."""
     if args.jobs < 1:
         raise RecallError("--jobs must be 1 or more")
+    target(Path(args.out))  # a FIFO or a device there is refused before any work
     entries = results.peer_entries(args)
     results.check_comparable(entries)
     page = render_results(entries, {**results.machine(), "jobs": str(args.jobs)})
