@@ -8,6 +8,7 @@ formats them, so text, Markdown, JSON and HTML cannot disagree.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Callable
 
 from recall.accept import Key, apply_accepted
@@ -93,10 +94,15 @@ def summarize(
         regress=regress,
         off_corpus=sum(1 for res in results if res.off_corpus),
         off_corpus_first=tuple(
-            OffCorpusRow(row.repo, row.query, row.type, res.top[0].name)
-            for row, res in zip(rows, results, strict=True)
-            if res.off_corpus and res.top
-        )[:OFF_CORPUS_SHOWN],
+            itertools.islice(
+                (
+                    OffCorpusRow(row.repo, row.query, row.type, res.top[0].name)
+                    for row, res in zip(rows, results, strict=True)
+                    if res.off_corpus and res.top
+                ),
+                OFF_CORPUS_SHOWN,
+            )
+        ),
     )
 
 
