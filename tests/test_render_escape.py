@@ -12,7 +12,10 @@ import pytest
 from conftest import make_repo, needs_ctags, run_cli
 from test_faults import CORPUS_FILES
 
+from recall.bisect import Verdict
+from recall.bisect import render as bisect_render
 from recall.commandline import explain_command
+from recall.history import Commit
 from recall.render.escape import code_span, html, markdown
 from recall.render.history import render_html as render_history_html
 from recall.terminal import shown
@@ -188,3 +191,12 @@ def test_an_explain_command_pastes_back_the_exact_query_and_prints_no_control(qu
     word = line.removeprefix("recall explain ").removesuffix(" --repo gin")
     echoed = subprocess.run(["bash", "-c", f"printf %s {word}"], capture_output=True, check=True)
     assert echoed.stdout.decode("utf-8") == query
+
+
+def test_bisect_shows_a_commit_subject_with_its_controls_escaped():
+    bad = Commit("b" * 40, "2026-01-02T00:00:00+00:00", SUBJECT)
+    good = Commit("a" * 40, "2026-01-01T00:00:00+00:00", "good")
+    verdict = Verdict(bad, good, 1, 0, 1, 0, skipped=(bad,), candidates=(bad,), tested=2)
+    out = bisect_render(None, verdict, "rank", None)  # type: ignore[arg-type]
+    assert not RAW.search(out), out
+    assert f"first bad commit: {'b' * 12} 2026-01-02 {shown(SUBJECT)}" in out
