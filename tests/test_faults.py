@@ -47,7 +47,8 @@ if mode == "dirty":
 if mode == "echo":
     with open(pathlib.Path(os.environ["MARKDIR"]) / "queries", "a", encoding="utf-8") as log:
         log.write(json.dumps(query) + "\n")
-    print(query)
+    print(query)  # then every name: an answer that names nothing in the corpus is refused
+    print("\n".join(names))
     sys.exit(0)
 if mode == "peek":
     with open(pathlib.Path(os.environ["MARKDIR"]) / "peek", "a") as log:
@@ -399,7 +400,7 @@ def test_a_build_that_fails_or_produces_no_binary_is_one_line_exit_2(world, buil
 
 @needs_ctags
 def test_names_holding_a_tab_or_newline_never_break_the_report(world):
-    finder = 'import json\nprint(json.dumps([{"name": "bad\\tna\\nme"}]))\n'
+    finder = 'import json\nprint(json.dumps([{"name": "bad\\tna\\nme"}, {"name": "BetaClass"}]))\n'
     (world["finder"] / "finder.py").write_text(finder)
     (world["finder"] / "recall.toml").write_text(
         ENGINE.replace('output = "lines"', 'output = "json"').replace(
