@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import run_cli
 
 from recall.errors import RecallError
 from recall.files import stage, write_atomic
@@ -134,3 +135,21 @@ def test_a_staged_write_changes_nothing_until_committed(tmp_path):
     assert path.read_bytes() == b"old"
     staged.discard()
     assert path.read_bytes() == b"old" and [p.name for p in tmp_path.iterdir()] == ["corpus.json"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("results", "--render-only", "--out"),
+        ("history", "--html"),
+        ("run", "--save"),
+    ],
+    ids=["results-out", "history-html", "run-save"],
+)
+def test_a_command_refuses_a_fifo_to_write_before_any_work(tmp_path, args):
+    fifo = tmp_path / "page"
+    os.mkfifo(fifo)
+    proc = run_cli(*args, str(fifo), "--cache", str(tmp_path / "cache"))
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == f"recall: {fifo}: is a FIFO, not a regular file; refusing to replace it\n"
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and not (tmp_path / "cache").exists()

@@ -61,6 +61,9 @@ def add_output_flags(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     check_build_timeout(args.build_timeout)
     _check_shard_flags(args)
+    for named in (args.html, args.save):
+        if named:
+            target(Path(named))  # a FIFO or a device there is refused before any work
     plan = history.make_plan(args)
     if args.tags is not None and args.revs:
         raise RecallError("history: give --tags or RANGE|REF..., not both")
@@ -80,9 +83,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _check_shard_flags(args: argparse.Namespace) -> None:
-    for named in (args.html, args.save):
-        if named:
-            target(Path(named))  # a FIFO or a device there is refused before any work
     if args.save and not args.shard:
         raise RecallError("--save goes with --shard K/N: a shard's results go to recall merge")
     if not args.shard:
