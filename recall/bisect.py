@@ -19,7 +19,7 @@ from recall.build import resolve_commit
 from recall.errors import RecallError
 from recall.history import Commit, Plan, Point, commit_info, measure, range_commits
 from recall.queryset import QueryRow
-from recall.terminal import Task, progress
+from recall.terminal import Task, progress, safe_output
 
 
 @dataclass(frozen=True)
@@ -211,4 +211,4 @@ def render(plan: Plan, verdict: Verdict, what: str, row: QueryRow | None) -> str
     if row is not None:
         lines.append("side by side at the commit (candidate) and the one before it (base):")
         lines += [f"  {line}" for line in explain_lines(plan, verdict, row)]
-    return "\n".join(lines) + "\n"
+    return safe_output("\n".join(lines) + "\n")  # a subject is a stranger's text

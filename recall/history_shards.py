@@ -28,6 +28,7 @@ import orjson
 from recall import __version__
 from recall.corpus import Pin
 from recall.errors import RecallError
+from recall.files import write_atomic
 from recall.history import (
     Commit,
     Plan,
@@ -51,7 +52,7 @@ from recall.saved import (
     environment_key,
     read_saved,
 )
-from recall.symbols import ctags_version, write_atomic
+from recall.symbols import ctags_version
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from recall.symbols import checkout_symbols, distinct_names
 from recall.terminal import Task, progress
 
 EMPTY_SUSPECT = 0.95
+OFF_CORPUS_SHOWN = 3  # answers quoted when a run is refused for naming nothing
 JOIN_MIN = 64  # rows a corpus must have left for another batch process to start on it
 
 
@@ -261,7 +262,9 @@ def restore_if_dirty(corpus: Corpus) -> bool:
 def check_answered(run: RunResult, *, allow_empty: bool) -> None:
     """A binary that answers (almost) nothing is far likelier misdescribed than bad: one
     that fails on (almost) every query cannot be measured at all, and one that returns
-    nothing is accepted only when the user says it is meant (--allow-empty)."""
+    nothing is accepted only when the user says it is meant (--allow-empty). One whose
+    answers mostly name nothing in the corpus (more than half of those that list
+    anything) is read wrong: its numbers would be zeros that look like a finder's."""
     if not run.results:
         return
     total = len(run.results)
@@ -276,4 +279,13 @@ def check_answered(run: RunResult, *, allow_empty: bool) -> None:
         raise RecallError(
             f"{run.label} returned nothing for {empty} of {total} queries: the "
             "engine description is probably wrong (use --allow-empty if it is not)"
+        )
+    listed = [r for r in run.results if r.top and not r.error]
+    off = [r for r in listed if r.off_corpus]
+    if 2 * len(off) > len(listed):
+        quoted = ", ".join(repr(r.top[0].name) for r in off[:OFF_CORPUS_SHOWN])
+        raise RecallError(
+            f"{run.label}: {len(off)} of the {len(listed)} answers that listed anything name "
+            f"nothing in the corpus (the first begin {quoted}): the engine description is "
+            "probably wrong (does its output give names?)"
         )

@@ -46,6 +46,7 @@ class QueryResult:
     rank: int | None
     top: tuple[Hit, ...]
     error: str | None = None
+    off_corpus: bool = False  # rows listed, none a name of the corpus (recall/answers.py)
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,19 @@ class ErrorRow:
 
 
 @dataclass(frozen=True)
+class OffCorpusRow:
+    """A row whose answer named nothing in the corpus, with the first name it listed."""
+
+    repo: str
+    query: str
+    type: str
+    answer: str
+
+    def to_json(self) -> dict:
+        return {"repo": self.repo, "query": self.query, "type": self.type, "answer": self.answer}
+
+
+@dataclass(frozen=True)
 class FailingCase:
     """A regress case that fails, with what came first instead (`file:line name`)."""
 
@@ -182,6 +196,8 @@ class RunSummary:
     error_rows: tuple[ErrorRow, ...]
     dirtied: tuple[str, ...]
     regress: RegressSummary | None
+    off_corpus: int = 0  # answers that named nothing in the corpus (recall/answers.py)
+    off_corpus_first: tuple[OffCorpusRow, ...] = ()  # the first OFF_CORPUS_SHOWN of them
 
     def to_json(self) -> dict:
         return {
@@ -190,6 +206,8 @@ class RunSummary:
             "by_type": _grouped_json(self.by_type), "by_repo": _grouped_json(self.by_repo),
             "by_language": _grouped_json(self.by_language),
             "error_rows": [row.to_json() for row in self.error_rows],
+            "off_corpus": self.off_corpus,
+            "off_corpus_first": [row.to_json() for row in self.off_corpus_first],
             "dirtied": list(self.dirtied),
             "regress": self.regress.to_json() if self.regress else None,
         }  # fmt: skip

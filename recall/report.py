@@ -8,6 +8,7 @@ formats them, so text, Markdown, JSON and HTML cannot disagree.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Callable
 
 from recall.accept import Key, apply_accepted
@@ -22,6 +23,7 @@ from recall.model import (
     Gained,
     Lost,
     Miss,
+    OffCorpusRow,
     QueryResult,
     RegressSection,
     RegressSummary,
@@ -34,6 +36,8 @@ from recall.queryset import QueryRow
 from recall.regress import Case, broken
 from recall.regress import summarize as summarize_regress
 from recall.stats import better, compare, mean_ndcg_at_10, mean_reciprocal_rank
+
+OFF_CORPUS_SHOWN = 5  # rows quoted of a run's answers that named nothing in the corpus
 
 
 def counts(rows: list[QueryRow], results: list[QueryResult]) -> Counts:
@@ -90,6 +94,17 @@ def summarize(
         ),
         dirtied=tuple(run.dirtied),
         regress=regress,
+        off_corpus=sum(1 for res in results if res.off_corpus),
+        off_corpus_first=tuple(
+            itertools.islice(
+                (
+                    OffCorpusRow(row.repo, row.query, row.type, res.top[0].name)
+                    for row, res in zip(rows, results, strict=True)
+                    if res.off_corpus and res.top
+                ),
+                OFF_CORPUS_SHOWN,
+            )
+        ),
     )
 
 

@@ -28,9 +28,9 @@ from recall.build import finder_root
 from recall.corpus import load_pins
 from recall.engine import Engine, load_preset
 from recall.errors import RecallError
+from recall.files import write_atomic
 from recall.model import SCHEMA
 from recall.peers.node import TREE_FOLDER, locked_version
-from recall.symbols import write_atomic
 from recall.terminal import progress
 
 TAIL = 400
@@ -292,7 +292,7 @@ def first_names(saved: dict, queries: int) -> list[str | None]:
     """The name each query of the set got first (None: no answer), from a --save file whose
     rows are the set's queries followed by any regress cases."""
     results = saved["runs"][-1]["results"][:queries]
-    return [top[0][0] if top else None for _rank, top, _error in results]
+    return [top[0][0] if top else None for _rank, top, *_error in results]
 
 
 def check_comparable(entries: list[dict]) -> None:

@@ -32,6 +32,7 @@ from recall.commandline import option
 from recall.corpus import Pin, cache_root, load_pins, mirror_root
 from recall.engine import Engine, preset_names, resolve_engine
 from recall.errors import EXIT_LOSS, EXIT_OK, RecallError
+from recall.files import target, write_atomic
 from recall.interpreter import finder_python
 from recall.measure import check_answered, open_corpus, run_binary
 from recall.merge import merge_saved
@@ -73,7 +74,7 @@ from recall.saved import (
     save_runs,
     store_run,
 )
-from recall.symbols import checkout_symbols, ctags_identity, ctags_version, write_atomic
+from recall.symbols import checkout_symbols, ctags_identity, ctags_version
 
 DEFAULT_REGRESS = "regress.tsv"
 MAX_TIMEOUT_S = 86400.0  # a day: poll() and time_t overflow long before inf
@@ -376,6 +377,9 @@ def _check_flags(args: argparse.Namespace) -> None:
             f"--against and --save name one file ({args.save}): saving would overwrite the "
             "baseline it is read from; save to another file"
         )
+    for named in (args.html, args.save):
+        if named:
+            target(Path(named))  # a FIFO or a device there is refused before any work
     if args.jobs < 1:
         raise RecallError(f"--jobs {args.jobs}: give 1 or more")
     check_timeout(args.timeout)

@@ -23,13 +23,15 @@ import orjson
 from recall.corpus import Pin
 from recall.engine import Engine
 from recall.errors import RecallError
+from recall.files import write_atomic
 from recall.model import TOP, Hit, QueryResult, RunResult
 from recall.queryset import QueryRow, queries_digest
-from recall.symbols import ctags_identity, write_atomic
+from recall.symbols import ctags_identity
 
 # Bump when what a stored result means changes (ranking rule, fields, parsing, or what
-# a run must pass before it is stored: 2 checks every source against its corpus's names).
-FORMAT = 2
+# a run must pass before it is stored: 2 checks every source against its corpus's names;
+# 3 keeps whether each answer named nothing in the corpus).
+FORMAT = 3
 SAVED_KIND = "recall-saved-run"
 HISTORY_KIND = "recall-saved-history"  # a history shard's file (history_shards.py)
 Flags = tuple[tuple[str, str], ...]  # command-line flags and their values, in order
@@ -109,7 +111,8 @@ def encode_run(run: RunResult, key: dict) -> dict:
         "query_s": run.query_s,
         "key": key,
         "results": [
-            [r.rank, [[h.name, h.file, h.line] for h in r.top], r.error] for r in run.results
+            [r.rank, [[h.name, h.file, h.line] for h in r.top], r.error, r.off_corpus]
+            for r in run.results
         ],
     }
 
@@ -141,9 +144,9 @@ def decode_run(data: object) -> tuple[RunResult, dict]:
 
 def _decode_result(i: int, item: object) -> QueryResult:
     at = f"results[{i}]"
-    if not isinstance(item, list) or len(item) != 3:
-        raise ValueError(f"{at} must be [rank, top, error], not {_shown(item)}")
-    rank, top, error = item
+    if not isinstance(item, list) or len(item) != 4:
+        raise ValueError(f"{at} must be [rank, top, error, off_corpus], not {_shown(item)}")
+    rank, top, error, off_corpus = item
     if rank is not None and (not _is_whole(rank) or rank < 1):
         raise ValueError(
             f"{at}: rank must be a whole number 1 or more, or null, not {_shown(rank)}"
@@ -165,7 +168,9 @@ def _decode_result(i: int, item: object) -> QueryResult:
         hits.append(Hit(name, file, line))
     if error is not None and not isinstance(error, str):
         raise ValueError(f"{at}: error must be a string or null, not {_shown(error)}")
-    return QueryResult(rank, tuple(hits), error)
+    if not isinstance(off_corpus, bool):
+        raise ValueError(f"{at}: off_corpus must be true or false, not {_shown(off_corpus)}")
+    return QueryResult(rank, tuple(hits), error, off_corpus)
 
 
 def _is_whole(value: object) -> bool:

@@ -60,6 +60,7 @@ class Session:
         which lets an engine with `index_cache` reuse a kept index; None never does."""
         self.binary, self.corpus, self.timeout = binary, corpus, timeout
         self.engine = binary.engine
+        self._names = frozenset(corpus.names)  # an answer naming none of them is flagged
         self._live: set[int] = set()  # process groups of finder processes still running
         self._stopping = False
         self._guard = threading.Lock()
@@ -238,7 +239,7 @@ class Session:
         if code != 0:
             return QueryResult(None, (), f"{_ended(code)}: {_tail(err)}")
         try:
-            return rank_answer(self.engine, out, row.source)
+            return rank_answer(self.engine, out, row.source, self._names)
         except (ValueError, UnicodeDecodeError) as exc:
             return QueryResult(None, (), f"unparseable output ({exc}): {_tail(out)}")
 
@@ -250,9 +251,9 @@ class Session:
 
     def serve(self, feed: BatchFeed) -> None:
         """Answer rows drawn from feed through one batch process at a time until the feed
-        is empty: a process that dies is replaced for the rows it had drawn after the one
-        it died on, unless the session is being stopped. Other processes, of this session
-        or another thread's call, may draw from the same feed meanwhile."""
+        is empty: a process that dies is replaced for the rows it had drawn, the one it
+        died on first (see _died), unless the session is being stopped. Other processes,
+        of this session or another thread's call, may draw from the same feed meanwhile."""
         unsent: collections.deque[int] = collections.deque()
         while self._batch_process(feed, unsent):
             if self._stopping or not (unsent or feed.left()):
@@ -261,7 +262,8 @@ class Session:
     def _batch_process(self, feed: BatchFeed, unsent: collections.deque[int]) -> bool:
         """Answers from one batch process to the rows in unsent, then to rows drawn from
         feed; stops at the first query it fails on, leaving the rows it had drawn but not
-        answered in unsent. True if it stopped there, False once every row is answered.
+        answered in unsent (that query too, for a retry, unless it was the process's first).
+        True if it stopped there, False once every row is answered.
 
         Up to AHEAD requests are written before their answers are read, so the finder
         finds its next query waiting when it answers one, and the harness reads answers
@@ -306,11 +308,11 @@ class Session:
                 if not in_flight:
                     break
                 if chunk and not write_by(stdin, b"".join(chunk), deadline, reader):
-                    self._died(feed, unsent, in_flight, proc, reader, stalled=True)
+                    self._died(feed, unsent, in_flight, proc, reader, answered, stalled=True)
                     return True
                 line = reader.readline(deadline)
                 if line is None:
-                    self._died(feed, unsent, in_flight, proc, reader, stalled=False)
+                    self._died(feed, unsent, in_flight, proc, reader, answered, stalled=False)
                     return True
                 i, length = in_flight.popleft()
                 ahead_bytes -= length
@@ -347,12 +349,26 @@ class Session:
         in_flight: collections.deque[tuple[int, int]],
         proc: Piped,
         reader: AnswerReader,
+        answered: int,
         stalled: bool,
     ) -> None:
-        """The query in flight answered by how the process ended; the rows written after
-        it go back to the front of unsent, in order, for the next process."""
-        feed.answer(in_flight.popleft()[0], self._batch_died(proc, reader, stalled))
+        """The process died on the query in flight: the rows written after it go back to
+        the front of unsent, in order, for the next process, and so does that query unless
+        it was the first this process was sent, whose error it then is (how the process
+        ended).
+
+        So a query is retried once, as the first query of a fresh process, whenever its
+        process dies on it after answering others, and whatever it gets there is its
+        answer. Its outcome is then the same whichever rows shared its first process,
+        which differ with --jobs: a finder that dies after every fifth answer loses no
+        query, and one that kills every process it is sent to is an error either way."""
+        result = self._batch_died(proc, reader, stalled)
+        first = in_flight.popleft()[0]
         unsent.extendleft(reversed([i for i, _length in in_flight]))
+        if answered:
+            unsent.appendleft(first)
+        else:
+            feed.answer(first, result)
 
     def _batch_died(self, proc: Piped, reader: AnswerReader, stalled: bool) -> QueryResult:
         """The error of the query in flight when no answer came: how the finder ended.
@@ -398,7 +414,7 @@ class Session:
         if isinstance(data, dict) and "error" in data:
             return QueryResult(None, (), f"finder error: {str(data['error'])[:TAIL]}")
         try:
-            return rank_json(data, row.source)
+            return rank_json(data, row.source, self._names)
         except ValueError as exc:
             return QueryResult(None, (), f"unparseable output ({exc}): {_tail(line)}")
 

@@ -20,6 +20,7 @@ import orjson
 
 from recall.corpus import LANGUAGES, Checkout
 from recall.errors import RecallError
+from recall.files import write_atomic
 
 INSTALL_HINT = "install Universal Ctags (Debian: apt-get install universal-ctags)"
 
@@ -210,19 +211,6 @@ def _decode_symbols(rows: object) -> list[Symbol] | None:
 def _warn_corrupt(path: Path, why: str) -> None:
     print(f"recall: warning: ignoring corrupt symbols cache entry {path} ({why}): listing "
           "the symbols again", file=sys.stderr)  # fmt: skip
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write a file that readers see whole or not at all."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def distinct_names(symbols: list[Symbol]) -> list[str]:

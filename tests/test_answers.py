@@ -1,6 +1,6 @@
 """A JSON answer is ranked in one pass that makes Hits of the top 10 only: it must rank
 exactly as rank_by_name does over every row made a Hit, and still refuse a bad row
-anywhere in the list."""
+anywhere in the list; an answer that names nothing in the corpus is flagged."""
 
 import pytest
 
@@ -47,3 +47,33 @@ def test_a_bad_row_after_the_source_and_a_full_top_10_is_still_an_error(bad):
 def test_an_answer_that_is_not_a_list_is_an_error():
     with pytest.raises(ValueError):
         rank_json({"name": "a"}, "a")
+
+
+CORPUS = frozenset({"Context", "Copy", "New"})
+
+
+@pytest.mark.parametrize(
+    ("names", "off_corpus"),
+    [
+        (["1.895000", "1.200000"], True),  # fzy --show-scores read as lines: scores, no names
+        (["0.9", "Context"], False),  # one name of the corpus is enough
+        ([f"n{k}" for k in range(40)] + ["Copy"], False),  # found past the top 10
+        ([], False),  # an empty answer is empty, not off the corpus
+    ],
+)
+def test_an_answer_of_which_no_row_is_a_corpus_name_is_off_corpus(names, off_corpus):
+    rows = _rows(names)
+    assert rank_json(rows, "Copy", CORPUS).off_corpus is off_corpus
+    assert rank_by_name(_as_hits(rows), "Copy", CORPUS).off_corpus is off_corpus
+
+
+def test_a_corpus_name_after_the_source_and_a_full_top_10_still_counts():
+    """The search for a corpus name goes on past the point where ranking stops."""
+    rows = _rows(["zz", *(f"n{k}" for k in range(20)), "New"])
+    result = rank_json(rows, "zz", CORPUS)
+    assert (result.rank, result.off_corpus) == (1, False)
+    assert rank_by_name(_as_hits(rows), "zz", CORPUS) == result
+
+
+def test_without_the_corpus_names_nothing_is_flagged():
+    assert not rank_json(_rows(["1.0"]), "Copy").off_corpus

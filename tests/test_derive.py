@@ -212,3 +212,29 @@ def test_committed_typed_set_has_300_rows_of_every_type(all_names):
     assert min(counts.values()) >= 300, counts
     known = {repo: set(names) for repo, names in all_names.items()}
     assert all(r.source in known[r.repo] for r in rows if r.type == "prefix")
+
+
+def test_derive_all_writes_through_a_symlink_and_keeps_the_query_sets_mode(
+    real_cache, all_names, tmp_path
+):
+    """Issue 31, class 9: the rewritten query set used to become a new file of mode 0600
+    in place of the link. Now the link stays and its target keeps 0644."""
+    from conftest import mirror_dir, run_cli
+
+    settings = tmp_path / "derive.json"
+    settings.write_text('{"repos": {"gin": {"n": 100, "seed": 1}}}\n')
+    (tmp_path / "kept").mkdir()
+    real = tmp_path / "kept" / "queries.tsv"
+    real.write_text("repo\tquery\ttype\tsource\n")
+    real.chmod(0o644)
+    link = tmp_path / "queries.tsv"
+    link.symlink_to(real)
+    args = ["--cache", str(real_cache), "--mirror", str(mirror_dir())]
+    proc = run_cli("derive", "all", "--queries", str(link), "--settings", str(settings), *args)
+    assert proc.returncode == 0, proc.stderr
+    assert link.is_symlink() and (real.stat().st_mode & 0o777) == 0o644
+    committed = [
+        line for line in (ROOT / "queries.tsv").read_text().splitlines()
+        if line.startswith("gin\t") and "\thand\t" not in line
+    ]  # fmt: skip
+    assert real.read_text().splitlines()[1:] == committed

@@ -157,7 +157,6 @@ def test_a_lost_rows_explain_line_runs_as_printed_from_another_folder_and_marks_
     assert out[-1].split() == ["parse_config", "is", "#1", "parse_config", "is", "#2"]
 
 
-
 @needs_ctags
 def test_explain_refuses_a_source_that_is_not_a_name_of_the_corpus_as_run_does(setup):
     """Issue 31 class 11: `explain --source` took a name the corpus lacks (and showed it as

@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -46,7 +47,8 @@ if mode == "dirty":
 if mode == "echo":
     with open(pathlib.Path(os.environ["MARKDIR"]) / "queries", "a", encoding="utf-8") as log:
         log.write(json.dumps(query) + "\n")
-    print(query)
+    print(query)  # then every name: an answer that names nothing in the corpus is refused
+    print("\n".join(names))
     sys.exit(0)
 if mode == "peek":
     with open(pathlib.Path(os.environ["MARKDIR"]) / "peek", "a") as log:
@@ -316,6 +318,34 @@ def test_nothing_is_written_outside_the_cache_the_temporary_folder_and_the_repor
     assert html.is_file()
 
 
+@needs_ctags
+def test_html_to_a_fifo_is_refused_before_any_work_and_the_fifo_stays(world):
+    fifo = world["tmp"].parent / "report.html"
+    os.mkfifo(fifo)
+    proc = run_cli(*_args(world, "--html", str(fifo)), cwd=world["finder"], env=_env(world))
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == f"recall: {fifo}: is a FIFO, not a regular file; refusing to replace it\n"
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and proc.stdout == ""
+
+
+@needs_ctags
+def test_save_and_html_through_a_symlink_write_its_target_and_keep_the_link_and_mode(world):
+    kept = world["tmp"].parent / "kept"
+    kept.mkdir()
+    links = {}
+    for name in ("run.json", "report.html"):
+        (kept / name).write_text("old")
+        (kept / name).chmod(0o644)
+        links[name] = world["tmp"].parent / name
+        links[name].symlink_to(kept / name)
+    _run_ok(world, "--save", str(links["run.json"]), "--html", str(links["report.html"]))
+    for name, link in links.items():
+        assert link.is_symlink() and os.readlink(link) == str(kept / name)
+        assert stat.S_IMODE((kept / name).stat().st_mode) == 0o644
+    assert json.loads((kept / "run.json").read_text())["kind"] == "recall-saved-run"
+    assert (kept / "report.html").read_text().startswith("<!DOCTYPE html>")
+
+
 def test_a_file_where_the_cache_folder_should_be_is_one_line_exit_2(world):
     world["cache"].rmdir()
     world["cache"].write_text("not a folder")
@@ -377,7 +407,7 @@ def test_a_build_that_fails_or_produces_no_binary_is_one_line_exit_2(world, buil
 
 @needs_ctags
 def test_names_holding_a_tab_or_newline_never_break_the_report(world):
-    finder = 'import json\nprint(json.dumps([{"name": "bad\\tna\\nme"}]))\n'
+    finder = 'import json\nprint(json.dumps([{"name": "bad\\tna\\nme"}, {"name": "BetaClass"}]))\n'
     (world["finder"] / "finder.py").write_text(finder)
     (world["finder"] / "recall.toml").write_text(
         ENGINE.replace('output = "lines"', 'output = "json"').replace(

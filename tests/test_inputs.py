@@ -134,9 +134,9 @@ KEY = {"format": saved.FORMAT, **data_key(PINS, ROWS)}
 def _encoded(**field) -> dict:
     """A stored run with one part replaced: results[0] parts or a top-level field."""
     data = encode_run(RUN, KEY)
-    rank, top, error = data["results"][0]
-    parts = {"rank": rank, "top": top, "error": error}
-    for name in ("rank", "top", "error", "hit", "hit_name", "hit_file", "hit_line"):
+    rank, top, error, off_corpus = data["results"][0]
+    parts = {"rank": rank, "top": top, "error": error, "off_corpus": off_corpus}
+    for name in ("rank", "top", "error", "off_corpus", "hit", "hit_name", "hit_file", "hit_line"):
         if name in field:
             value = field.pop(name)
             if name.startswith("hit_"):
@@ -147,7 +147,7 @@ def _encoded(**field) -> dict:
                 parts["top"] = [value]
             else:
                 parts[name] = value
-    data["results"] = [[parts["rank"], parts["top"], parts["error"]]]
+    data["results"] = [[parts["rank"], parts["top"], parts["error"], parts["off_corpus"]]]
     return {**data, **field}
 
 
@@ -163,8 +163,9 @@ BAD_RUNS = [
     ({"hit_line": True}, "results[0]: top[0]: line must be a whole number or null, not True"),
     ({"hit_line": "4"}, "results[0]: top[0]: line must be a whole number or null, not '4'"),
     ({"error": 5}, "results[0]: error must be a string or null, not 5"),
+    ({"off_corpus": 1}, "results[0]: off_corpus must be true or false, not 1"),
     ({"results": {"a": 1}}, "results must be a list, not {'a': 1}"),
-    ({"results": [[1, []]]}, "results[0] must be [rank, top, error], not [1, []]"),
+    ({"results": [[1, []]]}, "results[0] must be [rank, top, error, off_corpus], not [1, []]"),
     ({"label": 3}, "label must be a string, not 3"),
     ({"index_s": "fast"}, "index_s must be a number of seconds, not 'fast'"),
     ({"query_s": float("nan")}, None),  # orjson writes NaN as null

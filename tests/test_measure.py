@@ -1,10 +1,12 @@
 import json
+import re
+import shutil
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, make_repo, run_cli
+from conftest import ROOT, make_repo, needs_tool, run_cli
 
 from recall.answers import rank_by_name
 from recall.model import Hit
@@ -95,6 +97,11 @@ def test_misbehaving_finder_is_reported_per_query(misbehaving, tmp_path, real_ca
     assert errors["closehang"].startswith("timed out")  # pipes closed, process still alive
     assert "unparseable" in errors["garbage"]
     assert run["errors"] == 7
+    # huge listed n0, n1, ...: no name of gin, counted and shown, not refused (1 of 2)
+    assert run["off_corpus"] == 1
+    assert run["off_corpus_first"] == [
+        {"repo": "gin", "query": "huge", "type": "exact", "answer": "n0"}
+    ]
     for name in ("hang", "bgchild"):  # the whole process group died, children included
         pid = int((tmp_path / name).read_text())
         assert not Path(f"/proc/{pid}").exists() or "Z" in _state(pid), name
@@ -112,6 +119,29 @@ def test_engine_that_returns_nothing_is_suspect(misbehaving, tmp_path, real_cach
     proc = run_cli(*args, cwd=misbehaving)
     assert proc.returncode == 2
     assert "engine description is probably wrong" in proc.stderr
+    assert proc.stdout == ""
+
+
+@needs_tool("fzy")
+def test_fzy_with_show_scores_reads_scores_as_names_and_is_refused(tmp_path, real_cache, gin):
+    """Issue 31, class 7: every line is `SCORE<TAB>name`, and `output = "lines"` takes the
+    score for the name, so both sides found 0% and --fail-on-loss exited 0."""
+    preset = (ROOT / "recall" / "presets" / "fzy.toml").read_text()
+    scores = preset.replace('"--show-matches={query}"', '"--show-scores", "--show-matches={query}"')
+    assert scores != preset
+    engine = tmp_path / "fzy-scores.toml"
+    engine.write_text(scores)
+    proc = run_cli(
+        "--engine", str(engine), "--base-bin", shutil.which("fzy") or "fzy", "--repo", "gin",
+        "--type", "abbr3", "--cache", str(real_cache), "--fail-on-loss", "--json",
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert re.fullmatch(
+        r"recall: base: 84 of the 84 answers that listed anything name nothing in the "
+        r"corpus \(the first begin '\d+\.\d+', '\d+\.\d+', '\d+\.\d+'\): the engine "
+        r"description is probably wrong \(does its output give names\?\)\n",
+        proc.stderr,
+    ), proc.stderr
     assert proc.stdout == ""
 
 
@@ -156,7 +186,9 @@ def test_batch_faults_are_the_query_in_flight_and_the_rest_is_answered(tmp_path,
     )
     binary = FinderBuild("batch", load_engine(tmp_path / "engine.toml"), tmp_path, sys.executable)
     corpora = {"gin": Corpus(gin, distinct_names(checkout_symbols(gin, real_cache)))}
-    queries = ["Context", "crash", "Context", "hang", "Context", "garbage", "refuse",
+    # hang right after crash: the first query of the process after crash's retry, so it
+    # times out once (a query that is not a process's first is retried, timing out twice)
+    queries = ["Context", "crash", "hang", "Context", "Context", "garbage", "refuse",
                "noisy", "huge"] + ["Context"] * 40  # fmt: skip
     rows = [QueryRow("gin", q, "exact", "Context") for q in queries]
     run = run_binary(binary, rows, corpora, jobs=1, timeout=5)
@@ -170,3 +202,62 @@ def test_batch_faults_are_the_query_in_flight_and_the_rest_is_answered(tmp_path,
     assert ranks[queries.index("huge")] == 150001  # the huge line, whole
     ranks_of_context = {ranks[i] for i, q in enumerate(queries) if q in ("Context", "noisy")}
     assert ranks_of_context == {1}  # every query after a crash or hang is answered again
+
+
+FIFTH_FINDER = r"""
+import json, os, sys
+names = open(sys.argv[1]).read().splitlines()
+for count, line in enumerate(sys.stdin, 1):
+    request = json.loads(line)
+    query = request["query"]
+    if query == "kills-every-process":
+        sys.stderr.write("died on purpose\n")
+        os._exit(7)
+    letters = query.replace("*", "")
+    hits = sorted((n for n in names if letters[:2] in n.lower()), key=lambda n: (len(n), n))
+    sys.stdout.write(json.dumps({"id": request["id"], "results": [{"name": n} for n in hits]}))
+    sys.stdout.write("\n")
+    sys.stdout.flush()
+    if count % 5 == 0:
+        os._exit(0)  # dies after every fifth answer: how many a process answers decides
+"""
+
+
+def _without_seconds(report: dict) -> dict:
+    for run in report["runs"]:
+        del run["index_s"], run["query_s"]
+    return report
+
+
+def test_jobs_give_the_numbers_of_one_job_with_a_finder_that_dies_every_fifth_answer(
+    tmp_path, real_cache, gin
+):
+    """Issue 31, class 8: which rows a process answers differs with --jobs, so a finder
+    that counts its answers used to fail on other rows. A row whose process died after
+    answering others is retried as the first row of a fresh process: no row is lost, and
+    a row that kills every process is an error with any --jobs."""
+    (tmp_path / "finder.py").write_text(FIFTH_FINDER)
+    engine = tmp_path / "fifth.toml"
+    engine.write_text(
+        '[engine]\nbin = ["{python}", "-I", "-S", "%s"]\nquery = ["{bin}", "{query}"]\n'
+        'batch = ["{bin}", "{names}"]\n' % (tmp_path / "finder.py")
+    )
+    rows = [line for line in (ROOT / "queries.tsv").read_text().splitlines()[1:]
+            if line.startswith("gin\t") and line.split("\t")[2] == "abbr3"]  # fmt: skip
+    rows.insert(40, "gin\tkills-every-process\texact\tContext")
+    queries = tmp_path / "queries.tsv"
+    queries.write_text("repo\tquery\ttype\tsource\n" + "\n".join(rows) + "\n")
+    reports = []
+    for jobs in ("1", "2"):  # 2: the second worker joins gin, drawing rows from its feed
+        proc = run_cli(
+            "--engine", str(engine), "--queries", str(queries), "--cache", str(real_cache),
+            "--jobs", jobs, "--json", "--no-cache",
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        reports.append(_without_seconds(json.loads(proc.stdout)))
+    assert reports[1] == reports[0]
+    run = reports[0]["runs"][0]
+    assert [(e["query"], e["error"]) for e in run["error_rows"]] == [
+        ("kills-every-process", "exit 7: died on purpose")
+    ]
+    assert run["found"] > 0

@@ -153,7 +153,7 @@ def test_each_library_preset_on_gin_ranks_as_the_library_called_directly(
     results = document["runs"][-1]["results"]
     names = tuple(distinct_names(checkout_symbols(gin, real_cache)))
     assert len(results) == len(document["rows"]) > 150
-    for (_repo, query, _type, source), (rank, top, error) in zip(
+    for (_repo, query, _type, source), (rank, top, error, _off_corpus) in zip(
         document["rows"], results, strict=True
     ):
         hits = [hit[0] for hit in call(query, names)]

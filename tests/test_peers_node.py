@@ -291,7 +291,7 @@ def test_each_node_preset_on_gin_ranks_as_the_package_called_directly(
     names = list(distinct_names(checkout_symbols(gin, real_cache)))
     queries = [row[1] for row in document["rows"]]
     direct = _direct(tmp_path, modules, PRESETS[preset], names, queries)
-    for (_repo, query, _type, source), (rank, top, error), hits in zip(
+    for (_repo, query, _type, source), (rank, top, error, _off_corpus), hits in zip(
         document["rows"], results, direct, strict=True
     ):
         assert error is None

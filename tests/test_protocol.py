@@ -122,11 +122,12 @@ def test_jobs_share_a_corpus_among_batch_processes_that_answer_as_one_process_do
     three, started_three = _pids(tmp_path, gin_corpus, "three", jobs=3)
     assert three.results == one.results
     assert _errors(three, SHARDED).keys() == {"exit3", "segv"}
-    # one process, restarted after each fault; with three jobs, the other workers' processes
-    # too (two of them, unless the rows ran out before one joined)
-    assert started_one == 3 and started_three in (4, 5)
+    # one process, and two more after each fault (the retry, which dies too, then one for
+    # the rest); with three jobs, the other workers' processes too (two of them, unless the
+    # rows ran out before one joined)
+    assert started_one == 5 and started_three in (6, 7)
     single, started = _pids(tmp_path, gin_corpus, "single", 3, extra="batch_jobs = false\n")
-    assert single.results == one.results and started == 3
+    assert single.results == one.results and started == 5
 
 
 def _errors(run: RunResult, queries: list[str]) -> dict[str, str]:
@@ -248,8 +249,9 @@ def test_corpora_measured_side_by_side_answer_as_one_after_another(tmp_path, gin
         (folder / "engine.toml").write_text(engine + f'env = {{ PIDS = "{folder / "pids"}" }}\n')
         binary = FinderBuild("batchy", load_engine(folder / "engine.toml"), folder, sys.executable)
         runs.append(run_binary(binary, rows, corpora, jobs=jobs, timeout=HEALTHY_S))
-        # one process a corpus, restarted after each fault but gin2's last row
-        assert len(set((folder / "pids").read_text().split())) == 3 + 2
+        # one process a corpus, and two more after each fault (the retry, which dies too,
+        # then a process for the rest) but gin2's last row (the retry only)
+        assert len(set((folder / "pids").read_text().split())) == 5 + 4
     assert runs[1].results == runs[0].results
     assert [r.error is not None for r in runs[1].results] == [
         row.query in ("exit3", "segv") for row in rows

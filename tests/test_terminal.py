@@ -19,6 +19,7 @@ from recall import saved
 from recall.corpus import load_pins
 from recall.model import Hit, QueryResult, RunResult
 from recall.queryset import QueryRow
+from recall.render.escape import markdown
 from recall.saved import data_key
 from recall.terminal import Progress, safe_output, shown
 
@@ -31,7 +32,7 @@ import json, sys
 if sys.argv[1] == "crash":
     sys.stderr.write("\x1b[31mboom\x07")
     sys.exit(3)
-print(json.dumps([{"name": NAME, "file": "a\x1bb.py", "line": 1}]))
+print(json.dumps([{"name": NAME, "file": "a\x1bb.py", "line": 1}, {"name": "gamma_delta"}]))
 """.replace("NAME", repr(NAME))
 ENGINE = """[engine]
 bin = ["{python}", "{tree}/finder.py"]
@@ -77,9 +78,10 @@ def test_control_characters_from_a_finder_or_the_query_set_are_escaped_in_text_a
         proc = _recall(tiny, "--queries", str(tiny["queries"]), "--allow-empty", "--misses", *flags)
         assert proc.returncode == 0, proc.stderr
         assert not RAW.search(proc.stdout), proc.stdout
-        assert SHOWN_NAME in proc.stdout
-        assert shown(QUERY) in proc.stdout
-        assert "\\x1b[31mboom\\x07" in proc.stdout  # the finder's stderr, in the error row
+        said = markdown if flags else shown
+        assert said(NAME) in proc.stdout
+        assert said(QUERY) in proc.stdout
+        assert said("\x1b[31mboom\x07") in proc.stdout  # the finder's stderr, in the error row
 
 
 @needs_ctags

@@ -22,8 +22,9 @@ from recall.derive import (
     typed_recipes,
 )
 from recall.errors import EXIT_LOSS, EXIT_OK, RecallError
+from recall.files import write_atomic
 from recall.queryset import QUERY_SETS, format_queries, read_queries
-from recall.symbols import checkout_symbols, write_atomic
+from recall.symbols import checkout_symbols
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -13,8 +13,8 @@ from recall import history, history_shards
 from recall.build import check_build_timeout
 from recall.commands._flags import add_commits_run, shard_spec
 from recall.errors import EXIT_FAILURE, EXIT_OK, RecallError
+from recall.files import target, write_atomic
 from recall.render import history as history_page
-from recall.symbols import write_atomic
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -61,6 +61,9 @@ def add_output_flags(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     check_build_timeout(args.build_timeout)
     _check_shard_flags(args)
+    for named in (args.html, args.save):
+        if named:
+            target(Path(named))  # a FIFO or a device there is refused before any work
     plan = history.make_plan(args)
     if args.tags is not None and args.revs:
         raise RecallError("history: give --tags or RANGE|REF..., not both")

@@ -12,11 +12,9 @@ a file: an existing recall.toml is somebody's work.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import re
-import tempfile
 import tomllib
 from dataclasses import dataclass
 from importlib import resources
@@ -26,6 +24,7 @@ from recall.build import finder_root
 from recall.commands._flags import add_finder
 from recall.engine import parse_engine, preset_names
 from recall.errors import EXIT_OK, RecallError
+from recall.files import stage
 
 FILENAME = "recall.toml"
 
@@ -212,22 +211,17 @@ def write_new(path: Path, data: bytes) -> None:
     if path.exists() or path.is_symlink():
         raise RecallError(f"{path}: already exists; not overwriting it")
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        staged = stage(path, data)  # the umask's mode, as any new file gets
     except OSError as exc:
         raise RecallError(f"{path}: cannot write: {exc.strerror}") from None
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.chmod(tmp, 0o644)
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            raise RecallError(f"{path}: already exists; not overwriting it") from None
-        except OSError as exc:
-            raise RecallError(f"{path}: cannot write: {exc.strerror}") from None
+        os.link(staged.temp, path)
+    except FileExistsError:
+        raise RecallError(f"{path}: already exists; not overwriting it") from None
+    except OSError as exc:
+        raise RecallError(f"{path}: cannot write: {exc.strerror}") from None
     finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+        staged.discard()
 
 
 def next_step(path: Path, preset: str | None, cwd: Path) -> str:

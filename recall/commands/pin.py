@@ -15,7 +15,6 @@ import os
 import re
 import signal
 import sys
-import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from recall.derive import (
     read_recipe_set,
 )
 from recall.errors import EXIT_OK, RecallError
+from recall.files import Staged, stage
 from recall.queryset import (
     DERIVED_TYPES,
     QUERY_SETS,
@@ -194,28 +194,21 @@ def _write_set(files: list[tuple[Path, bytes]]) -> None:
     SIGINT, SIGTERM and SIGHUP held until all are done. The last file (corpus.json) is
     the commit point: a pin that shows in it has its settings and rows. Only SIGKILL or
     a crash between two renames, microseconds apart, could leave a mix."""
-    temps: list[tuple[str, Path]] = []
+    staged: list[Staged] = []
     try:
         for path, data in files:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-            temps.append((tmp, path))
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
+            staged.append(stage(path, data, durable=True))
         held = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
         before = signal.pthread_sigmask(signal.SIG_BLOCK, held)
         try:
-            while temps:
-                tmp, path = temps[0]
-                os.replace(tmp, path)
-                temps.pop(0)
+            while staged:
+                staged[0].commit()
+                staged.pop(0)
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, before)
     finally:
-        for tmp, _path in temps:
-            Path(tmp).unlink(missing_ok=True)
+        for left in staged:
+            left.discard()
 
 
 def _read_json(path: Path) -> dict:

@@ -10,8 +10,8 @@ from pathlib import Path
 from recall import results
 from recall.commands._flags import add_common
 from recall.errors import EXIT_OK, RecallError
+from recall.files import target, write_atomic
 from recall.render.results import render_results
-from recall.symbols import write_atomic
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -49,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
     """Run (or read back) every finder's report and write the page."""
     if args.jobs < 1:
         raise RecallError("--jobs must be 1 or more")
+    target(Path(args.out))  # a FIFO or a device there is refused before any work
     entries = results.peer_entries(args)
     results.check_comparable(entries)
     page = render_results(entries, {**results.machine(), "jobs": results.measured_jobs(entries)})

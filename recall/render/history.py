@@ -8,11 +8,11 @@ that came from a repository (subjects, tags, names), since a stranger wrote them
 
 from __future__ import annotations
 
-from html import escape
-
+from recall.render.escape import html as _e
+from recall.render.escape import markdown as markdown_text
 from recall.render.html import page_css
 from recall.render.table import table
-from recall.terminal import safe_output
+from recall.terminal import safe_output, shown
 
 METRICS = (("first_pct", "#1 %"), ("top10_pct", "top 10 %"), ("mrr", "MRR ×100"))
 METRIC_COLORS = {"first_pct": "#08519c", "top10_pct": "#6baed6", "mrr": "#e6550d"}
@@ -56,12 +56,17 @@ def groups(data: dict, by: str | None) -> list[str]:
 
 def render(data: dict, *, by: str | None = None, markdown: bool = False) -> str:
     """The history table (all rows together), then one per type or repo with --by."""
-    out = [f"recall history: {_count(len(data['commits']), 'commit')} of {data['finder']}, "
-           f"{data['sourced']} sourced queries ({', '.join(data['repos'])}; "
-           f"{', '.join(data['types'])}), engine {data['engine']['source']}", ""]  # fmt: skip
+
+    def said(text: str) -> str:  # from outside: a path, repo and type names, an engine
+        return markdown_text(text) if markdown else shown(text)
+
+    out = [f"recall history: {_count(len(data['commits']), 'commit')} of {said(data['finder'])}, "
+           f"{data['sourced']} sourced queries ({said(', '.join(data['repos']))}; "
+           f"{said(', '.join(data['types']))}), engine {said(data['engine']['source'])}",
+           ""]  # fmt: skip
     for key in [None, *groups(data, by)]:
         if key is not None:
-            out += [f"## {by} {key}" if markdown else f"{by} {key}:", ""]
+            out += [f"## {by} {said(key)}" if markdown else f"{by} {said(key)}:", ""]
         body = [
             _cells(commit, commit if key is None else commit.get(f"by_{by}", {}).get(key))
             for commit in data["commits"]
@@ -82,10 +87,6 @@ def _table(body: list[list[str]], markdown: bool) -> list[str]:
 # The page ------------------------------------------------------------------------------
 
 
-def _e(value: object) -> str:
-    return escape(str(value), quote=True)
-
-
 def _value(c: dict | None, metric: str) -> float | None:
     if c is None or not c.get("n"):
         return None
@@ -93,6 +94,13 @@ def _value(c: dict | None, metric: str) -> float | None:
 
 
 Series = list[tuple[str, str, list[float | None]]]
+
+
+def _safe_url(commit: dict) -> bool:
+    """A commit's link, from a history's JSON, which may have been edited: https only, so
+    no `javascript:` url becomes a link."""
+    url = commit.get("url")
+    return isinstance(url, str) and url.startswith("https://")
 
 
 def chart(commits: list[dict], series: Series, title: str) -> str:
@@ -158,7 +166,7 @@ def chart(commits: list[dict], series: Series, title: str) -> str:
                 f'<circle cx="{x(i):.1f}" cy="{y(v):.1f}" r="3.5" fill="{color}">'
                 f"<title>{_e(tip)}</title></circle>"
             )
-            if commit.get("url"):
+            if _safe_url(commit):
                 dot = f'<a href="{_e(commit["url"])}">{dot}</a>'
             parts.append(dot)
     parts.append("</svg>")
@@ -201,7 +209,7 @@ def _html_table(data: dict) -> str:
     for commit in data["commits"]:
         cells = _cells(commit, commit)
         name = _e(cells[0])
-        if commit.get("url"):
+        if _safe_url(commit):
             name = f'<a href="{_e(commit["url"])}">{name}</a>'
         else:
             name = f'<span title="{_e(commit["sha"])}">{name}</span>'

@@ -3,16 +3,18 @@
 A decision record outlives the network and any JS framework, so the page is plain HTML
 with inline CSS and inline SVG drawn here; it fetches nothing when viewed. Every string
 from a report (names, queries, paths, labels) is escaped, since corpus names are data a
-stranger wrote. It renders the JSON report (schema 2) rather than the model, so that a
-report kept as JSON makes the same page.
+stranger wrote: `recall.render.escape.html` shows their control and bidirectional
+characters as escapes too (an ESC or a U+202E is no markup, yet would reach a reader raw).
+It renders the JSON report (schema 2) rather than the model, so that a report kept as JSON
+makes the same page.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from html import escape
 from urllib.parse import quote, urlsplit
 
+from recall.render.escape import html as _e
 from recall.stats import shown_p
 
 COLORS = {"found": "#c6dbef", "top10": "#6baed6", "first": "#08519c"}
@@ -45,10 +47,6 @@ class _Markup:
     """A table cell that is already escaped markup (a link), not text."""
 
     html: str
-
-
-def _e(value: object) -> str:
-    return escape(str(value), quote=True)
 
 
 def _rank(rank: int | None) -> str:
@@ -302,6 +300,19 @@ def render_html(report: dict) -> str:
     for d in diffs:
         out += _diff_section(d, report.get("corpus", {}))
     for run in runs:
+        if run.get("off_corpus"):
+            out.append(
+                f"<h2>Answers of {_e(run['label'])} naming nothing in the corpus: "
+                f"{_e(run['off_corpus'])}</h2>"
+            )
+            out.append(
+                _table(
+                    ["repo", "query", "type", "first name listed"],
+                    [[o["repo"], o["query"], o["type"], o["answer"]]
+                     for o in run["off_corpus_first"]],
+                    frozenset({0, 1, 2, 3}),
+                )
+            )  # fmt: skip
         if run.get("error_rows"):
             out.append(f"<h2>Errors in {_e(run['label'])}: {len(run['error_rows'])}</h2>")
             out.append(

@@ -8,6 +8,7 @@ files alone.
 from __future__ import annotations
 
 from recall.queryset import TYPE_ORDER
+from recall.render.escape import Markdown, code_span, markdown
 from recall.render.table import table
 
 GROUPS = (("by_type", "type"), ("by_language", "language"))
@@ -159,7 +160,7 @@ def render_results(every: list[dict], host: dict[str, str]) -> str:
         out += _table(["finder", *labels], body)
     out += _by_own_languages(entries, servers)
     out += ["", "## Finders", ""]
-    body = [[e["label"], e["version"], f"`{e['command']}`", e["note"]] for e in every]
+    body = [[e["label"], e["version"], code_span(e["command"]), Markdown(e["note"])] for e in every]
     out += _table(["finder", "version", "command", "options"], body, numeric=False)
     out += [
         "",
@@ -176,7 +177,7 @@ def render_results(every: list[dict], host: dict[str, str]) -> str:
     out += _table(
         ["what", "value"],
         [
-            ["CPUs (`nproc`)", host["cpus"]],
+            [Markdown("CPUs (`nproc`)"), host["cpus"]],
             ["CPU model", host["cpu_model"]],
             ["system", host["system"]],
             ["Python", host["python"]],
@@ -196,7 +197,7 @@ def _by_own_languages(entries: list[dict], servers: list[dict]) -> list[str]:
     for server in servers:
         run = server["report"]["runs"][0]
         served = ", ".join(server["languages"])
-        out += ["", f"## {server['label']} on its languages ({served})", ""]
+        out += ["", f"## {markdown(server['label'])} on its languages ({served})", ""]
         body = [
             [key, str(c["n"]), _count(c, "first"), _count(c, "top10"), _count(c, "found"),
              f"{c['mrr']:.3f}", str(c["errors"])]
@@ -215,5 +216,5 @@ def _by_own_languages(entries: list[dict], servers: list[dict]) -> list[str]:
                         _count(c, "top10"), _count(c, "found"), f"{c['mrr']:.3f}",
                     ])  # fmt: skip
         out += _table(["language: finder", "n", "#1", "top 10", "found", "MRR"], body)
-        out += ["", f"{server['label']}: {latency_ms(server['report']):.2f} ms / query."]
+        out += ["", f"{markdown(server['label'])}: {latency_ms(server['report']):.2f} ms / query."]
     return out

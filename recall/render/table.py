@@ -1,8 +1,10 @@
 """The one table helper of every text and Markdown page: the run report, the results page
 and the history table.
 
-A name holding a control character (a tab, a newline, an ESC) or, in Markdown, a pipe must
-not break a table or reach the terminal raw, so every cell is shown escaped.
+A name holding a control character (a tab, a newline, an ESC, a U+202E) must not break a
+table or reach the terminal raw, nor, in Markdown, a pipe, a tag or a link, so every cell
+(and, in Markdown, every header) is escaped for its medium (recall/render/escape.py); a
+cell of `Markdown` that recall wrote itself (a code span) is put in as it is.
 """
 
 from __future__ import annotations
@@ -10,14 +12,16 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from recall.render.escape import Markdown, markdown
 from recall.terminal import shown
 
 NUMERIC = re.compile(r"[-+]?[\d.]+%?( \(.*\))?|-|( / )?([\d.]+( / )?)+")
 
 
-def _cell(text: str, markdown: bool) -> str:
-    text = shown(text)
-    return text.replace("|", "\\|") if markdown else text
+def _cell(text: str, in_markdown: bool) -> str:
+    if not in_markdown:
+        return shown(text)
+    return text if isinstance(text, Markdown) else markdown(text)
 
 
 def table(
@@ -35,7 +39,8 @@ def table(
     cells = [[_cell(c, markdown) for c in row] for row in body]
     if markdown:
         rule = ["---:" if r else "---" for r in right] if right else ["---"] * len(header)
-        lines = ["| " + " | ".join(header) + " |", "|" + "|".join(rule) + "|"]
+        head = [_cell(h, True) for h in header]
+        lines = ["| " + " | ".join(head) + " |", "|" + "|".join(rule) + "|"]
         return lines + ["| " + " | ".join(row) + " |" for row in cells]
     rows = [list(header), *cells]
     for column, most in (clip or {}).items():

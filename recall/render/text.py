@@ -17,6 +17,7 @@ from recall.model import (
     Report,
     RunSummary,
 )
+from recall.render.escape import markdown as markdown_text
 from recall.render.table import table
 from recall.stats import ALPHA, VERDICT_TEST, Verdict, shown_p
 from recall.terminal import safe_output, shown
@@ -67,13 +68,20 @@ def _ceiling_cell(c: CeilingCounts | None) -> str:
     return f"{c.first_pct:.1f} / {c.top10_pct:.1f}" if c else "-"
 
 
-def _ceiling_note(c: CeilingCounts, runs: tuple[RunSummary, ...]) -> list[str]:
+def _said(text: str, markdown: bool) -> str:
+    """A string from outside (a label, a name, a path, stderr) inside a line of prose:
+    escaped for Markdown, or shown on one line in text."""
+    return markdown_text(text) if markdown else shown(text)
+
+
+def _ceiling_note(c: CeilingCounts, runs: tuple[RunSummary, ...], markdown: bool) -> list[str]:
     """What the row means, and each binary's distance to it in points."""
     gaps = ", ".join(
-        f"{run.label} {c.first_pct - run.counts.first_pct:.1f} / "
+        f"{_said(run.label, markdown)} {c.first_pct - run.counts.first_pct:.1f} / "
         f"{c.top10_pct - run.counts.top10_pct:.1f}"
         if run.counts.n == c.n
-        else f"{run.label} not comparable (the ceiling covers {c.n} of its {run.counts.n})"
+        else f"{_said(run.label, markdown)} not comparable (the ceiling covers {c.n} of its "
+        f"{run.counts.n})"
         for run in runs
     )
     return [
@@ -100,11 +108,14 @@ def render(report: Report, *, markdown: bool = False) -> str:
     top = report.ceiling
     body.append(["ceiling", *_ceiling_cells(top.counts), "-", "-"])
     out += table(["binary", *METRIC_HEADER, "index s", "query s"], body, markdown)
-    out += ["", *_ceiling_note(top.counts, runs)]
+    out += ["", *_ceiling_note(top.counts, runs, markdown)]
     out += _unknown_sources(report, markdown)
     for run in runs:
         if run.cached:
-            out += ["", f"{run.label}: results reused, not run now (times are from then)"]
+            out += [
+                "",
+                f"{_said(run.label, markdown)}: results reused, not run now (times are from then)",
+            ]
     for title, group, ceiling_group in GROUPS:
         out += _heading(f"By {title}", markdown)
         first = group(runs[0])
@@ -123,14 +134,23 @@ def render(report: Report, *, markdown: bool = False) -> str:
         header = [title, "n", *(run.label for run in runs), CEILING_CELL]
         out += table(header, body, markdown)
     for run in runs:
+        label = _said(run.label, markdown)
         if run.dirtied:
             out.append(
-                f"{run.label} wrote into the checkout of {', '.join(run.dirtied)}; "
+                f"{label} wrote into the checkout of {_said(', '.join(run.dirtied), markdown)}; "
                 "it was rebuilt from the pin"
             )
+        if run.off_corpus:
+            out += _heading(
+                f"Answers of {label} naming nothing in the corpus: {run.off_corpus}", markdown
+            )
+            out += [
+                _row_line(o.repo, o.query, f"first {o.answer!r}", markdown)
+                for o in run.off_corpus_first
+            ]
         if run.error_rows:
-            out += _heading(f"Errors in {run.label}: {len(run.error_rows)} queries", markdown)
-            out += [f"  {e.repo}\t{e.query!r}: {shown(e.error)}" for e in run.error_rows]
+            out += _heading(f"Errors in {label}: {len(run.error_rows)} queries", markdown)
+            out += [_row_line(e.repo, e.query, e.error, markdown) for e in run.error_rows]
     if report.regress is not None:
         out += _render_regress(report, markdown)
     for d in report.diffs:
@@ -151,7 +171,7 @@ def _render_regress(report: Report, markdown: bool) -> list[str]:
     out: list[str] = []
     regress = report.regress
     assert regress is not None
-    out += _heading(f"Regress cases ({regress.file}): {regress.cases}", markdown)
+    out += _heading(f"Regress cases ({_said(regress.file, markdown)}): {regress.cases}", markdown)
     if regress.skipped:
         skipped = f"{regress.skipped} regress cases skipped: their repos are not in the corpus pins"
         out += ["", skipped, ""] if markdown else [skipped]
@@ -162,9 +182,16 @@ def _render_regress(report: Report, markdown: bool) -> list[str]:
     out += table(["binary", "hold", "fail", "n/a"], body, markdown)
     for label, r in verdicts:
         if r.failing:
-            out += _heading(f"Regress cases failing in {label}: {len(r.failing)}", markdown)
+            out += _heading(
+                f"Regress cases failing in {_said(label, markdown)}: {len(r.failing)}", markdown
+            )
             out += _cases_table(r.failing, markdown)
     return out
+
+
+def _row_line(repo: str, query: str, what: str, markdown: bool) -> str:
+    """One listed row of a section: its repo, its query quoted, and what it got."""
+    return f"  {_said(repo, markdown)}\t{_said(repr(query), markdown)}: {_said(what, markdown)}"
 
 
 def _heading(text: str, markdown: bool) -> list[str]:
@@ -238,7 +265,7 @@ def _more(hidden: int, markdown: bool, where: str = "--json or --html") -> list[
 
 def _render_diff(d: Diff, markdown: bool, cap: int | None = None) -> list[str]:
     out: list[str] = []
-    out += _heading(f"Diff: {d.new} against {d.base}", markdown)
+    out += _heading(f"Diff: {_said(d.new, markdown)} against {_said(d.base, markdown)}", markdown)
     verdict = d.significance.verdict_line()
     out += [verdict, ""] if markdown else [verdict]
     out.append(
@@ -279,8 +306,12 @@ def _render_diff(d: Diff, markdown: bool, cap: int | None = None) -> list[str]:
         out += _heading(f"Regress cases that held and now fail: {len(d.regress_broken)}", markdown)
         out += _cases_table(d.regress_broken, markdown) if d.regress_broken else []
     if d.new_errors:
-        out += _heading(f"Errored in {d.new}, answered in {d.base}: {len(d.new_errors)}", markdown)
-        out += [f"  {c.repo}\t{c.query!r}: {shown(c.error)}" for c in d.new_errors]
+        out += _heading(
+            f"Errored in {_said(d.new, markdown)}, answered in {_said(d.base, markdown)}: "
+            f"{len(d.new_errors)}",
+            markdown,
+        )
+        out += [_row_line(c.repo, c.query, c.error, markdown) for c in d.new_errors]
     return out
 
 
@@ -310,12 +341,12 @@ def render_bench(bench: BenchSummary, markdown: bool) -> list[str]:
         out.append(
             f"warning: the machine was too noisy to trust these figures: a query's middle "
             f"half of reps spans {100 * worst.spread:.0f}% of its median in "
-            f"{worst.label} (over {100 * NOISE_SPREAD:.0f}%); every sample is kept"
+            f"{_said(worst.label, markdown)} (over {100 * NOISE_SPREAD:.0f}%); every sample is kept"
         )
     for r in bench.ratios:
         out.append(
-            f"{r.new} / {r.base} per query: median {r.median:.3f} "
-            f"(p10 {r.p10:.3f}, p90 {r.p90:.3f})"
+            f"{_said(r.new, markdown)} / {_said(r.base, markdown)} per query: "
+            f"median {r.median:.3f} (p10 {r.p10:.3f}, p90 {r.p90:.3f})"
         )
     return out
 

@@ -1,0 +1,128 @@
+"""Writing a file the user named, or a cache entry: whole or not at all, and destroying
+nothing that was not a file of ours to replace.
+
+A report or saved file is written to a temporary file beside its target and renamed over
+it, so a reader sees the old content or the new, never half. The rename replaces whatever
+the name points at, so the target is looked at first:
+- absent: the new file gets the mode the umask gives (as `open` or a shell's `>` would);
+- a regular file: replaced, keeping its mode (a committed `queries.tsv` stays 0644, a
+  script 0755), and its owner and group where the process may set them;
+- a symlink to a regular file (through any chain of links): the link stays, and its final
+  target is replaced the same way, in the target's own folder (a rename never crosses
+  file systems);
+- anything else (a FIFO, a device, a directory, a socket, a dangling or looping link):
+  refused with its path, exit 2, and nothing written. A rename over a FIFO or a device
+  node would delete it and never deliver the data to the reader it was meant for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from recall.errors import RecallError
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a write lands: the path whose rename replaces it (the final target of a link),
+    and the mode, owner and group of the regular file there now (None: a new file)."""
+
+    path: Path
+    mode: int | None = None
+    owner: tuple[int, int] | None = None
+
+
+def _kind(mode: int) -> str:
+    return next((what for test, what in _KINDS if test(mode)), "not a regular file")
+
+
+def target(path: Path) -> Target:
+    """The target a write of path replaces, or a RecallError naming path when what is
+    there is not a regular file or a link to one. Any other OSError (a file where a
+    folder of the path should be) is the caller's to report, as a failed write is."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return Target(path)
+    final = path
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            final = Path(os.path.realpath(path, strict=True))
+            st = os.stat(final)
+        except OSError as exc:
+            why = "a dangling symlink" if isinstance(exc, FileNotFoundError) else "a symlink"
+            raise RecallError(
+                f"{path}: is {why} ({exc.strerror or exc}); refusing to replace it"
+            ) from None
+    if not stat.S_ISREG(st.st_mode):
+        through = f" (through the link to {final})" if final != path else ""
+        raise RecallError(
+            f"{path}: is {_kind(st.st_mode)}{through}, not a regular file; refusing to replace it"
+        )
+    return Target(final, stat.S_IMODE(st.st_mode), (st.st_uid, st.st_gid))
+
+
+@dataclass(frozen=True)
+class Staged:
+    """Data written to a temporary file beside its target, not yet in place."""
+
+    temp: Path
+    target: Target
+
+    def commit(self) -> None:
+        os.replace(self.temp, self.target.path)
+
+    def discard(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.temp)
+
+
+def stage(path: Path, data: bytes, *, durable: bool = False) -> Staged:
+    """data in a temporary file beside path's target, with the mode the target will keep;
+    commit() puts it in place. durable: flushed to disk before commit, for files written
+    as a set (a crash between two renames must not find one of them empty)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    where = target(path)
+    temp = where.path.parent / f".{where.path.name}.{secrets.token_hex(4)}.partial"
+    # 0o666 through the umask, as any new file gets; an existing file's mode is set after
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+    staged = Staged(temp, where)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            if where.owner is not None:
+                with contextlib.suppress(PermissionError):  # only root may give files away
+                    os.fchown(handle.fileno(), *where.owner)
+            if where.mode is not None:
+                os.fchmod(handle.fileno(), where.mode)
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
+    except BaseException:
+        staged.discard()
+        raise
+    return staged
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write a file that readers see whole or not at all, replacing only a regular file
+    (or, through a symlink, the regular file it names), whose mode it keeps."""
+    staged = stage(path, data)
+    try:
+        staged.commit()
+    except BaseException:
+        staged.discard()
+        raise
