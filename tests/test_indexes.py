@@ -22,6 +22,8 @@ from recall.symbols import checkout_symbols, distinct_names
 INDEX = r"""
 import os, sys
 names, db, log = sys.argv[1:4]
+if os.path.isdir(log):
+    log = os.path.join(log, "index.log")
 with open(log, "a") as handle:
     handle.write("indexed\n")
 os.makedirs(os.path.join(db, "data"), exist_ok=True)
@@ -213,8 +215,10 @@ def test_a_base_and_an_unchanged_working_tree_reuse_their_kept_indexes(tmp_path,
     files = {"index.py": INDEX, "query.py": QUERY, "recall.toml": ENGINE}
     make_repo(tmp_path / "finder", files)
     tree = tmp_path / "finder"
-    log = tmp_path / "index.log"
-    (tree / "recall.toml").write_text(ENGINE.replace("{tree}/index.log", str(log)))
+    logs = tmp_path / "logs"  # a folder: a file an argv names is in the key by content
+    logs.mkdir()
+    log = logs / "index.log"
+    (tree / "recall.toml").write_text(ENGINE.replace("{tree}/index.log", str(logs)))
     cache = tmp_path / "cache"
 
     def run(timeout: str) -> None:
