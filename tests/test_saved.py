@@ -128,14 +128,18 @@ def test_an_entry_edited_on_disk_but_well_formed_is_dropped_with_one_warning(tmp
     assert not entry.exists()
 
 
+TOP2 = [["Context", "context.go", 9], ["ContextJSON", "json.go", 4]]
+HAND_RESULT = [None, [], None]
+
+
 @pytest.mark.parametrize(
     "results",
     [
-        [[1, [["Context", "context.go", 9], ["ContextJSON", "json.go", 4]], None], [None, [], None]],
-        [[3, [["Context", "context.go", 9], ["ContextJSON", "json.go", 4]], None], [None, [], None]],
-        [[None, [["ContextJSON", "json.go", 4]], None], [None, [], None]],
-        [[2, [["Context", "a.go", 1], ["Context", "b.go", 2]], None], [None, [], None]],
-        [[2, [["Context", "context.go", 9], ["ContextJSON", "json.go", 4]], None]],
+        [[1, TOP2, None], HAND_RESULT],
+        [[3, TOP2, None], HAND_RESULT],
+        [[None, TOP2[1:], None], HAND_RESULT],
+        [[2, [TOP2[0], ["Context", "b.go", 2]], None], HAND_RESULT],
+        [[2, TOP2, None]],
     ],
     ids=["rank-1-not-first", "rank-inside-list-elsewhere", "missed-but-listed", "repeated-name",
          "a-result-missing"],
