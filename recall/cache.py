@@ -19,6 +19,7 @@ the run go on with what it computed.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import shutil
@@ -94,9 +95,11 @@ def _file_digest(path: Path) -> bytes:
     return digest.digest()
 
 
-# Entries whose content this process has checked, by path and marker: each is hashed once
-# per run, since a run holds every entry it uses (`recall cache prune` leaves it alone).
-_CHECKED: set[tuple[Path, str]] = set()
+@functools.cache
+def _checked() -> set[tuple[Path, str]]:
+    """The entries whose content this process has checked, by path and digest: each is
+    hashed once per run, since a run holds every entry it uses (prune leaves it alone)."""
+    return set()
 
 
 @dataclass(frozen=True)
@@ -146,13 +149,13 @@ class FolderEntry:
             _dropped(self.path, "has an unreadable marker")
             self.drop()
             return False
-        if (self.path, recorded["digest"]) in _CHECKED:
+        if (self.path, recorded["digest"]) in _checked():
             return True
         if folder_digest(self.path, self.marker) != recorded["digest"]:
             _dropped(self.path, "does not match its digest (edited on disk?)")
             self.drop()
             return False
-        _CHECKED.add((self.path, recorded["digest"]))
+        _checked().add((self.path, recorded["digest"]))
         return True
 
     def drop(self) -> None:
@@ -180,7 +183,7 @@ class FolderEntry:
             marker = {"key": self.key, "digest": digest, "note": note}
             (tmp / self.marker).write_bytes(orjson.dumps(marker) + b"\n")
             tmp.rename(self.path)
-            _CHECKED.add((self.path, digest))
+            _checked().add((self.path, digest))
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
