@@ -257,3 +257,36 @@ def test_against_and_save_naming_one_file_are_refused_before_anything_runs(tmp_p
         and proc.stderr.count("\n") == 1
     )
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_every_file_an_argv_names_is_in_the_key_by_content(tmp_path):
+    """Class 2: `query = ["{bin}", "/abs/model.bin", ...]`: the file's bytes are in the
+    key, so an edit is a new key even though no name changed."""
+    model = tmp_path / "model.bin"
+    model.write_bytes(b"one")
+    text = f'[engine]\nbin = ["/bin/cat"]\nquery = ["{{bin}}", "{model}", "{{query}}"]\n'
+    engine = parse_engine(text.encode(), "t.toml")
+    before = saved.environment_key(engine)
+    assert str(model) in before["files"]
+    model.write_bytes(b"two, longer")
+    assert saved.environment_key(engine) != before
+
+
+@pytest.mark.parametrize(
+    ("bin_", "query", "why"),
+    [
+        ('["python3"]', '["{bin}", "/x/finder.py", "{query}"]', "python3 is an interpreter"),
+        ('["node"]', '["{bin}", "finder.js", "{query}"]', "node is an interpreter"),
+        ('["/bin/sh"]', '["{bin}", "-c", "grep {query}"]', "/bin/sh is an interpreter"),
+        ('["{python}", "-m", "x"]', '["{bin}", "{query}"]', None),
+        ('["node", "{tree}/adapter.js"]', '["{bin}", "{query}"]', None),
+        ('["/bin/cat"]', '["{bin}", "{query}"]', None),
+    ],
+)
+def test_an_interpreter_running_code_outside_the_tree_is_unseen(bin_, query, why):
+    engine = parse_engine(f"[engine]\nbin = {bin_}\nquery = {query}\n".encode(), "t.toml")
+    reason = saved.unseen_code(engine)
+    assert (reason is None) if why is None else (reason is not None and reason.startswith(why))
+    if why is not None:
+        declared = f"[engine]\nbin = {bin_}\nquery = {query}\ninputs = ['/bin/cat']\n"
+        assert saved.unseen_code(parse_engine(declared.encode(), "t.toml")) is None
