@@ -264,7 +264,7 @@ def _world_finder(tmp_path: Path, monkeypatch, extra: str = "") -> tuple[Path, s
     tools.mkdir()
     (tools / "fakemake").write_text(BUILDER.replace("VERSION", "1"))
     (tools / "fakemake").chmod(0o755)
-    (tools / "fakerustc").write_text("#!/bin/sh\ncat \"$BUILD_LOG_DIR/rustc-version\"\n")
+    (tools / "fakerustc").write_text('#!/bin/sh\ncat "$BUILD_LOG_DIR/rustc-version"\n')
     (tools / "fakerustc").chmod(0o755)
     (tmp_path / "rustc-version").write_text("fakerustc 1.0\n")
     monkeypatch.setenv("PATH", f"{tools}:{os.environ['PATH']}")
