@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import tarfile
+import tempfile
 from pathlib import Path, PurePosixPath
 
 import git
@@ -66,21 +67,17 @@ def build_key(commit: str, engine: Engine) -> str:
 
 def build_world(engine: Engine) -> dict[str, object]:
     """What outside the tree decides a build: its environment as declared
-    (engine.build_env), the content of the program each build command starts from PATH
-    (make, cargo, cc), and the output of the engine's `toolchain` probes (`rustc
+    (engine.build_env), the content of the program the build command starts (from PATH:
+    make, cargo, cc; or by its path), and the output of the engine's `toolchain` probes (`rustc
     --version`), run in that environment. Empty for an engine without a build."""
     if not engine.build and not engine.toolchain:
         return {}
     env = build_env(engine, os.environ)
     programs = {}
-    for argv in (engine.build,):
-        program = argv[0] if argv else ""
-        path = (
-            shutil.which(program, path=env.get("PATH"))
-            if program and "/" not in program and "{" not in program
-            else None
-        )
-        if path:
+    program = engine.build[0] if engine.build else ""
+    if program and "{" not in program:  # a program in the tree is the commit's
+        path = program if "/" in program else shutil.which(program, path=env.get("PATH"))
+        if path and os.path.isfile(path):
             programs[program] = program_identity(path)
     probes = [_probe(argv, tuple(sorted(env.items())), engine.source) for argv in engine.toolchain]
     return {"build env": env, "build programs": programs, "toolchain": probes}
@@ -92,8 +89,8 @@ def _probe(argv: tuple[str, ...], env: tuple[tuple[str, str], ...], source: str)
     error: a key without its output would not say which toolchain builds."""
     try:
         proc = subprocess.run(
-            argv, env=dict(env), stdin=subprocess.DEVNULL, capture_output=True,
-            timeout=PROBE_TIMEOUT_S, check=False,
+            argv, env=dict(env), cwd=tempfile.gettempdir(), stdin=subprocess.DEVNULL,
+            capture_output=True, timeout=PROBE_TIMEOUT_S, check=False,
         )  # fmt: skip
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise RecallError(
