@@ -1,3 +1,4 @@
+import errno
 import json
 import os
 import subprocess
@@ -255,3 +256,20 @@ def test_killed_writes_temporary_files_are_swept_once_old(tmp_path):
     os.utime(old, (OLD, OLD))
     sweep_files(folder)
     assert not old.exists() and new.exists()
+
+
+def test_work_done_elsewhere_that_cannot_be_kept_is_one_warning_and_no_entry(tmp_path, capsys):
+    """A kept index copied into a full cache: the warning names the entry, nothing half
+    made stays, and the caller goes on with the index it made."""
+
+    def full(folder: Path) -> None:
+        (folder / "db").mkdir()
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    entry = _entry(tmp_path)
+    with entry.locked():
+        assert entry.keep(full) is False
+    err = capsys.readouterr().err
+    why = "(No space left on device): not kept"
+    assert err == f"recall: warning: cannot keep cache entry {entry.path} {why}\n"
+    assert [p.name for p in entry.root.iterdir() if p.is_dir()] == []
