@@ -246,9 +246,9 @@ def _declared(table: dict, source: str) -> dict[str, object]:
 def _check_passed(names: object, values: dict[str, object], source: str) -> None:
     """A name both set by `env` and passed from the caller, or both passed and removed,
     would leave the reader guessing which wins: refused."""
-    env = dict(values.get("env", ()))  # type: ignore[call-overload]
+    env = {name for name, _value in values.get("env", ())}  # type: ignore[attr-defined]
     removed = set(values.get("env_remove", ()))  # type: ignore[call-overload]
-    for name in names:  # type: ignore[attr-defined]
+    for name in names if isinstance(names, tuple) else ():
         if name in env:
             raise RecallError(f"{source}: [engine] {name} is in both env and pass_env")
         if name in removed:
