@@ -282,7 +282,7 @@ def _query_s(result: tuple[float, int, dict | None]) -> float:
 
 
 def item_base(bench: Bench, ref: str = "main") -> None:
-    """`--base REF` cold (--no-cache: both sides run, the base's results are stored), then
+    """`--base REF` cold (--no-cache: both sides run; a run after it stores them), then
     the candidate alone against `--base REF` warm (the base's results come from the
     cache), in alternating rounds."""
     help_text = subprocess.run(
@@ -293,6 +293,7 @@ def item_base(bench: Bench, ref: str = "main") -> None:
         print("4. BASE=main cold against cached: skipped: no results cache")
         return
     cold, _rss, _report = bench.recall("--base", ref, "--no-cache", "--json")
+    bench.recall("--base", ref, "--json")  # --no-cache writes nothing: this stores the base
     reports: list[dict | None] = []
 
     def warm_run() -> float:

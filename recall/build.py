@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import io
 import os
@@ -10,19 +11,22 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
-from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
 import git
 
-from recall.corpus import hold_in_use, locked, use_lock
-from recall.engine import Engine, expand, fill
+from recall.cache import FolderEntry, key_digest
+from recall.engine import Engine, build_env, expand, fill
 from recall.errors import RecallError
 from recall.interpreter import finder_python
 from recall.model import FinderBuild
 from recall.proc import kill_group
+from recall.saved import program_identity
 
 TAIL_LINES = 15
+KIND = "builds"  # <cache>/builds/<key>/tree
+MARKER = ".recall-built"
+PROBE_TIMEOUT_S = 60.0  # a toolchain probe prints a version; a minute is ample
 BUILD_TIMEOUT_S = 3600.0  # a cold release build of a large finder, with room to spare
 
 
@@ -56,8 +60,48 @@ def resolve_commit(root: Path, ref: str) -> str:
 
 
 def build_key(commit: str, engine: Engine) -> str:
-    """A base build is cached by its commit and the engine description that built it."""
-    return hashlib.sha256(f"{commit}\0{engine.digest}".encode()).hexdigest()[:24]
+    """A base build is cached by its commit and everything else that decides what the
+    build makes: the engine description, and the build's world (build_world)."""
+    return key_digest({"commit": commit, "engine": engine.digest, **build_world(engine)}, 24)
+
+
+def build_world(engine: Engine) -> dict[str, object]:
+    """What outside the tree decides a build: its environment as declared
+    (engine.build_env), the content of the program the build command starts (from PATH:
+    make, cargo, cc; or by its path), and the output of the engine's `toolchain` probes (`rustc
+    --version`), run in that environment. Empty for an engine without a build."""
+    if not engine.build and not engine.toolchain:
+        return {}
+    env = build_env(engine, os.environ)
+    programs = {}
+    program = engine.build[0] if engine.build else ""
+    if program and "{" not in program:  # a program in the tree is the commit's
+        path = program if "/" in program else shutil.which(program, path=env.get("PATH"))
+        if path and os.path.isfile(path):
+            programs[program] = program_identity(path)
+    probes = [_probe(argv, tuple(sorted(env.items())), engine.source) for argv in engine.toolchain]
+    return {"build env": env, "build programs": programs, "toolchain": probes}
+
+
+@functools.cache
+def _probe(argv: tuple[str, ...], env: tuple[tuple[str, str], ...], source: str) -> str:
+    """A toolchain probe's stdout, once per run; a probe that cannot run or fails is an
+    error: a key without its output would not say which toolchain builds."""
+    try:
+        proc = subprocess.run(
+            argv, env=dict(env), cwd=tempfile.gettempdir(), stdin=subprocess.DEVNULL,
+            capture_output=True, timeout=PROBE_TIMEOUT_S, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise RecallError(
+            f"{source}: [engine] toolchain {' '.join(argv)}: cannot run: {exc}"
+        ) from None
+    if proc.returncode != 0:
+        raise RecallError(
+            f"{source}: [engine] toolchain {' '.join(argv)}: exit {proc.returncode}: "
+            f"{proc.stderr.decode('utf-8', 'replace').strip()[-200:]}"
+        )
+    return proc.stdout.decode("utf-8", "replace")
 
 
 def build_base(
@@ -70,35 +114,19 @@ def build_base(
 ) -> Path:
     """The built tree of commit, from the cache or from `git archive` plus the build; marked
     in use by this process, so a concurrent prune leaves it alone."""
-    key = build_key(commit, engine)
-    builds = cache / "builds"
-    final = builds / key
-    hold_in_use(use_lock(cache, "builds", key))
-    try:
-        builds.mkdir(parents=True, exist_ok=True)
-        with locked(builds / f"{key}.lock"):
-            if (final / ".recall-built").is_file():
-                return final / "tree"
-            shutil.rmtree(final, ignore_errors=True)
-            for stale in builds.glob(f".tmp-{key}-*"):  # a killed build's; we hold the lock
-                shutil.rmtree(stale, ignore_errors=True)
-            tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{key}-", dir=builds))
-            try:
-                tree = tmp / "tree"
-                extract_archive(root, commit, tree)
-                try:
-                    run_build(engine, tree, python, timeout)
-                except RecallError as exc:  # the folder's random name must not reach a
-                    # message that a history keeps and a merge compares
-                    shown = f"{{tree of {commit[:12]}}}"
-                    raise RecallError(str(exc).replace(str(tree), shown)) from None
-                (tmp / ".recall-built").write_text(commit + "\n")
-                tmp.rename(final)
-            finally:
-                shutil.rmtree(tmp, ignore_errors=True)
-    except OSError as exc:
-        raise RecallError(f"cache {builds}: {exc.strerror or exc}") from None
-    return final / "tree"
+
+    def make(folder: Path) -> None:
+        tree = folder / "tree"
+        extract_archive(root, commit, tree)
+        try:
+            run_build(engine, tree, python, timeout)
+        except RecallError as exc:  # the folder's random name must not reach a
+            # message that a history keeps and a merge compares
+            shown = f"{{tree of {commit[:12]}}}"
+            raise RecallError(str(exc).replace(str(tree), shown)) from None
+
+    entry = FolderEntry(cache, KIND, build_key(commit, engine), MARKER)
+    return entry.get(make, commit) / "tree"
 
 
 def extract_archive(root: Path, commit: str, dest: Path) -> None:
@@ -191,7 +219,7 @@ def run_build(engine: Engine, tree: Path, python: str, timeout: float = BUILD_TI
     values = {"tree": str(tree), "python": python}
     if engine.build:
         argv = expand(engine.build, values, [])
-        code, output = _build_process(argv, tree, timeout)
+        code, output = _build_process(argv, tree, timeout, build_env(engine, os.environ))
         if code != 0:
             tail = " | ".join(output.decode("utf-8", "replace").splitlines()[-TAIL_LINES:])
             raise RecallError(f"build failed (exit {code}): {' '.join(argv)}: {tail}")
@@ -241,26 +269,15 @@ def check_build_timeout(seconds: float) -> None:
         raise RecallError("--build-timeout must be above 0")
 
 
-# What a make that started recall passes its sub-makes: a build under `make recall` would
-# otherwise be a sub-make, print its temporary folder ("Entering directory ..."), and so
-# fail with another message than the same build started from a shell.
-MAKE_VARIABLES = ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "MAKE_TERMOUT",
-                  "MAKE_TERMERR")  # fmt: skip
-
-
-def build_env(environ: Mapping[str, str]) -> dict[str, str]:
-    """The harness's environment without its own make's: a build depends on its tree, not
-    on how recall was started."""
-    return {k: v for k, v in environ.items() if k not in MAKE_VARIABLES}
-
-
-def _build_process(argv: list[str], tree: Path, timeout: float) -> tuple[int, bytes]:
+def _build_process(
+    argv: list[str], tree: Path, timeout: float, env: dict[str, str]
+) -> tuple[int, bytes]:
     """The build's exit status and its stdout then stderr. It runs in a process group of
     its own, so that a timeout, Ctrl-C or SIGTERM ends the whole build (a compiler it
     started included) and not only the process the harness started."""
     try:
         proc = subprocess.Popen(
-            argv, cwd=tree, env=build_env(os.environ), stdin=subprocess.DEVNULL,
+            argv, cwd=tree, env=env, stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
         )  # fmt: skip
     except OSError as exc:

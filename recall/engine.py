@@ -11,6 +11,7 @@ import hashlib
 import importlib
 import re
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -74,6 +75,14 @@ class Engine:
     index_cache: bool = False
     kind: str = "process"  # as written: process, python, node or lsp
     languages: tuple[str, ...] = ()  # the corpus languages it serves; () for all
+    # names whose values the caller's environment gives the finder and its build; nothing
+    # else of the caller's reaches them (see finder_env)
+    pass_env: tuple[str, ...] = ()
+    # files or globs (relative to folder) holding code the finder runs that no argv names
+    inputs: tuple[str, ...] = ()
+    # argv lists whose output says which toolchain builds it (`rustc --version`)
+    toolchain: tuple[tuple[str, ...], ...] = ()
+    folder: str = ""  # the engine file's folder, which relative inputs start from
 
 
 def uses_node_modules(engine: Engine) -> bool:
@@ -133,6 +142,7 @@ def parse_engine(data: bytes, source: str) -> Engine:
     table = dict(doc["engine"])
     kind = table.pop("kind", "process")
     languages = _languages(table.pop("languages", None), source)
+    declared = _declared(table, source)  # every kind's: read before a kind's own keys
     if kind != "process":
         table = _kind_table(kind, table, source)
     known = {
@@ -175,6 +185,7 @@ def parse_engine(data: bytes, source: str) -> Engine:
         values["env"] = tuple(sorted(env.items()))
     if "env_remove" in table:
         values["env_remove"] = tuple(_string_list(table["env_remove"], source, "env_remove"))
+    _check_passed(declared["pass_env"], values, source)
     output = table.get("output", "json")
     if output not in OUTPUTS:
         raise RecallError(f"{source}: [engine] output must be one of {', '.join(OUTPUTS)}")
@@ -200,7 +211,96 @@ def parse_engine(data: bytes, source: str) -> Engine:
         raise RecallError(f"{source}: [engine] query must contain the placeholder {{query}}")
     digest = hashlib.sha256(data).hexdigest()
     values["kind"], values["languages"] = kind, languages
+    values.update(declared)
+    values["folder"] = "" if source.startswith("preset:") else str(Path(source).parent.absolute())
     return Engine(source=source, digest=digest, **values)  # type: ignore[arg-type]
+
+
+def _declared(table: dict, source: str) -> dict[str, object]:
+    """pass_env, inputs and toolchain, which every kind of engine may declare, taken out
+    of table and checked."""
+    found: dict[str, object] = {}
+    names = table.pop("pass_env", [])
+    for name in _string_list(names, source, "pass_env"):
+        if not name or "=" in name:
+            raise RecallError(
+                f"{source}: [engine] pass_env: name {name!r} must be non-empty, without '='"
+            )
+        if name in FIXED_NAMES:
+            raise RecallError(
+                f"{source}: [engine] pass_env: {name} is set by the harness for every finder "
+                "(docs/engines.md, the fixed base), it cannot be passed"
+            )
+    found["pass_env"] = tuple(dict.fromkeys(names))
+    inputs = _string_list(table.pop("inputs", []), source, "inputs")
+    if any(not pattern for pattern in inputs):
+        raise RecallError(f"{source}: [engine] inputs: an empty path names no file")
+    found["inputs"] = tuple(inputs)
+    probes = table.pop("toolchain", [])
+    if not isinstance(probes, list) or not all(isinstance(p, list) and p for p in probes):
+        raise RecallError(f"{source}: [engine] toolchain must be a list of argv lists")
+    found["toolchain"] = tuple(tuple(_string_list(p, source, "toolchain")) for p in probes)
+    return found
+
+
+def _check_passed(names: object, values: dict[str, object], source: str) -> None:
+    """A name both set by `env` and passed from the caller, or both passed and removed,
+    would leave the reader guessing which wins: refused."""
+    env = {name for name, _value in values.get("env", ())}  # type: ignore[attr-defined]
+    removed = set(values.get("env_remove", ()))  # type: ignore[call-overload]
+    for name in names if isinstance(names, tuple) else ():
+        if name in env:
+            raise RecallError(f"{source}: [engine] {name} is in both env and pass_env")
+        if name in removed:
+            raise RecallError(f"{source}: [engine] {name} is in both env_remove and pass_env")
+
+
+# The declared environment ----------------------------------------------------------------
+
+# Every finder process (index, query, batch) gets these and nothing else of the caller's
+# but its pass_env names: PATH to find the programs it starts; a HOME, XDG folders and
+# TMPDIR of the run's own ({run} is the session's temporary folder, removed after it),
+# so that it reads no index or configuration of the user's and leaves nothing behind;
+# one locale and time zone, so that sorting, case folding and dates do not change with
+# the machine; and no bytecode written into the tree it runs from (a kept build would
+# no longer match its digest).
+INHERITED = ("PATH",)
+RUN_FOLDERS = {
+    "HOME": "home", "XDG_CACHE_HOME": "cache", "XDG_CONFIG_HOME": "config",
+    "XDG_DATA_HOME": "data", "TMPDIR": "tmp",
+}  # fmt: skip
+FIXED = {"LC_ALL": "C.UTF-8", "TZ": "UTC", "PYTHONDONTWRITEBYTECODE": "1"}
+FIXED_NAMES = frozenset({*INHERITED, *RUN_FOLDERS, *FIXED})
+# A build gets the user's HOME and TMPDIR instead: toolchains live under HOME (~/.cargo,
+# ~/.rustup, ~/go, ~/.npm) with their caches, and a build reads no index of the user's.
+BUILD_INHERITED = ("PATH", "HOME", "TMPDIR")
+
+
+def passed_env(engine: Engine, environ: Mapping[str, str]) -> dict[str, str]:
+    """The caller's values of the engine's pass_env names (an unset name is not passed)."""
+    return {name: environ[name] for name in engine.pass_env if name in environ}
+
+
+def finder_env(engine: Engine, environ: Mapping[str, str]) -> dict[str, str]:
+    """The whole environment of the finder's processes, as declared: the fixed base, the
+    caller's pass_env values, then the engine's env (its placeholders unfilled, `{run}`
+    the session's own folder). What a session runs with and what every key holds."""
+    env = {name: environ[name] for name in INHERITED if name in environ}
+    env.update({name: f"{{run}}/{folder}" for name, folder in RUN_FOLDERS.items()})
+    env.update(FIXED)
+    env.update(passed_env(engine, environ))
+    env.update(engine.env)
+    return env
+
+
+def build_env(engine: Engine, environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment of the engine's build and toolchain probes: PATH, the user's HOME
+    and TMPDIR, one locale and time zone, and the caller's pass_env values. Nothing else (no
+    MAKEFLAGS of a make that started recall, no CC or RUSTFLAGS unless passed)."""
+    env = {name: environ[name] for name in BUILD_INHERITED if name in environ}
+    env.update({k: v for k, v in FIXED.items() if k != "PYTHONDONTWRITEBYTECODE"})
+    env.update(passed_env(engine, environ))
+    return env
 
 
 def _languages(value: object, source: str) -> tuple[str, ...]:

@@ -32,7 +32,7 @@ from recall.measure import check_answered, open_corpus, run_binary
 from recall.model import Corpus, QueryResult, RunResult
 from recall.queryset import QueryRow, query_set_path, read_queries, select
 from recall.run import check_sources, check_timeout
-from recall.saved import cached_run, data_key, run_key, store_run
+from recall.saved import cached_run, data_key, run_key, store_run, unseen_code
 from recall.stats import mean_reciprocal_rank
 from recall.terminal import progress
 
@@ -236,7 +236,8 @@ def measure_rows(plan: Plan, commit: Commit, rows: list[QueryRow]) -> Point:
                                    plan.build_timeout)  # fmt: skip
     except RecallError as exc:
         return Point(commit, None, _one_line(str(exc)), built, False)
-    run = None if plan.no_cache else cached_run(plan.cache, key, commit.sha[:12])
+    cacheable = not plan.no_cache and unseen_code(plan.engine) is None
+    run = None if not cacheable else cached_run(plan.cache, key, commit.sha[:12], rows)
     cached = run is not None
     if run is None:
         _open_corpora(plan, rows)  # outside the try: a fetch or a bad source ends the history
@@ -247,7 +248,8 @@ def measure_rows(plan: Plan, commit: Commit, rows: list[QueryRow]) -> Point:
             )
         except RecallError as exc:
             return Point(commit, None, _one_line(str(exc)), built, False)
-        store_run(plan.cache, key, run)
+        if cacheable:  # --no-cache neither reads nor writes
+            store_run(plan.cache, key, run)
     return Point(commit, run, None, built, cached)
 
 

@@ -6,11 +6,13 @@ A kept index stands in for running the index argv, so it is known by everything 
 could change what that argv writes: the build (its cache identity, as a result's key
 has it; for a working tree, its content: build.tree_identity), the engine description
 and its index argv, the corpus pin, the names file, ctags's and Python's versions, and
-the programs and packages the engine runs (saved.environment_key). It is written whole
-or not at all: indexed in the session, copied into a temporary folder beside the entry,
-then renamed into place, under the entry's lock; a failed index is never kept. Each
-session gets its own copy, so a finder that writes into its `{db}` while it answers
-cannot change what the next run starts from.
+the environment, programs, files and packages the engine runs (saved.environment_key),
+and the world its build ran in (build.build_world). It is one entry of recall.cache:
+indexed in the session, copied into a temporary folder beside the entry, then renamed
+into place with its digest, under the entry's lock; a failed index is never kept, and
+a kept one edited on disk is dropped and made again. Each session gets its own copy, so
+a finder that writes into its `{db}` while it answers cannot change what the next run
+starts from.
 """
 
 from __future__ import annotations
@@ -18,13 +20,13 @@ from __future__ import annotations
 import hashlib
 import platform
 import shutil
-import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import orjson
-
-from recall.corpus import Pin, hold_in_use, use_lock
+from recall.build import build_world
+from recall.cache import FolderEntry, key_digest
+from recall.corpus import Pin
 from recall.engine import Engine
 from recall.errors import RecallError
 from recall.saved import environment_key
@@ -32,7 +34,7 @@ from recall.symbols import ctags_version
 
 KIND = "indexes"  # <cache>/indexes/<key>/db, as `recall cache` lists it
 MARKER = ".recall-indexed"  # written last, inside the entry: a folder without it is not one
-FORMAT = 1  # bump when what a kept index holds or how it is keyed changes
+FORMAT = 2  # bump when what a kept index holds or how it is keyed changes
 
 
 def index_key(build: str, engine: Engine, pin: Pin, names: bytes) -> str:
@@ -47,8 +49,9 @@ def index_key(build: str, engine: Engine, pin: Pin, names: bytes) -> str:
         "ctags": ctags_version(),
         "python": platform.python_version(),
         "environment": environment_key(engine),
+        "build world": build_world(engine),
     }
-    return hashlib.sha256(orjson.dumps(key, option=orjson.OPT_SORT_KEYS)).hexdigest()[:32]
+    return key_digest(key)
 
 
 @dataclass(frozen=True)
@@ -59,45 +62,32 @@ class KeptIndex:
     key: str
 
     @property
+    def entry(self) -> FolderEntry:
+        return FolderEntry(self.cache, KIND, self.key, MARKER)
+
+    @property
     def root(self) -> Path:
-        return self.cache / KIND
+        return self.entry.root
 
     @property
     def path(self) -> Path:
-        return self.root / self.key
+        return self.entry.path
 
-    @property
-    def lock(self) -> Path:
-        """Held while the entry is looked up, made or copied: one index at a time."""
-        return self.root / f"{self.key}.lock"
-
-    def hold(self) -> None:
-        """Mark the entry in use by this process, so `recall cache prune` leaves it."""
-        hold_in_use(use_lock(self.cache, KIND, self.key))
-
-    def restore(self, db: Path) -> bool:
-        """Copy the kept index into db (an empty folder); False if none is kept. Call
-        with the lock held."""
-        if not (self.path / MARKER).is_file():
-            return False
-        try:
-            shutil.copytree(self.path / "db", db, symlinks=True, dirs_exist_ok=True)
-        except OSError as exc:
-            raise RecallError(f"cache {self.path}: cannot copy: {exc.strerror or exc}") from None
-        return True
-
-    def store(self, db: Path) -> None:
-        """Keep a copy of db, an index just written in full. Call with the lock held."""
-        try:
-            shutil.rmtree(self.path, ignore_errors=True)  # no marker: a half entry
-            for stale in self.root.glob(f".tmp-{self.key}-*"):  # a killed store's
-                shutil.rmtree(stale, ignore_errors=True)
-            tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{self.key}-", dir=self.root))
-            try:
-                shutil.copytree(db, tmp / "db", symlinks=True)
-                (tmp / MARKER).write_text(self.key + "\n")
-                tmp.rename(self.path)
-            finally:
-                shutil.rmtree(tmp, ignore_errors=True)
-        except OSError as exc:
-            raise RecallError(f"cache {self.root}: cannot write: {exc.strerror or exc}") from None
+    def restore_or_make(self, db: Path, index: Callable[[], None]) -> None:
+        """Fill db (an empty folder) from the kept index, checked against its digest;
+        else run index() into it and keep a copy. Held in use, under the entry's lock: one
+        index at a time. A copy that cannot be kept (a full or read-only cache) is one
+        warning line; the index just made is used all the same."""
+        entry = self.entry
+        entry.hold()
+        with entry.locked():
+            if entry.valid():
+                try:
+                    shutil.copytree(entry.path / "db", db, symlinks=True, dirs_exist_ok=True)
+                except OSError as exc:
+                    raise RecallError(
+                        f"cache {entry.path}: cannot copy: {exc.strerror or exc}"
+                    ) from None
+                return
+            index()
+            entry.keep(lambda tmp: shutil.copytree(db, tmp / "db", symlinks=True), self.key)

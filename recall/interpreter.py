@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import site
 import sys
-import tempfile
 import venv
 from pathlib import Path
 
-from recall.corpus import hold_in_use, locked, use_lock
+from recall.cache import FolderEntry
 from recall.errors import RecallError
 
 KIND = "interpreters"
@@ -50,26 +48,15 @@ def interpreter_key() -> str:
 
 def finder_python(cache: Path) -> str:
     """The path of the `{python}` interpreter, made once per interpreter in the cache."""
-    key = interpreter_key()
-    folder = cache / KIND
-    final = folder / key
-    python = final / "bin" / "python"
-    hold_in_use(use_lock(cache, KIND, key))
+    entry = FolderEntry(cache, KIND, interpreter_key(), MARKER)
+    python = entry.path / "bin" / "python"
+    entry.hold()
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        with locked(folder / f"{key}.lock"):
-            if (final / MARKER).is_file() and python.exists():
-                return str(python)
-            shutil.rmtree(final, ignore_errors=True)
-            tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{key}-", dir=folder))
-            try:
-                _make(tmp)
-                (tmp / MARKER).write_text(base_executable() + "\n")
-                tmp.rename(final)
-            finally:
-                shutil.rmtree(tmp, ignore_errors=True)
+        with entry.locked():
+            if not (entry.valid() and python.exists()):  # its interpreter may be gone
+                entry.publish(_make, base_executable())
     except OSError as exc:
-        raise RecallError(f"cache {folder}: {exc.strerror or exc}") from None
+        raise RecallError(f"cache {entry.root}: {exc.strerror or exc}") from None
     return str(python)
 
 

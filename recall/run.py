@@ -28,6 +28,7 @@ from recall.build import (
     tree_identity,
     with_bin,
 )
+from recall.cache import keep_file, read_file, warn
 from recall.commandline import option
 from recall.corpus import Pin, cache_root, load_pins, mirror_root
 from recall.engine import Engine, preset_names, resolve_engine
@@ -73,6 +74,7 @@ from recall.saved import (
     run_key,
     save_runs,
     store_run,
+    unseen_code,
 )
 from recall.symbols import checkout_symbols, ctags_identity, ctags_version
 
@@ -187,7 +189,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         key = run_key(side.identity, side.binary.engine, asked_key, args.timeout)
         run: RunResult | None = None
         if side.cacheable and not args.no_cache:
-            run = cached_run(cache, key, side.binary.label)
+            run = cached_run(cache, key, side.binary.label, asked)
         if run is None:
             _fetch_corpora(asked, pins, cache, mirror, corpora)
             if strict:
@@ -196,7 +198,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             run = run_binary(
                 side.binary, asked, corpora, jobs=args.jobs, timeout=args.timeout, build=kept
             )
-            if side.cacheable:
+            if side.cacheable and not args.no_cache:  # --no-cache neither reads nor writes
                 store_run(cache, key, run)
         result = Measured(run, key, len(rows), side.explain)
         check_answered(result.run, allow_empty=args.allow_empty)
@@ -554,11 +556,13 @@ def _tree_side(
     deterministic keeps it by the tree's content (build.tree_identity)."""
     run_build(engine, root, python, build_timeout)
     binary = FinderBuild(label, engine, root, python)
-    if engine.bin and not any("{" in part for part in engine.bin) and not uses_tree(engine):
+    seen = not uses_tree(engine) and unseen_code(engine) is None
+    if engine.bin and not any("{" in part for part in engine.bin) and seen:
         program = shutil.which(engine.bin[0])
         if program:
             return Side(binary, file_identity(Path(program)), True, explain)
-    content = tree_identity(root, engine) if engine.index_cache else None
+    keeps = engine.index_cache and unseen_code(engine) is None
+    content = tree_identity(root, engine) if keeps else None
     return Side(binary, f"working tree {root.absolute()}", False, explain, content)
 
 
@@ -577,7 +581,7 @@ def _bin_side(
     """A binary built by hand, known by its content, unless the engine also runs files of
     the tree (`{tree}` in a command or variable), which its content does not cover."""
     binary = FinderBuild(label, with_bin(engine, path, flag), root, python)
-    cacheable = not uses_tree(binary.engine)
+    cacheable = not uses_tree(binary.engine) and unseen_code(binary.engine) is None
     return Side(binary, file_identity(Path(path)), cacheable, explain)
 
 
@@ -593,7 +597,8 @@ def _baseline(
         explain = (*engine_flag, ("--base-bin", args.base_bin))
         return _bin_side("base", engine, args.base_bin, "--base-bin", root, python, explain)
     binary, commit = base_binary(root, args.base, engine, cache, args.build_timeout)
-    return Side(binary, f"commit:{commit}", True, (*engine_flag, ("--base", commit)))
+    cacheable = unseen_code(engine) is None  # a commit covers the tree, not a script outside it
+    return Side(binary, f"commit:{commit}", cacheable, (*engine_flag, ("--base", commit)))
 
 
 def unknown_sources(
@@ -640,8 +645,12 @@ def query_set_ceiling(
     digest = hashlib.sha256(orjson.dumps(key, option=orjson.OPT_SORT_KEYS)).hexdigest()
     path = cache / "ceilings" / f"{digest}.json"
     per_row = None
-    with contextlib.suppress(OSError, orjson.JSONDecodeError):  # absent or torn: made anew
-        per_row = ceiling.decode_rows(rows, orjson.loads(path.read_bytes()))
+    kept = read_file(path)
+    if kept is not None:
+        with contextlib.suppress(orjson.JSONDecodeError):
+            per_row = ceiling.decode_rows(rows, orjson.loads(kept))
+        if per_row is None:
+            warn(f"cache entry {path} is not a ceiling of these rows: dropped, made again")
     if per_row is None:
         _fetch_corpora(rows, pins, cache, mirror, corpora)
         sources = {
@@ -651,7 +660,7 @@ def query_set_ceiling(
             for repo in dict.fromkeys(row.repo for row in rows)
         }
         per_row = ceiling.row_ceilings(rows, sources)
-        write_atomic(path, orjson.dumps(ceiling.encode_rows(rows, per_row)))
+        keep_file(path, orjson.dumps(ceiling.encode_rows(rows, per_row)))
     per_row |= dict.fromkeys(unknown or [], ceiling.RowCeiling(0, 0.0, 0.0))
     return ceiling.summary(rows, per_row, {name: pin.language for name, pin in pins.items()})
 

@@ -9,19 +9,21 @@ queries.
 from __future__ import annotations
 
 import functools
+import glob as globmod
 import hashlib
 import importlib.metadata
 import os
 import platform
+import re
 import shutil
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
 
+from recall.cache import drop_file, keep_file, key_digest, read_file, warn
 from recall.corpus import Pin
-from recall.engine import Engine
+from recall.engine import Engine, finder_env
 from recall.errors import RecallError
 from recall.files import write_atomic
 from recall.model import TOP, Hit, QueryResult, RunResult
@@ -51,24 +53,119 @@ def run_key(identity: str, engine: Engine, asked: dict, timeout: float) -> dict:
     }
 
 
-def environment_key(engine: Engine) -> dict[str, str]:
-    """What outside the tree and the engine file can change the answers: the packages that
+def environment_key(engine: Engine) -> dict[str, object]:
+    """What outside the tree and the engine file can change the answers: the environment
+    the finder gets (engine.finder_env: every value that reaches it), the packages that
     `{python}` imports (the reference finder's NumPy and RapidFuzz, a library finder's own
-    library, a Python language server), and each program the argv starts from PATH (its
-    `bin`, and a server given after `--`, as gopls or node), known by content."""
-    argvs = [engine.bin, engine.index, engine.query, engine.batch, engine.profile]
+    library, a Python language server), each program the argv starts from PATH (each
+    command's first element, and a server given after `--`, as gopls or node), every file
+    an argv names by absolute path, and the engine's declared `inputs`, all known by
+    content."""
+    argvs = _argvs(engine)
     parts = [part for argv in argvs for part in argv]
-    found: dict[str, str] = {}
+    found: dict[str, object] = {"env": finder_env(engine, os.environ)}
     if any("{python}" in part for part in parts):
         found["{python} packages"] = _packages()
-    programs = {engine.bin[0]} if engine.bin else set()
-    for argv in argvs:
-        programs |= {argv[i + 1] for i, part in enumerate(argv[:-1]) if part == "--"}
-    for name in sorted(programs):
+    for name in sorted(_programs(argvs)):
         path = shutil.which(name) if "{" not in name and "/" not in name else None
         if path:
-            found[name] = _program(path, os.stat(path).st_mtime_ns)
+            found[name] = program_identity(path)
+    named = sorted({part for part in parts if _names_file(part)})
+    found["files"] = {path: program_identity(path) for path in named}
+    found["inputs"] = input_files(engine)
     return found
+
+
+def _argvs(engine: Engine) -> list[tuple[str, ...]]:
+    """Every command the finder runs, `{bin}` spliced in."""
+    spliced = []
+    for argv in (engine.index, engine.query, engine.batch, engine.profile):
+        spliced.append(
+            tuple(p for part in argv for p in (engine.bin if part == "{bin}" else (part,)))
+        )
+    return [engine.bin, *spliced]
+
+
+def _programs(argvs: list[tuple[str, ...]]) -> set[str]:
+    """The programs the commands start: each one's first element, and one after `--`."""
+    programs = {argv[0] for argv in argvs if argv}
+    for argv in argvs:
+        programs |= {argv[i + 1] for i, part in enumerate(argv[:-1]) if part == "--"}
+    return programs
+
+
+def _names_file(part: str) -> bool:
+    """An argv element that names an existing file outside any tree: an absolute path
+    with no placeholder (a relative one is the finder's cwd's, a pinned corpus or tree)."""
+    return "{" not in part and os.path.isabs(part) and os.path.isfile(part)
+
+
+def input_files(engine: Engine) -> dict[str, str]:
+    """The engine's declared inputs, each file by content; a pattern that names no file is
+    refused: the key would silently cover less than the engine says."""
+    found: dict[str, str] = {}
+    folder = Path(engine.folder or ".")
+    for pattern in engine.inputs:
+        start = Path(pattern) if os.path.isabs(pattern) else folder / pattern
+        matches = sorted(
+            Path(p) for p in globmod.glob(str(start), recursive=True) if os.path.isfile(p)
+        )
+        if not matches:
+            raise RecallError(f"{engine.source}: [engine] inputs: {pattern!r} names no file")
+        for path in matches:
+            found[str(path)] = program_identity(str(path))
+    return found
+
+
+INTERPRETERS = re.compile(
+    r"(python|pypy|node|nodejs|deno|bun|ruby|perl|php|lua|luajit|sh|bash|dash|zsh|ksh|fish"
+    r"|tclsh|java|Rscript|julia|guile|racket|ocaml|elixir|erl|escript|env|uv|npx|pnpm|yarn)"
+    r"[0-9.]*(\.exe)?"
+)
+
+
+_TREES = ("{tree}", "{node_modules}")
+
+
+def unseen_code(engine: Engine) -> str | None:
+    """Why the harness cannot see the whole code the finder runs, or None: a program
+    that is a known interpreter (python3, node, sh, env...), which runs a script or `-m`
+    module or `-c` code that may import files no argv names. Its results are not cached
+    unless the engine declares `inputs`. Not counted: the harness's own `{python}` (its
+    packages are in the key) unless an argv names a file outside the tree for it to run;
+    a program, or an interpreter's script, in `{tree}` or `{node_modules}` (the tree's
+    identity covers them: a commit, or a working tree's content, which is never cached);
+    and a program that is itself a script (`#!`), known by its content like any program
+    file: what it starts or imports besides is for the engine to declare in `inputs`."""
+    if engine.inputs:
+        return None
+    for argv in filter(None, _argvs(engine)):
+        starts = [0] + [i + 1 for i, part in enumerate(argv[:-1]) if part == "--"]
+        for start in starts:
+            program, script = argv[start], argv[start + 1] if start + 1 < len(argv) else ""
+            if any(tree in text for text in (program, script) for tree in _TREES):
+                continue
+            if program == "{python}":
+                outside = [part for part in argv if _names_file(part)]
+                if outside:
+                    return f"{{python}} runs {outside[0]}, which may import files no key covers"
+                continue
+            if "{" in program:
+                continue
+            path = shutil.which(program) if "/" not in program else program
+            if INTERPRETERS.fullmatch(os.path.basename(program)) or (
+                path and INTERPRETERS.fullmatch(os.path.basename(os.path.realpath(path)))
+            ):
+                return (
+                    f"{program} is an interpreter: the code it runs may import files no key covers"
+                )
+    return None
+
+
+def program_identity(path: str) -> str:
+    """A file's identity by content, hashed once per run for each version of the file."""
+    stat = os.stat(path)
+    return _program(path, stat.st_mtime_ns, stat.st_size)
 
 
 @functools.cache
@@ -81,7 +178,7 @@ def _packages() -> str:
 
 
 @functools.cache
-def _program(path: str, _mtime_ns: int) -> str:
+def _program(path: str, _mtime_ns: int, _size: int) -> str:
     """A program's identity, once per run for each version of the file."""
     return file_identity(Path(path))
 
@@ -191,45 +288,63 @@ def _shown(value: object) -> str:
 
 
 def _entry(cache: Path, key: dict) -> Path:
-    digest = hashlib.sha256(orjson.dumps(key, option=orjson.OPT_SORT_KEYS)).hexdigest()
-    return cache / "results" / f"{digest[:32]}.json"
+    return cache / "results" / f"{key_digest(key)}.json"
 
 
-def cached_run(cache: Path, key: dict, label: str) -> RunResult | None:
-    """The stored run for key, relabelled for this run; None on a miss or a bad entry."""
+def cached_run(cache: Path, key: dict, label: str, rows: list[QueryRow]) -> RunResult | None:
+    """The stored run for key, relabelled for this run; None on a miss, or on an entry
+    that does not prove itself (its digest, its key, or its results read against rows:
+    each then dropped with one warning line, and the run made again)."""
     path = _entry(cache, key)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        _warn(f"cannot read results cache entry {path} ({exc.strerror}): running again")
+    data = read_file(path)
+    if data is None:
         return None
     try:
         run, stored_key = decode_run(orjson.loads(data))
+        if stored_key != key:
+            raise ValueError("its key does not match")
+        contradiction(run.results, rows)
     except ValueError as exc:
-        _warn(f"ignoring corrupt results cache entry {path} ({exc}): running again")
-        return None
-    if stored_key != key or len(run.results) == 0:
-        _warn(f"ignoring results cache entry {path}: its key does not match: running again")
+        warn(f"cache entry {path} is not a run of these rows ({exc}): dropped, made again")
+        drop_file(path)
         return None
     return RunResult(label, run.bin, run.index_s, run.query_s, run.results, cached=True)
 
 
+def contradiction(results: tuple[QueryResult, ...], rows: list[QueryRow]) -> None:
+    """ValueError naming the first result that cannot be what a run of rows gives: one
+    result per row, each top list of distinct names, and each rank where its top list
+    puts the source (a rank within the top 10 names the source at that place and not
+    before; a rank past it, or none, leaves the source out of a list; a hand row's
+    source is empty, and it is read the same way)."""
+    if len(results) != len(rows):
+        raise ValueError(f"{len(results)} results for {len(rows)} rows")
+    for i, (result, row) in enumerate(zip(results, rows, strict=True)):
+        names = [hit.name for hit in result.top]
+        at = f"results[{i}] ({row.repo} {row.query!r})"
+        if len(set(names)) != len(names):
+            raise ValueError(f"{at}: its top list repeats a name")
+        place = names.index(row.source) + 1 if row.source in names else None
+        if result.rank is not None and result.rank <= len(names):
+            if place != result.rank:
+                raise ValueError(
+                    f"{at}: rank {result.rank}, but its top list has the source at {place}"
+                )
+        elif place is not None:
+            raise ValueError(
+                f"{at}: rank {result.rank}, but its top list has the source at {place}"
+            )
+        elif result.rank is not None and len(names) < TOP:
+            raise ValueError(f"{at}: rank {result.rank} past a top list of {len(names)} names")
+
+
 def store_run(cache: Path, key: dict, run: RunResult) -> None:
     """Keep a run for next time, unless a query errored (an error may not recur) or the
-    finder wrote into a checkout (its later queries saw a changed corpus)."""
+    finder wrote into a checkout (its later queries saw a changed corpus). A cache that
+    cannot be written is one warning line: the run is reported all the same."""
     if run.errors or run.dirtied:
         return
-    path = _entry(cache, key)
-    try:
-        write_atomic(path, orjson.dumps(encode_run(run, key)))
-    except OSError as exc:
-        raise RecallError(f"cache {path.parent}: cannot write: {exc.strerror or exc}") from None
-
-
-def _warn(message: str) -> None:
-    print(f"recall: warning: {message}", file=sys.stderr)
+    keep_file(_entry(cache, key), orjson.dumps(encode_run(run, key)))
 
 
 # Saved runs ---------------------------------------------------------------------------

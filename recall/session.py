@@ -23,8 +23,7 @@ from typing import BinaryIO
 import orjson
 
 from recall.answers import rank_answer, rank_json
-from recall.corpus import locked
-from recall.engine import QueryArgv, expand, fill, uses_node_modules
+from recall.engine import RUN_FOLDERS, QueryArgv, expand, fill, finder_env, uses_node_modules
 from recall.errors import RecallError
 from recall.indexes import KeptIndex, index_key
 from recall.interpreter import cache_of
@@ -116,17 +115,14 @@ class Session:
         return session_env(self.binary.tree, cache_of(self.binary.python), self.engine)
 
     def _environment(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if k not in self.engine.env_remove}
-        for name in ("home", "cache", "config", "data"):
-            (self._tmp / name).mkdir()
-        env.update(
-            HOME=str(self._tmp / "home"),
-            XDG_CACHE_HOME=str(self._tmp / "cache"),
-            XDG_CONFIG_HOME=str(self._tmp / "config"),
-            XDG_DATA_HOME=str(self._tmp / "data"),
-            LC_ALL="C.UTF-8",
-            TZ="UTC",
-        )
+        """The declared environment (engine.finder_env) with the session's folders made
+        and its placeholders filled: nothing else of the caller's reaches the finder."""
+        for folder in RUN_FOLDERS.values():
+            (self._tmp / folder).mkdir()
+        run = {name: f"{{run}}/{folder}" for name, folder in RUN_FOLDERS.items()}
+        env = {}
+        for name, value in finder_env(self.engine, os.environ).items():
+            env[name] = str(self._tmp) + value[len("{run}") :] if run.get(name) == value else value
         env.update(self._kind_vars)
         env.update({k: fill(v, self._values) for k, v in self.engine.env})
         return env
@@ -177,11 +173,7 @@ class Session:
             self._run_index()
         else:
             try:
-                self._kept.hold()
-                with locked(self._kept.lock):
-                    if not self._kept.restore(self._db):
-                        self._run_index()
-                        self._kept.store(self._db)
+                self._kept.restore_or_make(self._db, self._run_index)
             except OSError as exc:
                 raise RecallError(f"cache {self._kept.root}: {exc.strerror or exc}") from None
         return time.perf_counter() - started

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import orjson
 
+from recall.cache import keep_file, read_file
 from recall.corpus import LANGUAGES, Checkout
 from recall.errors import RecallError
-from recall.files import write_atomic
 
 INSTALL_HINT = "install Universal Ctags (Debian: apt-get install universal-ctags)"
 
@@ -172,21 +172,17 @@ def symbols_key(tree: str, language: str, ctags: dict[str, object]) -> str:
 def cached_symbols(root: Path, language: str, tree: str, cache: Path) -> list[Symbol]:
     """extract(), memoised in the cache by the checkout's tree and ctags's identity."""
     path = cache / "symbols" / f"{symbols_key(tree, language, ctags_identity())}.json"
-    try:
-        symbols = _decode_symbols(orjson.loads(path.read_bytes()))
-    except FileNotFoundError:
-        symbols = None
-    except (OSError, orjson.JSONDecodeError) as exc:
-        symbols = None
-        _warn_corrupt(path, str(exc))
-    else:
-        if symbols is None:
-            _warn_corrupt(path, "not a list of [path, line, name, kind, scope]")
-    if symbols is not None:
-        return symbols
+    body = read_file(path)
+    if body is not None:
+        try:
+            symbols = _decode_symbols(orjson.loads(body))
+        except orjson.JSONDecodeError:
+            symbols = None
+        if symbols is not None:
+            return symbols
+        _warn_corrupt(path, "not a list of [path, line, name, kind, scope]")
     symbols = extract(root, language)
-    data = orjson.dumps([[s.path, s.line, s.name, s.kind, s.scope] for s in symbols])
-    write_atomic(path, data)
+    keep_file(path, orjson.dumps([[s.path, s.line, s.name, s.kind, s.scope] for s in symbols]))
     return symbols
 
 

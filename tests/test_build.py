@@ -13,7 +13,10 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, SUBSEQUENCE_FINDER, commit_files, make_repo, needs_mirror, run_cli
 
-from recall.build import extract_archive, tree_identity, unsafe_member
+from recall import build
+from recall.build import build_base, extract_archive, tree_identity, unsafe_member
+from recall.corpus import release_in_use
+from recall.engine import load_engine
 from recall.errors import RecallError
 from recall.interpreter import finder_python
 
@@ -246,3 +249,73 @@ def test_a_working_tree_linking_outside_itself_is_known_by_what_the_link_reaches
     assert before is not None and tree_identity(root, engine) != before
     (root / "lib").symlink_to(tmp_path, target_is_directory=True)
     assert tree_identity(root, engine) is None
+
+
+BUILDER = """#!/bin/sh
+echo built >> "$BUILD_LOG_DIR/log"
+printf '%s\\n' "cc=${CC:-unset} builder=VERSION" > out.txt
+"""
+
+
+def _world_finder(tmp_path: Path, monkeypatch, extra: str = "") -> tuple[Path, str, Path]:
+    """A finder whose build is `fakemake`, a program on a PATH folder of the test's own,
+    that records each build and the CC it saw in the tree it builds."""
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "fakemake").write_text(BUILDER.replace("VERSION", "1"))
+    (tools / "fakemake").chmod(0o755)
+    (tools / "fakerustc").write_text('#!/bin/sh\ncat "$BUILD_LOG_DIR/rustc-version"\n')
+    (tools / "fakerustc").chmod(0o755)
+    (tmp_path / "rustc-version").write_text("fakerustc 1.0\n")
+    monkeypatch.setenv("PATH", f"{tools}:{os.environ['PATH']}")
+    monkeypatch.setenv("BUILD_LOG_DIR", str(tmp_path))
+    monkeypatch.setenv("CC", "gcc")
+    engine = (
+        '[engine]\nbuild = ["fakemake"]\nbin = ["/bin/cat"]\nquery = ["{bin}", "{query}"]\n'
+        f'pass_env = ["BUILD_LOG_DIR"{extra}]\ntoolchain = [["fakerustc"]]\n'
+    )
+    repo = make_repo(tmp_path / "finder", {"recall.toml": engine})
+    return tmp_path / "finder", repo.head.commit.hexsha, tools
+
+
+def _build(root: Path, commit: str, cache: Path) -> str:
+    engine = load_engine(root / "recall.toml")
+    tree = build_base(root, commit, engine, cache, sys.executable)
+    release_in_use()
+    return (tree / "out.txt").read_text().strip()
+
+
+def test_a_base_build_is_kept_by_its_world_not_only_its_commit(tmp_path, monkeypatch):
+    """Class 3: the same commit is built again when a passed variable (CC), the program
+    its build starts from PATH, or a toolchain probe's output changes; a variable not
+    passed never reaches the build and changes nothing."""
+    root, commit, tools = _world_finder(tmp_path, monkeypatch, ', "CC"')
+    cache = tmp_path / "cache"
+    log = tmp_path / "log"
+    assert _build(root, commit, cache) == "cc=gcc builder=1"
+    assert _build(root, commit, cache) == "cc=gcc builder=1"
+    assert log.read_text().count("built") == 1  # kept
+    monkeypatch.setenv("CC", "clang")
+    assert _build(root, commit, cache) == "cc=clang builder=1"
+    (tools / "fakemake").write_text(BUILDER.replace("VERSION", "2"))  # a new make on PATH
+    assert _build(root, commit, cache) == "cc=clang builder=2"
+    assert log.read_text().count("built") == 3
+    (tmp_path / "rustc-version").write_text("fakerustc 2.0\n")  # a new toolchain
+    build._probe.cache_clear()  # probed once per run: this is the next run
+    _build(root, commit, cache)
+    assert log.read_text().count("built") == 4
+    monkeypatch.setenv("RUSTFLAGS", "-O")  # not passed: the build never sees it
+    _build(root, commit, cache)
+    assert log.read_text().count("built") == 4
+
+
+def test_a_variable_not_passed_never_reaches_the_build(tmp_path, monkeypatch):
+    root, commit, _tools = _world_finder(tmp_path, monkeypatch)
+    assert _build(root, commit, tmp_path / "cache") == "cc=unset builder=1"
+
+
+def test_a_toolchain_probe_that_fails_is_one_error_naming_it(tmp_path, monkeypatch):
+    root, commit, tools = _world_finder(tmp_path, monkeypatch)
+    (tools / "fakerustc").write_text("#!/bin/sh\necho broken >&2\nexit 3\n")
+    with pytest.raises(RecallError, match=r"toolchain fakerustc: exit 3: broken"):
+        _build(root, commit, tmp_path / "cache")

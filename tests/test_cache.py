@@ -1,3 +1,4 @@
+import errno
 import json
 import os
 import shutil
@@ -10,9 +11,12 @@ import pytest
 from conftest import ROOT, commit_files, make_repo, needs_ctags, needs_mirror, run_cli
 
 from recall.build import build_base
+from recall.cache import FolderEntry, keep_file, read_file, sweep_files
+from recall.cache import _checked as checked
 from recall.commands.cache import entries, stale
-from recall.corpus import Pin, checkout_key, fetch, release_in_use
+from recall.corpus import Pin, checkout_key, fetch, locked, release_in_use
 from recall.engine import load_engine
+from recall.errors import RecallError
 from recall.symbols import checkout_symbols, ctags_identity
 
 ENGINE = '[engine]\nbin = ["{python}", "{tree}/finder.py"]\nquery = ["{bin}", "{query}"]\n'
@@ -187,3 +191,127 @@ def test_prune_of_an_entry_that_is_a_link_removes_the_link_only_and_says_so(fill
     assert again.stdout.splitlines() == ["freed 0 B"], again.stdout
     left = [p.name for p in (cache / "corpora").iterdir() if p.is_dir() or p.is_symlink()]
     assert left == [checkout_key(pins["demo"])]
+
+
+# The one cache-entry mechanism (recall/cache.py) -----------------------------------------
+
+
+def _entry(tmp_path: Path, key: str = "k1") -> FolderEntry:
+    return FolderEntry(tmp_path / "cache", "builds", key, ".recall-built")
+
+
+def _maker(log: list[str], text: str = "made"):
+    def make(folder: Path) -> None:
+        log.append(text)
+        (folder / "tree").mkdir()
+        (folder / "tree" / "out.txt").write_text(text)
+
+    return make
+
+
+def test_a_folder_entry_is_made_once_and_then_found_whole(tmp_path):
+    log: list[str] = []
+    first = _entry(tmp_path).get(_maker(log))
+    again = _entry(tmp_path).get(_maker(log))
+    assert first == again and log == ["made"]
+    assert (first / "tree" / "out.txt").read_text() == "made"
+    marker = json.loads((first / ".recall-built").read_text())
+    assert set(marker) == {"key", "digest", "note"} and marker["key"] == "k1"
+    release_in_use()
+
+
+def test_a_folder_entry_edited_on_disk_is_dropped_with_one_warning_and_made_again(tmp_path, capsys):
+    """Class 5: an entry still well-formed but not what was made (a build's file edited)
+    does not match its digest: one warning line naming it, dropped, made again."""
+    log: list[str] = []
+    path = _entry(tmp_path).get(_maker(log))
+    (path / "tree" / "out.txt").write_text("edited")
+    checked.cache_clear()  # as a new process
+    capsys.readouterr()
+    again = _entry(tmp_path).get(_maker(log, "made again"))
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(path) in err and "does not match its digest" in err
+    assert (again / "tree" / "out.txt").read_text() == "made again"
+    assert log == ["made", "made again"]
+    release_in_use()
+
+
+def test_a_folder_without_its_marker_is_a_half_entry_made_again_silently(tmp_path, capsys):
+    log: list[str] = []
+    half = _entry(tmp_path).path / "tree"
+    half.mkdir(parents=True)
+    (half / "out.txt").write_text("half")
+    path = _entry(tmp_path).get(_maker(log))
+    assert (path / "tree" / "out.txt").read_text() == "made" and log == ["made"]
+    assert capsys.readouterr().err == ""
+    release_in_use()
+
+
+def test_a_killed_makers_temporary_folder_is_swept_unless_its_key_is_being_made(tmp_path):
+    root = tmp_path / "cache" / "builds"
+    idle, busy = root / ".tmp-idle-abcd1234", root / ".tmp-busy-abcd1234"
+    idle.mkdir(parents=True)
+    busy.mkdir()
+    with locked(root / "busy.lock"):  # another maker of "busy" is alive
+        _entry(tmp_path).get(_maker([]))
+    assert not idle.exists() and busy.exists()
+    release_in_use()
+
+
+def test_a_failed_make_leaves_no_entry_and_no_temporary_folder(tmp_path):
+    def fails(folder: Path) -> None:
+        (folder / "tree").mkdir()
+        raise RecallError("build failed")
+
+    with pytest.raises(RecallError):
+        _entry(tmp_path).get(fails)
+    assert sorted(p.name for p in (tmp_path / "cache" / "builds").iterdir() if p.is_dir()) == []
+    release_in_use()
+
+
+def test_a_file_entry_edited_on_disk_is_dropped_with_one_warning(tmp_path, capsys):
+    path = tmp_path / "results" / "entry.json"
+    assert keep_file(path, b'{"rank": 3}')
+    assert read_file(path) == b'{"rank": 3}'
+    path.write_bytes(path.read_bytes().replace(b"3", b"1"))
+    assert read_file(path) is None
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(path) in err and not path.exists()
+
+
+def test_a_file_entry_that_cannot_be_written_is_one_warning_and_no_error(tmp_path, capsys):
+    """A read-only or full cache must not lose the work: keep_file says so and returns."""
+    blocked = tmp_path / "results"
+    blocked.write_text("a file where the folder should be")
+    assert keep_file(blocked / "entry.json", b"{}") is False
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot keep cache entry" in err
+    assert str(blocked / "entry.json") in err
+
+
+def test_killed_writes_temporary_files_are_swept_once_old(tmp_path):
+    folder = tmp_path / "results"
+    folder.mkdir()
+    old, new = folder / ".entry.json.abc", folder / ".other.json.def"
+    old.write_text("x")
+    new.write_text("y")
+    os.utime(old, (OLD, OLD))
+    sweep_files(folder)
+    assert not old.exists() and new.exists()
+
+
+def test_work_done_elsewhere_that_cannot_be_kept_is_one_warning_and_no_entry(tmp_path, capsys):
+    """A kept index copied into a full cache: the warning names the entry, nothing half
+    made stays, and the caller goes on with the index it made."""
+
+    def full(folder: Path) -> None:
+        (folder / "db").mkdir()
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    entry = _entry(tmp_path)
+    with entry.locked():
+        assert entry.keep(full) is False
+    err = capsys.readouterr().err
+    why = "(No space left on device): not kept"
+    assert err == f"recall: warning: cannot keep cache entry {entry.path} {why}\n"
+    assert [p.name for p in entry.root.iterdir() if p.is_dir()] == []

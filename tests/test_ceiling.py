@@ -129,6 +129,7 @@ def test_the_report_s_ceiling_row_is_the_query_set_s_and_its_cache_is_never_trus
 
     from conftest import ROOT, run_cli
 
+    from recall.cache import read_file
     from recall.corpus import load_pins
     from recall.queryset import read_queries, select
 
@@ -150,4 +151,4 @@ def test_the_report_s_ceiling_row_is_the_query_set_s_and_its_cache_is_never_trus
     [stored] = (real_cache / "ceilings").glob("*.json")  # one per rows, pins and recipes
     stored.write_bytes(stored.read_bytes()[:10])
     assert report() == first
-    assert json.loads(stored.read_bytes())  # made anew, whole
+    assert json.loads(read_file(stored) or b"")  # made anew, whole, its digest first

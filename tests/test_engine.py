@@ -1,6 +1,14 @@
 import pytest
 
-from recall.engine import QueryArgv, expand, load_preset, parse_engine, preset_names
+from recall.engine import (
+    QueryArgv,
+    build_env,
+    expand,
+    finder_env,
+    load_preset,
+    parse_engine,
+    preset_names,
+)
 from recall.errors import RecallError
 
 MINIMAL = b'[engine]\nbin = ["f"]\nquery = ["{bin}", "{query}"]\n'
@@ -32,6 +40,9 @@ def test_a_prepared_query_argv_fills_as_expand_does_and_leaves_braces_in_values_
     ]  # fmt: skip
 
 
+_Q = b'[engine]\nbin = ["f"]\nquery = ["{bin}", "{query}"]\n'
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
@@ -43,6 +54,14 @@ def test_a_prepared_query_argv_fills_as_expand_does_and_leaves_braces_in_values_
         (b'[engine]\nbin = ["{query}"]\nquery = ["{query}"]\n', "bin: {query} is not available"),
         (b'[engine]\nbin = ["f"]\nquery = ["{query}"]\noutput = "xml"\n', "output must be"),
         (b"[engine\n", "not valid TOML"),
+        (_Q + b'pass_env = "X"\n', "pass_env must be a list of strings"),
+        (_Q + b'pass_env = ["A=B"]\n', "pass_env: name 'A=B' must be non-empty"),
+        (_Q + b'pass_env = ["TZ"]\n', "pass_env: TZ is set by the harness"),
+        (_Q + b'pass_env = ["X"]\nenv = { X = "1" }\n', "X is in both env and pass_env"),
+        (_Q + b'pass_env = ["X"]\nenv_remove = ["X"]\n', "X is in both env_remove and pass_env"),
+        (_Q + b'inputs = [""]\n', "inputs: an empty path names no file"),
+        (_Q + b'toolchain = ["rustc"]\n', "toolchain must be a list of argv lists"),
+        (_Q + b"toolchain = [[]]\n", "toolchain must be a list of argv lists"),
     ],
 )
 def test_bad_engine_names_file_and_key(text, message):
@@ -70,3 +89,30 @@ def test_languages_say_which_corpora_an_engine_serves():
     )
     assert (engine.kind, engine.languages) == ("process", ("python",))
     assert parse_engine(b'[engine]\nbin = ["x"]\nquery = ["{query}"]\n', "e").languages == ()
+
+
+def test_the_declared_environment_is_the_fixed_base_pass_env_and_env_only():
+    """Class 1: nothing of the caller's but PATH and the pass_env names reaches a finder;
+    a build gets PATH, HOME, TMPDIR and the pass_env names."""
+    engine = parse_engine(
+        _Q + b'pass_env = ["MY_OPT", "UNSET"]\nenv = { E = "{db}/e" }\n', "t.toml"
+    )
+    caller = {"PATH": "/bin", "HOME": "/home/me", "MY_OPT": "1", "FZF_DEFAULT_OPTS": "-x"}
+    assert finder_env(engine, caller) == {
+        "PATH": "/bin", "HOME": "{run}/home", "XDG_CACHE_HOME": "{run}/cache",
+        "XDG_CONFIG_HOME": "{run}/config", "XDG_DATA_HOME": "{run}/data", "TMPDIR": "{run}/tmp",
+        "LC_ALL": "C.UTF-8", "TZ": "UTC", "PYTHONDONTWRITEBYTECODE": "1", "MY_OPT": "1",
+        "E": "{db}/e",
+    }  # fmt: skip
+    assert build_env(engine, caller) == {
+        "PATH": "/bin",
+        "HOME": "/home/me",
+        "LC_ALL": "C.UTF-8",
+        "TZ": "UTC",
+        "MY_OPT": "1",
+    }
+
+
+def test_env_remove_is_still_accepted_and_removes_nothing_more():
+    engine = parse_engine(_Q + b'env_remove = ["FZF_DEFAULT_OPTS"]\n', "t.toml")
+    assert "FZF_DEFAULT_OPTS" not in finder_env(engine, {"FZF_DEFAULT_OPTS": "-x"})

@@ -47,11 +47,18 @@ def _explain(where: Path, *extra: str):
     )  # fmt: skip
 
 
+def _table(text: str) -> str:
+    """The top-10 table of explain's output, without the environment lines after it."""
+    table, sep, environment = text.partition("environment ({run}: the session's folder):\n")
+    assert sep and "  LC_ALL=C.UTF-8\n" in environment
+    return table
+
+
 @needs_ctags
 def test_explain_shows_both_sides_and_where_the_query_sets_source_stands(setup):
     proc = _explain(setup, "pcfg", "--repo", "demo", "--base", "HEAD~1")
     assert proc.returncode == 0, proc.stderr
-    lines = proc.stdout.splitlines()
+    lines = _table(proc.stdout).splitlines()
     assert "source parse_config" in lines[0] and "type abbr2" in lines[0]
     assert lines[3].split()[0] == "base" and "candidate" in lines[3]
     # the base ranks shortest first: parse_config #1; HEAD longest first: parse_config_file
@@ -82,7 +89,7 @@ def test_explain_source_flag_overrides_and_a_query_outside_the_set_has_no_source
     proc = _explain(setup, "pcon", "--repo", "demo")
     assert proc.returncode == 0, proc.stderr
     assert "type hand, source -" in proc.stdout.splitlines()[0]
-    assert proc.stdout.splitlines()[-1] == "no source (a hand row)"
+    assert _table(proc.stdout).splitlines()[-1] == "no source (a hand row)"
 
 
 def test_explain_unknown_repo_is_one_line_exit_2(setup):
@@ -151,7 +158,7 @@ def test_a_lost_rows_explain_line_runs_as_printed_from_another_folder_and_marks_
     elsewhere.mkdir()
     again = run_cli(*shlex.split(line)[1:], cwd=elsewhere)
     assert again.returncode == 0, again.stderr
-    out = again.stdout.splitlines()
+    out = _table(again.stdout).splitlines()
     assert "type abbr2, source parse_config" in out[0]
     assert out[4].split()[:2] == ["1*", "parse_config"]  # the base's #1, marked
     assert out[-1].split() == ["parse_config", "is", "#1", "parse_config", "is", "#2"]

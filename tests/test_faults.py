@@ -61,6 +61,7 @@ bin = ["{python}", "{tree}/finder.py"]
 index = ["{bin}", "index"]
 query = ["{bin}", "query", "{query}", "{names}"]
 output = "lines"
+pass_env = ["MARKDIR", "FAULT"]
 """
 ROWS = [
     ("alpha", "alpha_function"), ("beta", "BetaClass"), ("gamma", "gamma_delta"),

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, make_repo, run_cli
 
+from recall.cache import _checked as checked
 from recall.engine import load_engine
 from recall.indexes import KIND, MARKER
 from recall.measure import run_binary
@@ -22,6 +23,8 @@ from recall.symbols import checkout_symbols, distinct_names
 INDEX = r"""
 import os, sys
 names, db, log = sys.argv[1:4]
+if os.path.isdir(log):
+    log = os.path.join(log, "index.log")
 with open(log, "a") as handle:
     handle.write("indexed\n")
 os.makedirs(os.path.join(db, "data"), exist_ok=True)
@@ -179,6 +182,26 @@ def test_a_half_written_entry_without_its_marker_is_indexed_again(finder, corpus
     assert "Half" not in (entry / "db" / "data" / "names.txt").read_text()
 
 
+def test_a_kept_index_edited_on_disk_is_dropped_with_one_warning_and_indexed_again(
+    finder, corpus, capsys
+):
+    """Class 5: an entry still well-formed but edited (a name taken out of its db file, so
+    that Engine would be missed) does not match its digest: one warning line naming it,
+    the index made again, and the right ranks."""
+    _run(finder, corpus, "file:one")
+    (entry,) = _entries(corpus)
+    names = entry / "db" / "data" / "names.txt"
+    names.write_text("".join(f"{n}\n" for n in names.read_text().splitlines() if n != "Engine"))
+    checked.cache_clear()  # as the next process: each entry is checked once per run
+    capsys.readouterr()
+    run = _run(finder, corpus, "file:one")
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(entry) in err and "does not match its digest" in err
+    assert _indexed(finder) == 2
+    assert {r.rank for r in run.results} == {1}
+    assert "Engine\n" in names.read_text()
+
+
 @pytest.mark.parametrize(
     ("line", "message"),
     [
@@ -214,8 +237,10 @@ def test_a_base_and_an_unchanged_working_tree_reuse_their_kept_indexes(tmp_path,
     files = {"index.py": INDEX, "query.py": QUERY, "recall.toml": ENGINE}
     make_repo(tmp_path / "finder", files)
     tree = tmp_path / "finder"
-    log = tmp_path / "index.log"
-    (tree / "recall.toml").write_text(ENGINE.replace("{tree}/index.log", str(log)))
+    logs = tmp_path / "logs"  # a folder: a file an argv names is in the key by content
+    logs.mkdir()
+    log = logs / "index.log"
+    (tree / "recall.toml").write_text(ENGINE.replace("{tree}/index.log", str(logs)))
     cache = tmp_path / "cache"
 
     def run(timeout: str) -> None:

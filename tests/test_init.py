@@ -7,8 +7,8 @@ from conftest import ROOT, make_repo, needs_ctags, needs_mirror, run_cli
 
 from recall.engine import load_engine, load_preset, preset_names
 
-OPTIONAL = ("build", "index", "batch", "profile", "cwd", "stdin", "env", "env_remove",
-            "output", "no_match_exit")  # fmt: skip
+OPTIONAL = ("build", "index", "batch", "profile", "cwd", "stdin", "env", "pass_env",
+            "env_remove", "inputs", "toolchain", "output", "no_match_exit")  # fmt: skip
 
 
 def test_init_with_the_rq_preset_writes_a_loadable_copy_and_the_next_command(tmp_path):

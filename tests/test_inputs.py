@@ -12,6 +12,7 @@ from test_faults import BUILD, CORPUS_FILES, ENGINE, FINDER, _args, _env
 from test_faults import ROWS as TINY_ROWS
 
 from recall import saved
+from recall.cache import keep_file
 from recall.commands.cache import entries, stale
 from recall.corpus import MARKER, Pin, checkout_key, fetch, load_pins
 from recall.derive import load_settings
@@ -224,11 +225,11 @@ def test_a_results_cache_entry_of_the_wrong_shape_is_a_warning_and_a_rerun(
 ):
     store_run(tmp_path, KEY, RUN)
     (entry,) = (tmp_path / "results").iterdir()
-    entry.write_bytes(content)
-    assert cached_run(tmp_path, KEY, "again") is None
+    keep_file(entry, content)  # under a digest of its own: the shape check is what fails
+    assert cached_run(tmp_path, KEY, "again", ROWS) is None
     err = capsys.readouterr().err
-    assert err.startswith(f"recall: warning: ignoring corrupt results cache entry {entry}")
-    assert err.count("\n") == 1 and "running again" in err
+    assert err.startswith(f"recall: warning: cache entry {entry} is not a run of these rows")
+    assert err.count("\n") == 1 and "dropped, made again" in err
 
 
 def _tiny_pin(tmp_path: Path) -> Pin:

@@ -52,6 +52,7 @@ ENGINE = """[engine]
 bin = ["{python}", "{tree}/finder.py"]
 query = ["{bin}", "{query}", "{names}"]
 output = "json"
+pass_env = ["PIDDIR"]
 """
 
 

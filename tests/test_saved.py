@@ -7,6 +7,7 @@ import pytest
 from conftest import ROOT, needs_ctags, run_cli
 
 from recall import saved
+from recall.cache import keep_file, read_file
 from recall.corpus import Pin
 from recall.engine import parse_engine, resolve_engine
 from recall.errors import RecallError
@@ -36,7 +37,7 @@ def _key(**changes) -> dict:
 @needs_ctags
 def test_a_stored_run_comes_back_whole_under_its_key_with_this_runs_label(tmp_path):
     store_run(tmp_path, _key(), RUN)
-    back = cached_run(tmp_path, _key(), "base main (cccc)")
+    back = cached_run(tmp_path, _key(), "base main (cccc)", ROWS)
     assert back == dataclasses.replace(RUN, label="base main (cccc)", cached=True)
 
 
@@ -61,7 +62,7 @@ def test_a_change_to_any_key_part_misses(tmp_path, monkeypatch, part):
     if part == "python":
         monkeypatch.setattr(saved.platform, "python_version", lambda: "2.7.18")
     key = _key(**changes)
-    assert cached_run(tmp_path, key, "base") is None
+    assert cached_run(tmp_path, key, "base", ROWS) is None
 
 
 @needs_ctags
@@ -73,13 +74,13 @@ def test_another_version_of_a_package_python_imports_or_of_a_program_on_path_mis
     either changes answers the commit does not name."""
     reference = resolve_engine("reference", ROOT)
     store_run(tmp_path, _key(engine=reference), RUN)
-    assert cached_run(tmp_path, _key(engine=reference), "base") is not None
+    assert cached_run(tmp_path, _key(engine=reference), "base", ROWS) is not None
     monkeypatch.setattr(saved, "_packages", lambda: "numpy==0.0 upgraded")
-    assert cached_run(tmp_path, _key(engine=reference), "base") is None
+    assert cached_run(tmp_path, _key(engine=reference), "base", ROWS) is None
     on_path = parse_engine(b'[engine]\nbin = ["git"]\nquery = ["{bin}", "{query}"]\n', "t")
     store_run(tmp_path, _key(engine=on_path), RUN)  # git: a program on PATH, by content
-    monkeypatch.setattr(saved, "_program", lambda path, mtime: "file:" + "9" * 64)
-    assert cached_run(tmp_path, _key(engine=on_path), "base") is None
+    monkeypatch.setattr(saved, "_program", lambda path, mtime, size: "file:" + "9" * 64)
+    assert cached_run(tmp_path, _key(engine=on_path), "base", ROWS) is None
 
 
 @needs_ctags
@@ -93,21 +94,69 @@ def test_a_corrupt_entry_is_ignored_with_a_warning_and_rewritten(tmp_path, capsy
     store_run(tmp_path, _key(), RUN)
     (entry,) = (tmp_path / "results").iterdir()
     entry.write_bytes(entry.read_bytes()[:40])
-    assert cached_run(tmp_path, _key(), "base") is None
-    assert "ignoring corrupt results cache entry" in capsys.readouterr().err
+    assert cached_run(tmp_path, _key(), "base", ROWS) is None
+    assert "dropped, made again" in capsys.readouterr().err
     store_run(tmp_path, _key(), RUN)
-    assert cached_run(tmp_path, _key(), "base") is not None
+    assert cached_run(tmp_path, _key(), "base", ROWS) is not None
 
 
 @needs_ctags
 def test_an_entry_whose_stored_key_differs_is_not_trusted(tmp_path, capsys):
     store_run(tmp_path, _key(), RUN)
     (entry,) = (tmp_path / "results").iterdir()
-    data = orjson.loads(entry.read_bytes())
+    data = _entry_data(entry)
     data["key"]["timeout"] = 1.0
-    entry.write_bytes(orjson.dumps(data))
-    assert cached_run(tmp_path, _key(), "base") is None
+    keep_file(entry, orjson.dumps(data))  # with a digest of its own: it proves itself
+    assert cached_run(tmp_path, _key(), "base", ROWS) is None
     assert "its key does not match" in capsys.readouterr().err
+
+
+def _entry_data(entry: Path) -> dict:
+    return orjson.loads(read_file(entry) or b"")
+
+
+@needs_ctags
+def test_an_entry_edited_on_disk_but_well_formed_is_dropped_with_one_warning(tmp_path, capsys):
+    """Class 5: a rank of 2 turned into 1 in the file, still valid JSON, is not used."""
+    store_run(tmp_path, _key(), RUN)
+    (entry,) = (tmp_path / "results").iterdir()
+    entry.write_bytes(entry.read_bytes().replace(b'"results":[[2,', b'"results":[[1,'))
+    assert orjson.loads(entry.read_bytes().partition(b"\n")[2])["results"][0][0] == 1
+    assert cached_run(tmp_path, _key(), "base", ROWS) is None
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(entry) in err and "does not match its digest" in err
+    assert not entry.exists()
+
+
+TOP2 = [["Context", "context.go", 9], ["ContextJSON", "json.go", 4]]
+HAND_RESULT = [None, [], None]
+
+
+@pytest.mark.parametrize(
+    "results",
+    [
+        [[1, TOP2, None], HAND_RESULT],
+        [[3, TOP2, None], HAND_RESULT],
+        [[None, TOP2[1:], None], HAND_RESULT],
+        [[2, [TOP2[0], ["Context", "b.go", 2]], None], HAND_RESULT],
+        [[2, TOP2, None]],
+    ],
+    ids=["rank-1-not-first", "rank-inside-list-elsewhere", "missed-but-listed", "repeated-name",
+         "a-result-missing"],
+)  # fmt: skip
+@needs_ctags
+def test_an_entry_that_contradicts_itself_is_dropped_with_one_warning(tmp_path, capsys, results):
+    """Class 5: a rank of 1 while its top list does not start with the source, and the
+    like, even under a valid digest, is not a run of these rows."""
+    store_run(tmp_path, _key(), RUN)
+    (entry,) = (tmp_path / "results").iterdir()
+    data = _entry_data(entry)
+    data["results"] = results
+    keep_file(entry, orjson.dumps(data))
+    assert cached_run(tmp_path, _key(), "base", ROWS) is None
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(entry) in err and "dropped" in err
+    assert not entry.exists()
 
 
 @needs_ctags
@@ -164,13 +213,17 @@ def _gin(cache: Path, finder: tuple[Path, Path], *extra: str):
 def test_a_second_run_reuses_the_cached_results_and_no_cache_runs_again(
     real_cache, gin, subsequence_bin
 ):
-    first = _gin(real_cache, subsequence_bin, "--no-cache")
+    first = _gin(real_cache, subsequence_bin)
     assert first.returncode == 0, first.stderr
     second = _gin(real_cache, subsequence_bin)
+    kept = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in (real_cache / "results").iterdir()}
     forced = _gin(real_cache, subsequence_bin, "--no-cache")
     runs = [json.loads(p.stdout)["runs"][0] for p in (first, second, forced)]
-    assert [r["cached"] for r in runs] == [False, True, False]
+    assert [r["cached"] for r in runs[1:]] == [True, False]
     assert runs[0]["by_type"] == runs[1]["by_type"] == runs[2]["by_type"]
+    # class 2: --no-cache neither reads nor writes: the entries later runs read are untouched
+    after = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in (real_cache / "results").iterdir()}
+    assert after == kept
 
 
 def test_save_then_against_diffs_with_nothing_run_for_the_baseline(
@@ -204,3 +257,36 @@ def test_against_and_save_naming_one_file_are_refused_before_anything_runs(tmp_p
         and proc.stderr.count("\n") == 1
     )
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_every_file_an_argv_names_is_in_the_key_by_content(tmp_path):
+    """Class 2: `query = ["{bin}", "/abs/model.bin", ...]`: the file's bytes are in the
+    key, so an edit is a new key even though no name changed."""
+    model = tmp_path / "model.bin"
+    model.write_bytes(b"one")
+    text = f'[engine]\nbin = ["/bin/cat"]\nquery = ["{{bin}}", "{model}", "{{query}}"]\n'
+    engine = parse_engine(text.encode(), "t.toml")
+    before = saved.environment_key(engine)
+    assert str(model) in before["files"]
+    model.write_bytes(b"two, longer")
+    assert saved.environment_key(engine) != before
+
+
+@pytest.mark.parametrize(
+    ("bin_", "query", "why"),
+    [
+        ('["python3"]', '["{bin}", "/x/finder.py", "{query}"]', "python3 is an interpreter"),
+        ('["node"]', '["{bin}", "finder.js", "{query}"]', "node is an interpreter"),
+        ('["/bin/sh"]', '["{bin}", "-c", "grep {query}"]', "/bin/sh is an interpreter"),
+        ('["{python}", "-m", "x"]', '["{bin}", "{query}"]', None),
+        ('["node", "{tree}/adapter.js"]', '["{bin}", "{query}"]', None),
+        ('["/bin/cat"]', '["{bin}", "{query}"]', None),
+    ],
+)
+def test_an_interpreter_running_code_outside_the_tree_is_unseen(bin_, query, why):
+    engine = parse_engine(f"[engine]\nbin = {bin_}\nquery = {query}\n".encode(), "t.toml")
+    reason = saved.unseen_code(engine)
+    assert (reason is None) if why is None else (reason is not None and reason.startswith(why))
+    if why is not None:
+        declared = f"[engine]\nbin = {bin_}\nquery = {query}\ninputs = ['/bin/cat']\n"
+        assert saved.unseen_code(parse_engine(declared.encode(), "t.toml")) is None

@@ -149,7 +149,7 @@ def add_commits_run(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--no-cache",
         action="store_true",
-        help="run every commit even when the results cache holds its results",
+        help="run every commit afresh: neither read nor write the results cache",
     )
     p.add_argument(
         "--allow-empty",

@@ -35,7 +35,15 @@ from recall.corpus import (
     mirror_root,
     mirror_source,
 )
-from recall.engine import Engine, fill, load_preset, preset_names
+from recall.engine import (
+    Engine,
+    build_env,
+    fill,
+    finder_env,
+    load_preset,
+    preset_names,
+    resolve_engine,
+)
 from recall.errors import EXIT_FAILURE, EXIT_OK, RecallError
 from recall.interpreter import SUPPORTED, finder_python
 from recall.peers.node import (
@@ -299,6 +307,28 @@ def _unfrozen(path: Path) -> str | None:
     return None if when == FROZEN_EPOCH else "checkout commit is not frozen at 2000-01-01"
 
 
+def check_environment(tree: Path) -> list[Check]:
+    """The declared environment the default engine's finder (and its build) gets, name by
+    name: nothing else of this shell's reaches them (docs/engines.md)."""
+    try:
+        engine = resolve_engine(None, tree)
+    except RecallError as exc:
+        return [Check("environment", WARN, str(exc))]
+    checks = [
+        Check(f"finder env {name}", OK, value)
+        for name, value in finder_env(engine, os.environ).items()
+    ]
+    if engine.build:
+        checks += [
+            Check(f"build env {name}", OK, value)
+            for name, value in build_env(engine, os.environ).items()
+        ]
+    unset = [name for name in engine.pass_env if name not in os.environ]
+    if unset:
+        checks.append(Check("pass_env", WARN, f"not set here, so not passed: {', '.join(unset)}"))
+    return checks
+
+
 def check_files(corpus: Path, queries: Path) -> tuple[list[Check], dict[str, Pin]]:
     checks = []
     try:
@@ -325,6 +355,7 @@ def diagnose(
     checks += check_node(tree, cache)
     checks.append(Check("process start", OK, method()))
     checks.append(check_cache(cache))
+    checks += check_environment(tree)
     file_checks, pins = check_files(corpus, queries)
     checks += file_checks
     if pins:

@@ -4,6 +4,7 @@ side (the work is recall/explain.py's; this is its flags and the steps around it
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -19,11 +20,12 @@ from recall.commands._flags import (
     add_queries,
 )
 from recall.corpus import cache_root, load_pins, mirror_root, select_pins
-from recall.engine import resolve_engine
+from recall.engine import finder_env, resolve_engine
 from recall.errors import EXIT_OK
 from recall.measure import open_corpus
 from recall.queryset import query_set_path, read_queries
 from recall.run import check_timeout
+from recall.terminal import safe_output
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -69,8 +71,13 @@ def run(args: argparse.Namespace) -> int:
     )  # fmt: skip
     sides = [explain.explain_one(b, target, row, args.timeout) for b in binaries]
     data = explain.as_json(pin, row, sides)
+    environment = finder_env(engine, os.environ)  # what the finder ran with, name by name
+    data["environment"] = environment
     if args.json:
         sys.stdout.buffer.write(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
     else:
         sys.stdout.write(explain.render(data, sides))
+        lines = [f"  {name}={value}" for name, value in environment.items()]
+        text = "environment ({run}: the session's folder):\n" + "\n".join(lines) + "\n"
+        sys.stdout.write(safe_output(text))
     return EXIT_OK

@@ -62,9 +62,18 @@ query = ["{bin}", "{query}", "--limit", "{limit}"]
 # A file fed on stdin to every query (fzf-style finders read candidates there).
 # stdin = "{names}"
 
-# Extra environment, and variables to remove (a user's defaults can change results).
+# The finder's environment is declared: PATH, its own HOME/XDG/TMPDIR, LC_ALL, TZ, then
+# these. Extra variables, and the names whose values come from your shell (in the key).
 # env = { MY_FINDER_DB = "{db}/index", MY_FINDER_JOBS = "1" }
-# env_remove = ["MY_FINDER_DEFAULT_OPTS"]
+# pass_env = ["MY_FINDER_MODEL"]
+# env_remove = []  (accepted for old engine files; nothing else reaches the finder anyway)
+
+# Code the finder runs that no argv names (an interpreter's modules): hashed into the key,
+# and what lets an engine whose program is python3, node or sh be cached at all.
+# inputs = ["finder/**/*.py"]
+
+# What else decides the build: each argv's output joins the build's key.
+# toolchain = [["rustc", "--version"]]
 
 # "json": a list of {"name", "file", "line"} objects; "lines": one name per line.
 # output = "json"

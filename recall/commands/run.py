@@ -66,7 +66,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     p.add_argument(
         "--no-cache", action="store_true",
-        help="run every binary even when the results cache holds its results",
+        help="run every binary afresh: neither read nor write the results cache or kept indexes",
     )  # fmt: skip
     add_report_flags(p)
     add_jobs(p)

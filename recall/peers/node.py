@@ -26,10 +26,9 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
-from recall.corpus import hold_in_use, locked, use_lock
+from recall.cache import FolderEntry
 from recall.engine import Engine
 from recall.errors import RecallError
 from recall.peers.library import json_argument, kind_tables
@@ -218,29 +217,15 @@ def node_modules(folder: Path, cache: Path) -> Path:
     and are removed with it: nothing is written outside recall's cache, and each entry of
     <cache>/node is one lock's install, which `recall cache` lists and prunes."""
     lock, manifest = _read(folder / LOCK), _read(folder / MANIFEST)
-    key = _lock_key(lock)  # of the bytes installed, read once
-    root = cache / KIND
-    final = root / key
-    hold_in_use(use_lock(cache, KIND, key))
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-        with locked(root / f"{key}.lock"):
-            if (final / MARKER).is_file():
-                return final / "node_modules"
-            shutil.rmtree(final, ignore_errors=True)
-            tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{key}-", dir=root))
-            try:
-                (tmp / MANIFEST).write_bytes(manifest)
-                (tmp / LOCK).write_bytes(lock)
-                _npm_ci(tmp, tmp / NPM_CACHE)
-                shutil.rmtree(tmp / NPM_CACHE, ignore_errors=True)
-                (tmp / MARKER).write_text(f"{folder / LOCK}\n")
-                tmp.rename(final)
-            finally:
-                shutil.rmtree(tmp, ignore_errors=True)
-    except OSError as exc:
-        raise RecallError(f"cache {root}: {exc.strerror or exc}") from None
-    return final / "node_modules"
+
+    def make(tmp: Path) -> None:
+        (tmp / MANIFEST).write_bytes(manifest)
+        (tmp / LOCK).write_bytes(lock)
+        _npm_ci(tmp, tmp / NPM_CACHE)
+        shutil.rmtree(tmp / NPM_CACHE, ignore_errors=True)
+
+    entry = FolderEntry(cache, KIND, _lock_key(lock), MARKER)  # of the bytes installed, read once
+    return entry.get(make, str(folder / LOCK)) / "node_modules"
 
 
 def _npm_ci(folder: Path, npm_cache: Path) -> None:
