@@ -48,12 +48,19 @@ def pick_row(
 
 
 def check_source(
-    row: QueryRow, names: list[str], given: bool, rows: list[QueryRow], queries: Path
+    row: QueryRow,
+    names: list[str],
+    given: bool,
+    rows: list[QueryRow],
+    queries: Path,
+    strict: bool = True,
 ) -> None:
-    """The source must be a name of the corpus at its pin, as `run` demands of every row:
-    a source that is not (a typo, a name from another pin) would read as the finder's miss.
-    given: it came from --source; else it is a row of the query set, named by its line."""
-    if not row.source or row.source in set(names):
+    """The source must be a name of the corpus at its pin, as `run` demands of every row
+    of a committed set: a source that is not (a typo, a name from another pin) would read
+    as the finder's miss. given: it came from --source (always held to this); else it is a
+    row of the query set, named by its line, and a foreign set's row (strict False) is
+    shown as run counts it, not found."""
+    if not row.source or row.source in set(names) or not (given or strict):
         return
     if given:
         where = f"--source {row.source!r}"

@@ -274,10 +274,13 @@ def test_a_symbols_cache_entry_of_the_wrong_shape_is_a_warning_and_a_rerun(tmp_p
     good = checkout_symbols(checkout, cache)
     (entry,) = (cache / "symbols").iterdir()
     for content in (b'{"abcde": 1}', b'[["a.py", "1", "x", "f", ""]]', b"[5]", DEEP):
-        entry.write_bytes(content)
+        keep_file(entry, content)  # its digest holds: the shape is what is wrong
         assert checkout_symbols(checkout, cache) == good
         err = capsys.readouterr().err
         assert err.startswith(f"recall: warning: ignoring corrupt symbols cache entry {entry}")
+    entry.write_bytes(entry.read_bytes().replace(b'"alpha_function"', b'"omega_function"'))
+    assert checkout_symbols(checkout, cache) == good  # edited on disk: dropped, listed again
+    assert "does not match its digest" in capsys.readouterr().err
 
 
 def test_load_pins_names_a_file_nested_too_deeply(tmp_path):

@@ -135,6 +135,7 @@ def test_fzy_with_show_scores_reads_scores_as_names_and_is_refused(tmp_path, rea
     proc = run_cli(
         "--engine", str(engine), "--base-bin", shutil.which("fzy") or "fzy", "--repo", "gin",
         "--type", "abbr3", "--cache", str(real_cache), "--fail-on-loss", "--json",
+        "--same-program-ok",
     )  # fmt: skip
     assert proc.returncode == 2, proc.stderr
     assert re.fullmatch(

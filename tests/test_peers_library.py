@@ -227,7 +227,7 @@ def test_an_async_library_without_limit_whose_names_are_under_value_ranks_as_cal
     assert json.loads(proc.stdout)["runs"][0]["errors"] == 0
     document = json.loads(saved.read_text())
     names = list(distinct_names(checkout_symbols(gin, real_cache)))
-    for (_repo, query, _type, source), (rank, top, _error) in zip(
+    for (_repo, query, _type, source), (rank, top, _error, _off_corpus) in zip(
         document["rows"][:25], document["runs"][-1]["results"], strict=False
     ):
         hits = [hit["value"] for hit in asyncio.run(pfzy.fuzzy_match(query, list(names)))]
@@ -282,7 +282,7 @@ def test_a_wrapper_module_in_the_finder_s_own_tree_is_its_callable(
     assert proc.returncode == 0, proc.stderr
     document = json.loads(saved.read_text())
     names = tuple(distinct_names(checkout_symbols(gin, real_cache)))
-    for (_repo, query, _type, source), (rank, _top, error) in zip(
+    for (_repo, query, _type, source), (rank, _top, error, _off_corpus) in zip(
         document["rows"][:20], document["runs"][-1]["results"], strict=False
     ):
         hits = [h[0] for h in process.extract(query, names, processor=str.lower, limit=None)]

@@ -385,7 +385,7 @@ def test_a_finder_s_own_package_and_lock_run_as_the_package_called_directly(
         capture_output=True, text=True, timeout=120, check=True,
     ).stdout.splitlines()  # fmt: skip
     found = 0
-    for (_repo, query, _type, source), (rank, top, error), line in zip(
+    for (_repo, query, _type, source), (rank, top, error, _off_corpus), line in zip(
         document["rows"], document["runs"][-1]["results"], direct, strict=True
     ):
         hits = json.loads(line)

@@ -186,9 +186,10 @@ def test_a_history_url_that_is_not_https_is_no_link():
 def test_an_explain_command_pastes_back_the_exact_query_and_prints_no_control(query):
     """A report prints `recall explain QUERY` to paste: a query holding ESC or U+202E is
     quoted as bash's $'...' with escapes, so the line is safe to show and exact to run."""
-    line = explain_command("gin", query)
+    line = explain_command("gin", query, "GetUint8Slice", "abbr3")
     assert not RAW.search(line), line
-    word = line.removeprefix("recall explain ").removesuffix(" --repo gin")
+    word, tail = line.removeprefix("recall explain ").split(" --repo ")
+    assert tail == "gin --source GetUint8Slice --type abbr3"
     echoed = subprocess.run(["bash", "-c", f"printf %s {word}"], capture_output=True, check=True)
     assert echoed.stdout.decode("utf-8") == query
 

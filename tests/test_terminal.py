@@ -96,10 +96,11 @@ def test_the_json_report_keeps_control_characters_exactly(tiny):
 
 @needs_ctags
 def test_explain_text_shows_control_characters_escaped(tiny):
-    proc = _recall(
-        tiny, "explain", QUERY, "--repo", "tiny", "--queries", str(tiny["queries"]),
-        "--source", SOURCE,
-    )  # fmt: skip
+    # a foreign query file may name a source the corpus lacks (not found, as run counts it):
+    # that is how a source with control characters reaches explain's output
+    foreign = tiny["queries"].with_name("foreign.tsv")
+    foreign.write_text(f"repo\tquery\ttype\tsource\ntiny\t{QUERY}\texact\t{SOURCE}\n")
+    proc = _recall(tiny, "explain", QUERY, "--repo", "tiny", "--queries", str(foreign))
     assert proc.returncode == 0, proc.stderr
     assert not RAW.search(proc.stdout), proc.stdout
     assert SHOWN_NAME in proc.stdout and "a\\x1bb.py:1" in proc.stdout
