@@ -72,6 +72,9 @@ def test_ctrl_c_during_start_up_exits_130_with_one_line_and_no_traceback(tmp_pat
         [sys.executable, "-m", "recall", "--repo", "gin", "--cache", str(tmp_path / "cache")],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "PYTHONPATH": f"{tmp_path / 'slow'}{os.pathsep}{ROOT}"},
+        # SIGINT at its default, as a terminal gives it, even when the suite was started in
+        # the background (where the shell ignores SIGINT, and children inherit that)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
     try:
         assert proc.stderr is not None
