@@ -27,6 +27,7 @@ from recall.engine import Engine, finder_env
 from recall.errors import RecallError
 from recall.files import write_atomic
 from recall.model import TOP, Hit, QueryResult, RunResult
+from recall.peers.library import HARNESS_ROOT
 from recall.queryset import QueryRow, queries_digest
 from recall.symbols import ctags_identity
 
@@ -63,7 +64,8 @@ def environment_key(engine: Engine) -> dict[str, object]:
     content."""
     argvs = _argvs(engine)
     parts = [part for argv in argvs for part in argv]
-    found: dict[str, object] = {"env": finder_env(engine, os.environ)}
+    env = finder_env(engine, os.environ)
+    found: dict[str, object] = {"env": env}
     if any("{python}" in part for part in parts):
         found["{python} packages"] = _packages()
     for name in sorted(_programs(argvs)):
@@ -73,7 +75,22 @@ def environment_key(engine: Engine) -> dict[str, object]:
     named = sorted({part for part in parts if _names_file(part)})
     found["files"] = {path: program_identity(path) for path in named}
     found["inputs"] = input_files(engine)
+    if any(HARNESS_ROOT in value for value in env.values()):
+        found["harness code"] = _harness_code()  # a kind's worker of ours, not the tree's
     return found
+
+
+@functools.cache
+def _harness_code() -> str:
+    """The harness's own code, by content: a worker of ours that answers for a finder is
+    part of what the finder's numbers were made from."""
+    digest = hashlib.sha256()
+    package = Path(HARNESS_ROOT) / "recall"
+    for path in sorted(package.rglob("*")):
+        if path.suffix in (".py", ".js") and path.is_file():
+            digest.update(str(path.relative_to(package)).encode() + b"\0")
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
 
 
 def _argvs(engine: Engine) -> list[tuple[str, ...]]:

@@ -290,3 +290,16 @@ def test_an_interpreter_running_code_outside_the_tree_is_unseen(bin_, query, why
     if why is not None:
         declared = f"[engine]\nbin = {bin_}\nquery = {query}\ninputs = ['/bin/cat']\n"
         assert saved.unseen_code(parse_engine(declared.encode(), "t.toml")) is None
+
+
+def test_a_kind_whose_worker_is_the_harnesss_own_keys_the_harnesss_code():
+    """A python or lsp engine in a finder's repo other than recall's runs recall's own
+    worker (recall/peers/library.py, from the harness's folder): that code is part of what
+    its numbers were made from, so its content is in the key; a plain process engine's
+    numbers do not depend on it."""
+    library = parse_engine(
+        b'[engine]\nkind = "python"\ncallable = "rapidfuzz.process:extract"\n', "t"
+    )
+    plain = parse_engine(b'[engine]\nbin = ["git"]\nquery = ["{bin}", "{query}"]\n', "t")
+    assert len(saved.environment_key(library)["harness code"]) == 64
+    assert "harness code" not in saved.environment_key(plain)
