@@ -5,7 +5,7 @@ indexing again.
 A kept index stands in for running the index argv, so it is known by everything that
 could change what that argv writes: the build (its cache identity, as a result's key
 has it; for a working tree, its content: build.tree_identity), the engine description
-and its index argv, the corpus pin, the names file, ctags's and Python's versions, and
+and its index argv, the corpus pin, the names file, ctags's identity and Python's version, and
 the environment, programs, files and packages the engine runs (saved.environment_key),
 and the world its build ran in (build.build_world). It is one entry of recall.cache:
 indexed in the session, copied into a temporary folder beside the entry, then renamed
@@ -30,7 +30,7 @@ from recall.corpus import Pin
 from recall.engine import Engine
 from recall.errors import RecallError
 from recall.saved import environment_key
-from recall.symbols import ctags_version
+from recall.symbols import ctags_identity
 
 KIND = "indexes"  # <cache>/indexes/<key>/db, as `recall cache` lists it
 MARKER = ".recall-indexed"  # written last, inside the entry: a folder without it is not one
@@ -46,7 +46,7 @@ def index_key(build: str, engine: Engine, pin: Pin, names: bytes) -> str:
         "index": list(engine.index),
         "pin": pin.as_json(),
         "names": hashlib.sha256(names).hexdigest(),
-        "ctags": ctags_version(),
+        "ctags": ctags_identity(),
         "python": platform.python_version(),
         "environment": environment_key(engine),
         "build world": build_world(engine),
