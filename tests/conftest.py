@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import sys
@@ -94,6 +95,30 @@ def make_repo(path: Path, files: dict[str, str], message: str = "init") -> git.R
         config.set_value("user", "email", "test@example.com")
     commit_files(repo, files, message)
     return repo
+
+
+# A tiny Python corpus of four names, for tests that need a real pin but no real corpus.
+TINY_CORPUS_FILES = {
+    "lib/alpha.py": "def alpha_function():\n    pass\n\n\nclass BetaClass:\n    pass\n",
+    "lib/gamma.py": "def gamma_delta():\n    pass\n\n\ndef epsilon_value():\n    pass\n",
+}
+
+
+def tiny_suite(
+    tmp_path: Path, rows: list[str], finder_files: dict[str, str], message: str = "init"
+) -> dict:
+    """A pin of the tiny corpus (a real repository), a query file of `rows` (each
+    `query<TAB>type<TAB>source` of repo tiny), and a finder repository of finder_files: the
+    paths a run of that finder on that corpus takes (corpus, queries, finder, cache)."""
+    upstream = make_repo(tmp_path / "upstream", TINY_CORPUS_FILES)
+    corpus = tmp_path / "corpus.json"
+    pin = {"url": (tmp_path / "upstream").as_uri(), "sha": upstream.head.commit.hexsha}
+    corpus.write_text(json.dumps({"tiny": {**pin, "language": "python"}}))
+    queries = tmp_path / "queries.tsv"
+    queries.write_text("repo\tquery\ttype\tsource\n" + "".join(f"tiny\t{r}\n" for r in rows))
+    finder = tmp_path / "finder"
+    make_repo(finder, finder_files, message=message)
+    return {"corpus": corpus, "queries": queries, "finder": finder, "cache": tmp_path / "cache"}
 
 
 def commit_files(repo: git.Repo, files: dict[str, str], message: str) -> str:

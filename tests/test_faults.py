@@ -14,14 +14,10 @@ from pathlib import Path
 
 import git
 import pytest
-from conftest import ROOT, commit_files, make_repo, needs_ctags, run_cli, run_recall
+from conftest import ROOT, commit_files, needs_ctags, run_cli, run_recall, tiny_suite
 
 from recall.corpus import Pin, checkout_path, fetch, is_clean, load_pins
 
-CORPUS_FILES = {
-    "lib/alpha.py": "def alpha_function():\n    pass\n\n\nclass BetaClass:\n    pass\n",
-    "lib/gamma.py": "def gamma_delta():\n    pass\n\n\ndef epsilon_value():\n    pass\n",
-}
 BUILD = """
 import os, pathlib, subprocess, time
 fault = os.environ.get("FAULT")
@@ -72,19 +68,13 @@ ROWS = [
 @pytest.fixture
 def world(tmp_path: Path) -> dict:
     """A tiny pinned corpus, a finder repo with a build, and fresh TMPDIR, HOME and cache."""
-    upstream = make_repo(tmp_path / "upstream", CORPUS_FILES)
-    corpus = tmp_path / "corpus.json"
-    pin = {"url": (tmp_path / "upstream").as_uri(), "sha": upstream.head.commit.hexsha}
-    corpus.write_text(json.dumps({"tiny": {**pin, "language": "python"}}))
-    queries = tmp_path / "queries.tsv"
-    lines = ["repo\tquery\ttype\tsource", *(f"tiny\t{q}\texact\t{s}" for q, s in ROWS)]
-    queries.write_text("\n".join(lines) + "\n")
-    finder = tmp_path / "finder"
-    make_repo(finder, {"finder.py": FINDER, "build.py": BUILD, "recall.toml": ENGINE})
+    rows = [f"{q}\texact\t{s}" for q, s in ROWS]
+    files = {"finder.py": FINDER, "build.py": BUILD, "recall.toml": ENGINE}
+    paths = tiny_suite(tmp_path, rows, files)
     dirs = {name: tmp_path / name for name in ("tmp", "home", "cache", "marks")}
     for path in dirs.values():
         path.mkdir()
-    return {"corpus": corpus, "queries": queries, "finder": finder, **dirs}
+    return {**paths, **dirs}
 
 
 def _checkout(world: dict) -> Path:

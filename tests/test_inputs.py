@@ -7,8 +7,8 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import make_repo, needs_ctags, run_cli
-from test_faults import BUILD, CORPUS_FILES, ENGINE, FINDER, _args, _env
+from conftest import make_repo, needs_ctags, run_cli, tiny_suite
+from test_faults import BUILD, ENGINE, FINDER, _args, _env
 from test_faults import ROWS as TINY_ROWS
 
 from recall import saved
@@ -28,19 +28,13 @@ from recall.symbols import checkout_symbols
 def world(tmp_path: Path) -> dict:
     """test_faults' world: a tiny pinned corpus, a finder repo, and fresh TMPDIR, HOME and
     cache (made here, since importing a fixture shadows it)."""
-    upstream = make_repo(tmp_path / "upstream", CORPUS_FILES)
-    corpus = tmp_path / "corpus.json"
-    pin = {"url": (tmp_path / "upstream").as_uri(), "sha": upstream.head.commit.hexsha}
-    corpus.write_text(json.dumps({"tiny": {**pin, "language": "python"}}))
-    queries = tmp_path / "queries.tsv"
-    lines = ["repo\tquery\ttype\tsource", *(f"tiny\t{q}\texact\t{s}" for q, s in TINY_ROWS)]
-    queries.write_text("\n".join(lines) + "\n")
-    finder = tmp_path / "finder"
-    make_repo(finder, {"finder.py": FINDER, "build.py": BUILD, "recall.toml": ENGINE})
+    rows = [f"{q}\texact\t{s}" for q, s in TINY_ROWS]
+    files = {"finder.py": FINDER, "build.py": BUILD, "recall.toml": ENGINE}
     dirs = {name: tmp_path / name for name in ("tmp", "home", "cache", "marks")}
+    paths = tiny_suite(tmp_path, rows, files)
     for path in dirs.values():
         path.mkdir()
-    return {"corpus": corpus, "queries": queries, "finder": finder, **dirs}
+    return {**paths, **dirs}
 
 
 DEEP = b"[" * 100_000 + b"]" * 100_000

@@ -2,15 +2,13 @@
 from a repository, reach Markdown, HTML and the terminal escaped for each, never as a tag,
 a table cell boundary, a link or a control sequence (issue 31, class 10)."""
 
-import json
 import re
 import subprocess
 from pathlib import Path
 
 import git
 import pytest
-from conftest import make_repo, needs_ctags, run_cli
-from test_faults import CORPUS_FILES
+from conftest import needs_ctags, run_cli, tiny_suite
 
 from recall.bisect import Verdict
 from recall.bisect import render as bisect_render
@@ -48,16 +46,8 @@ SUBJECT = "Rank <script>alert(1)</script> | first \x1b[2J\x07 [x](javascript:y) 
 
 @pytest.fixture
 def tiny(tmp_path: Path) -> dict:
-    upstream = make_repo(tmp_path / "upstream", CORPUS_FILES)
-    corpus = tmp_path / "corpus.json"
-    pin = {"url": (tmp_path / "upstream").as_uri(), "sha": upstream.head.commit.hexsha}
-    corpus.write_text(json.dumps({"tiny": {**pin, "language": "python"}}))
-    queries = tmp_path / "queries.tsv"
-    lines = ["repo\tquery\ttype\tsource", *(f"tiny\t{q}\texact\t{s}" for q, s in ROWS)]
-    queries.write_text("\n".join(lines) + "\n")
-    finder = tmp_path / "finder"
-    make_repo(finder, {"finder.py": FINDER, "recall.toml": ENGINE}, message=SUBJECT)
-    return {"corpus": corpus, "queries": queries, "finder": finder, "cache": tmp_path / "cache"}
+    rows = [f"{q}\texact\t{s}" for q, s in ROWS]
+    return tiny_suite(tmp_path, rows, {"finder.py": FINDER, "recall.toml": ENGINE}, SUBJECT)
 
 
 def _recall(tiny: dict, *args: str):

@@ -12,8 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import make_repo, needs_ctags, run_cli
-from test_faults import CORPUS_FILES
+from conftest import needs_ctags, run_cli, tiny_suite
 
 from recall import saved
 from recall.corpus import load_pins
@@ -42,18 +41,10 @@ query = ["{bin}", "{query}"]
 
 @pytest.fixture
 def tiny(tmp_path: Path) -> dict:
-    upstream = make_repo(tmp_path / "upstream", CORPUS_FILES)
-    corpus = tmp_path / "corpus.json"
-    pin = {"url": (tmp_path / "upstream").as_uri(), "sha": upstream.head.commit.hexsha}
-    corpus.write_text(json.dumps({"tiny": {**pin, "language": "python"}}))
-    queries = tmp_path / "queries.tsv"
     # sources must be names of the corpus: a source with control characters reaches a
-    # report only through explain's --source
-    rows = [f"tiny\t{QUERY}\texact\tgamma_delta", "tiny\tcrash\texact\talpha_function"]
-    queries.write_text("repo\tquery\ttype\tsource\n" + "\n".join(rows) + "\n")
-    finder = tmp_path / "finder"
-    make_repo(finder, {"finder.py": FINDER, "recall.toml": ENGINE})
-    return {"corpus": corpus, "queries": queries, "finder": finder, "cache": tmp_path / "cache"}
+    # report only through a foreign query file (explain's test below)
+    rows = [f"{QUERY}\texact\tgamma_delta", "crash\texact\talpha_function"]
+    return tiny_suite(tmp_path, rows, {"finder.py": FINDER, "recall.toml": ENGINE})
 
 
 def _recall(tiny: dict, *args: str):
