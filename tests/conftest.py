@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import shutil
+import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -95,6 +96,24 @@ def make_repo(path: Path, files: dict[str, str], message: str = "init") -> git.R
         config.set_value("user", "email", "test@example.com")
     commit_files(repo, files, message)
     return repo
+
+
+@contextlib.contextmanager
+def tmpfs(path: Path, size: str) -> Iterator[Path]:
+    """A tmpfs of that size mounted at path (made here) for the block, for a full disk that
+    is real; the test is skipped where nothing can be mounted (not root, no mount)."""
+    path.mkdir()
+    if (
+        shutil.which("mount") is None
+        or subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], capture_output=True
+        ).returncode
+    ):
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", str(path)])
 
 
 # A tiny Python corpus of four names, for tests that need a real pin but no real corpus.

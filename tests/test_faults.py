@@ -4,7 +4,6 @@ awkward queries, an unwritable cache, and nothing written outside the cache and 
 import contextlib
 import json
 import os
-import shutil
 import signal
 import stat
 import subprocess
@@ -14,7 +13,7 @@ from pathlib import Path
 
 import git
 import pytest
-from conftest import ROOT, commit_files, needs_ctags, run_cli, run_recall, tiny_suite
+from conftest import ROOT, commit_files, needs_ctags, run_cli, run_recall, tiny_suite, tmpfs
 
 from recall.corpus import Pin, checkout_path, fetch, is_clean, load_pins
 
@@ -348,24 +347,13 @@ def test_a_file_where_the_cache_folder_should_be_is_one_line_exit_2(world):
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tiny tmpfs needs root")
 def test_a_full_cache_disk_is_one_line_exit_2(world, tmp_path):
-    mount = tmp_path / "full"
-    mount.mkdir()
-    if (
-        shutil.which("mount") is None
-        or subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)]
-        ).returncode
-    ):
-        pytest.skip("cannot mount a tmpfs here")
-    try:
+    with tmpfs(tmp_path / "full", "64k") as mount:
         (mount / "filler").write_bytes(b"\0" * 60_000)
         args = [a if a != str(world["cache"]) else str(mount / "cache") for a in _args(world)]
         proc = run_recall(*args, cwd=world["finder"], env=_env(world))
         assert proc.returncode == 2, proc.stderr
         assert proc.stderr.startswith("recall: ") and proc.stderr.count("\n") == 1
         assert "Traceback" not in proc.stderr
-    finally:
-        subprocess.run(["umount", str(mount)])
 
 
 @needs_ctags

@@ -7,12 +7,11 @@ import contextlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, run_cli
+from conftest import ROOT, run_cli, tmpfs
 
 FINDER = r"""
 import os, sys
@@ -205,16 +204,7 @@ def test_a_results_entry_edited_on_disk_is_dropped_and_the_run_redone(
 def test_a_full_cache_disk_loses_no_work_the_report_is_printed(tmp_path, few, gin):
     """Class 11: when the cache fills while results and the ceiling are written, each
     is one warning line naming the entry, and the report is printed in full, exit 0."""
-    mount = tmp_path / "full"
-    mount.mkdir()
-    if (
-        shutil.which("mount") is None
-        or subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount)]
-        ).returncode
-    ):
-        pytest.skip("cannot mount a tmpfs here")
-    try:
+    with tmpfs(tmp_path / "full", "16m") as mount:
         cache = mount / "cache"
         engine, script = _finder(tmp_path / "full-finder")
         _run(cache, few, engine, script)  # the checkout, its symbols, the interpreter
@@ -234,8 +224,6 @@ def test_a_full_cache_disk_loses_no_work_the_report_is_printed(tmp_path, few, gi
         assert warnings and all("No space left on device" in line for line in warnings)
         assert any(f"{cache}/ceilings/" in line for line in warnings)
         assert any(f"{cache}/results/" in line for line in warnings)
-    finally:
-        subprocess.run(["umount", str(mount)])
 
 
 def test_the_fixed_base_cannot_be_passed(tmp_path):
