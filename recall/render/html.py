@@ -86,6 +86,11 @@ def _ci(c: dict, key: str) -> str:
     return "" if low is None else f" [{low}-{high}]"
 
 
+def _expected(c: dict, key: str) -> str:
+    """A ceiling's expected count, its percent and its 95% range in counts."""
+    return f"{c[key]:.1f} ({c[key + '_pct']:.1f}%){_ci(c, key)}"
+
+
 def _headline(runs: list[dict], ceiling: dict | None) -> str:
     head = ["binary", "n", "#1", "top 10", "found", "MRR", "errors", "index s", "query s"]
     rows: list[list[object]] = []
@@ -97,9 +102,8 @@ def _headline(runs: list[dict], ceiling: dict | None) -> str:
              f"{run['mrr']:.3f}", run["errors"], f"{run['index_s']:.1f}", f"{run['query_s']:.1f}"]
         )  # fmt: skip
     if ceiling:
-        rows.append(["ceiling", ceiling["n"], f"{ceiling['first_pct']:.1f}%{_ci(ceiling, 'first')}",
-                     f"{ceiling['top10_pct']:.1f}%{_ci(ceiling, 'top10')}", "-", "-", "-", "-",
-                     "-"])  # fmt: skip
+        rows.append(["ceiling", ceiling["n"], _expected(ceiling, "first"),
+                     _expected(ceiling, "top10"), "-", "-", "-", "-", "-"])  # fmt: skip
     return _table(head, rows)
 
 
@@ -112,8 +116,8 @@ def _ceiling_table(title: str, by: dict) -> str:
         return ", ".join(labels) or "-"
 
     rows = [
-        [key, c["n"], f"{c['first_pct']:.1f}%{_ci(c, 'first')}",
-         f"{c['top10_pct']:.1f}%{_ci(c, 'top10')}", above(c, "first"), above(c, "top10")]
+        [key, c["n"], _expected(c, "first"), _expected(c, "top10"), above(c, "first"),
+         above(c, "top10")]
         for key, c in by.items()
     ]  # fmt: skip
     head = [title, "n", "ceiling #1 [95% range]", "ceiling top 10 [95% range]",
