@@ -240,3 +240,4 @@ def test_a_foreign_file_s_rows_the_recipes_cannot_make_are_left_out_of_both_side
     text = run_cli(*flags).stdout
     assert "Left out of the ceiling: 2 rows the recipes cannot make" in text
     assert "points below it on its 1 row (#1 / top 10)" in text
+    assert any(line.startswith("gin ") and line.endswith(" of 1") for line in text.splitlines())

@@ -80,13 +80,16 @@ def _range_pct(c: CeilingCounts, ci: tuple[int, int]) -> str:
     return f"{100.0 * ci[0] / c.n:.1f}-{100.0 * ci[1] / c.n:.1f}" if c.n else "-"
 
 
-def _ceiling_cell(c: CeilingCounts | None) -> str:
+def _ceiling_cell(c: CeilingCounts | None, n: int) -> str:
+    """A group's ceiling in percent with its ranges, and its own n where it leaves rows of
+    the group out."""
     if not c:
         return "-"
-    return (
+    cell = (
         f"{c.first_pct:.1f} [{_range_pct(c, c.first_ci)}] / "
         f"{c.top10_pct:.1f} [{_range_pct(c, c.top10_ci)}]"
     )
+    return cell if c.n == n else f"{cell} of {c.n}"
 
 
 def _any_above(summary: CeilingSummary) -> bool:
@@ -175,7 +178,7 @@ def render(report: Report, *, markdown: bool = False) -> str:
         if len(runs) == 1:
             body = [
                 [key, *_cells(first[key], _against(bound, key, runs[0])),
-                 _ceiling_cell(bound.get(key))]
+                 _ceiling_cell(bound.get(key), first[key].n)]
                 for key in keys
             ]  # fmt: skip
             out += _numbers_table([title, *METRIC_HEADER, CEILING_CELL], body, markdown)
@@ -184,7 +187,7 @@ def render(report: Report, *, markdown: bool = False) -> str:
         body = [
             [key, str(first[key].n),
              *(_column_cell(group(run)[key], _against(bound, key, run)) for run in runs),
-             _ceiling_cell(bound.get(key))]
+             _ceiling_cell(bound.get(key), first[key].n)]
             for key in keys
         ]  # fmt: skip
         header = [title, "n", *(run.label for run in runs), CEILING_CELL]
