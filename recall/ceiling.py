@@ -213,7 +213,7 @@ def row_ceilings(
     """The ceiling of every sourced row the recipes can model: its type has a recipe and
     some name makes its query. A row whose source is a name of the corpus must be one of
     them, or the choice model says nothing of it (a foreign file's `tstcnt` typed by hand
-    as consonants of `test_context`): it has no ceiling, and the report leaves it out of
+    as consonants of `parse_engine`): it has no ceiling, and the report leaves it out of
     both sides. A row whose source the corpus lacks is the caller's (not found, chance 0)."""
     result: dict[QueryRow, RowCeiling] = {}
     for repo in dict.fromkeys(row.repo for row in rows):
@@ -265,8 +265,9 @@ def standard_error(chances: Iterable[float]) -> float:
 
 
 def interval(chances: Iterable[float], level: float = LEVEL) -> tuple[int, int]:
-    """The central `level` range [low, high] of the count, exactly: the smallest counts
-    with at most (1 - level) / 2 of the chance below low and above high. A finder as good
+    """The central `level` range [low, high] of the count, exactly: low the largest count
+    with at most (1 - level) / 2 of the chance below it, high the smallest with at most that
+    above it. A finder as good
     as the model lands in it at least `level` of the time; any finder, since none can beat
     the model's best ranking row by row, lands above high at most (1 - level) / 2 of it."""
     dist = count_distribution(chances)
