@@ -46,7 +46,7 @@ from recall.derive import (
     word_pairs,
     words,
 )
-from recall.model import CeilingCounts, CeilingSummary
+from recall.model import CeilingCounts, CeilingSummary, LeftOut
 from recall.queryset import QueryRow
 
 TOP = 10
@@ -192,19 +192,41 @@ def row_ceiling(likelihoods: list[float]) -> RowCeiling:
     return RowCeiling(len(ranked), ranked[0] / total, sum(ranked[:TOP]) / total)
 
 
+def yields(kind: str, name: str, query: str, source: NameSource) -> bool:
+    """Whether the recipe of `kind` can make query from name (sampling could pick it, and
+    some seeded choice of its recipe gives exactly that query)."""
+    if not eligible(name) or kind not in KINDS:
+        return False
+    if kind in INVERTED:
+        return likelihood(kind, name, query) > 0
+    parts = words(name)
+    if not parts:
+        return False
+    if kind in _CHOICES:
+        return query in _CHOICES[kind](parts)
+    return _SINGLE[kind](name, parts, source) == query
+
+
 def row_ceilings(
     rows: list[QueryRow], sources: dict[str, NameSource]
 ) -> dict[QueryRow, RowCeiling]:
-    """The ceiling of every sourced row whose type has a recipe (its source is among the
-    k names, so k >= 1 for a row the generator made)."""
+    """The ceiling of every sourced row the recipes can model: its type has a recipe and
+    some name makes its query. A row whose source is a name of the corpus must be one of
+    them, or the choice model says nothing of it (a foreign file's `tstcnt` typed by hand
+    as consonants of `parse_engine`): it has no ceiling, and the report leaves it out of
+    both sides. A row whose source the corpus lacks is the caller's (not found, chance 0)."""
     result: dict[QueryRow, RowCeiling] = {}
     for repo in dict.fromkeys(row.repo for row in rows):
         mine = [row for row in rows if row.repo == repo and row.sourced and row.type in KINDS]
         if not mine:
             continue
-        names = _Names(sources[repo])
+        source = sources[repo]
+        names = _Names(source)
+        known = set(source.names)
         forwards = names.forwards({(r.type, r.query) for r in mine if r.type not in INVERTED})
         for row in mine:
+            if row.source in known and not yields(row.type, row.source, row.query, source):
+                continue
             if row.type in INVERTED:
                 found = names.inverted(row.type, row.query)
             else:
@@ -214,13 +236,62 @@ def row_ceilings(
     return result
 
 
+# The interval's level: the central 95% of the count a finder as good as the model would get.
+LEVEL = 0.95
+
+
+def count_distribution(chances: Iterable[float]) -> np.ndarray:
+    """P(count = c) for c = 0..n, where row i is a hit with chance p_i, independently (the
+    Poisson-binomial distribution), by adding one row at a time. Rows certain to hit or to
+    miss only shift or keep it, so they cost nothing."""
+    sure = never = 0
+    dist = np.ones(1)
+    for p in chances:
+        if p >= 1.0:
+            sure += 1
+        elif p <= 0.0:
+            never += 1
+        else:
+            grown = np.zeros(len(dist) + 1)
+            grown[:-1] += dist * (1.0 - p)
+            grown[1:] += dist * p
+            dist = grown
+    return np.concatenate([np.zeros(sure), dist, np.zeros(never)])
+
+
+def standard_error(chances: Iterable[float]) -> float:
+    """The spread of the count around its expectation sum(p): sqrt(sum p(1 - p))."""
+    return float(np.sqrt(sum(p * (1.0 - p) for p in chances)))
+
+
+def interval(chances: Iterable[float], level: float = LEVEL) -> tuple[int, int]:
+    """The central `level` range [low, high] of the count, exactly: low the largest count
+    with at most (1 - level) / 2 of the chance below it, high the smallest with at most that
+    above it. A finder as good
+    as the model lands in it at least `level` of the time; any finder, since none can beat
+    the model's best ranking row by row, lands above high at most (1 - level) / 2 of it."""
+    dist = count_distribution(chances)
+    tail = (1.0 - level) / 2
+    below = np.cumsum(dist)  # P(count <= c)
+    above = 1.0 - below  # P(count > c)
+    slack = 1e-12  # float sums must not move a bound across an exact tail
+    low = int(np.searchsorted(below, tail - slack, side="right"))
+    high = int(np.argmax(above <= tail - slack))
+    return low, high
+
+
 @dataclass(frozen=True)
 class Ceiling:
-    """Expected counts at best over n rows: sums of the rows' chances."""
+    """Expected counts at best over n rows (sums of the rows' chances), their standard
+    errors and 95% ranges."""
 
     n: int
     first: float
     top10: float
+    first_se: float = 0.0
+    top10_se: float = 0.0
+    first_ci: tuple[int, int] = (0, 0)
+    top10_ci: tuple[int, int] = (0, 0)
 
     @property
     def first_pct(self) -> float:
@@ -233,7 +304,11 @@ class Ceiling:
 
 def ceiling(rows: Iterable[RowCeiling]) -> Ceiling:
     picked = list(rows)
-    return Ceiling(len(picked), sum(r.first for r in picked), sum(r.top10 for r in picked))
+    firsts, tops = [r.first for r in picked], [r.top10 for r in picked]
+    return Ceiling(
+        len(picked), sum(firsts), sum(tops), standard_error(firsts), standard_error(tops),
+        interval(firsts), interval(tops),
+    )  # fmt: skip
 
 
 def ceilings(
@@ -257,7 +332,9 @@ def summary(
     rows: list[QueryRow], per_row: dict[QueryRow, RowCeiling], languages: dict[str, str]
 ) -> CeilingSummary:
     """The ceiling as a report holds it: overall and by type, repo and language, each
-    with its expected counts at best (fractions: sums of chances) and their percentages."""
+    with its expected counts at best (fractions: sums of chances), their percentages,
+    standard errors and 95% ranges, over the sourced rows it can model; the others are
+    named (`left_out`), and the report compares the finders with it on its rows alone."""
 
     def cell(c: Ceiling) -> CeilingCounts:
         return CeilingCounts(
@@ -266,6 +343,10 @@ def summary(
             top10=round(c.top10, 2),
             first_pct=round(c.first_pct, 1),
             top10_pct=round(c.top10_pct, 1),
+            first_se=round(c.first_se, 2),
+            top10_se=round(c.top10_se, 2),
+            first_ci=c.first_ci,
+            top10_ci=c.top10_ci,
         )
 
     by = ceilings(rows, per_row, languages)
@@ -278,6 +359,11 @@ def summary(
         by_type=of("type"),
         by_repo=of("repo"),
         by_language=of("language"),
+        left_out=tuple(
+            LeftOut(row.repo, row.query, row.type, row.source)
+            for row in rows
+            if row.sourced and row not in per_row
+        ),
     )
 
 

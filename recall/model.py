@@ -339,31 +339,82 @@ class Diff:
 
 
 @dataclass(frozen=True)
+class AgainstCeiling:
+    """One finder on exactly the rows a ceiling covers: its #1 and top 10 there, and
+    whether each is above the ceiling's 95% range (more than chance lets any finder get
+    under the recipes' choice model: the model is wrong for those rows)."""
+
+    label: str
+    first: int
+    top10: int
+    first_above: bool
+    top10_above: bool
+
+    def to_json(self) -> dict:
+        return {
+            "label": self.label, "first": self.first, "top10": self.top10,
+            "first_above": self.first_above, "top10_above": self.top10_above,
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
 class CeilingCounts:
-    """The best #1 and top 10 any finder can expect over n rows: sums of chances."""
+    """The best #1 and top 10 any finder can expect over n rows: sums of chances, with the
+    standard error of each count and its 95% range ([low, high] counts: docs/queries.md),
+    and each finder's counts on the same rows (filled in by `report.analyse`)."""
 
     n: int
     first: float
     top10: float
     first_pct: float
     top10_pct: float
+    first_se: float = 0.0
+    top10_se: float = 0.0
+    first_ci: tuple[int, int] = (0, 0)
+    top10_ci: tuple[int, int] = (0, 0)
+    finders: tuple[AgainstCeiling, ...] = ()
 
     def to_json(self) -> dict:
         return {
             "n": self.n, "first": self.first, "top10": self.top10,
             "first_pct": self.first_pct, "top10_pct": self.top10_pct,
+            "first_se": self.first_se, "top10_se": self.top10_se,
+            "first_ci": list(self.first_ci), "top10_ci": list(self.top10_ci),
+            "finders": [f.to_json() for f in self.finders],
         }  # fmt: skip
+
+    def against(self, label: str) -> AgainstCeiling | None:
+        return next((f for f in self.finders if f.label == label), None)
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    """A sourced row the recipes cannot make (its type has no recipe, or no name, or not
+    its own source, yields its query): no ceiling, and left out of both sides of it."""
+
+    repo: str
+    query: str
+    type: str
+    source: str
+
+    def to_json(self) -> dict:
+        return {"repo": self.repo, "query": self.query, "type": self.type, "source": self.source}
+
+
+# The left-out rows a report names; JSON and HTML have the same few.
+LEFT_OUT_SHOWN = 10
 
 
 @dataclass(frozen=True)
 class CeilingSummary:
     """The ceiling overall (its counts at the top of its object) and by type, repo and
-    language, over the rows that have one."""
+    language, over the rows that have one; `left_out` are the sourced rows that have none."""
 
     counts: CeilingCounts
     by_type: dict[str, CeilingCounts]
     by_repo: dict[str, CeilingCounts]
     by_language: dict[str, CeilingCounts]
+    left_out: tuple[LeftOut, ...] = ()
 
     def to_json(self) -> dict:
         def of(groups: dict[str, CeilingCounts]) -> dict:
@@ -373,6 +424,10 @@ class CeilingSummary:
             "by_type": of(self.by_type),
             "by_repo": of(self.by_repo),
             "by_language": of(self.by_language),
+            "left_out": {
+                "count": len(self.left_out),
+                "first": [row.to_json() for row in self.left_out[:LEFT_OUT_SHOWN]],
+            },
         }
 
 

@@ -637,7 +637,9 @@ def query_set_ceiling(
     kept in the cache under those (ctags's version and the code that extracts, filters and
     derives), and a run from the results cache needs no corpus. A row whose source is no
     name (`unknown`) is not found for the ceiling either: it counts, with chance 0, so
-    that the ceiling covers exactly the rows the finders ran."""
+    that the ceiling covers exactly the rows the finders ran. A row the recipes cannot
+    make from its source has no ceiling: the summary names it in `left_out`, and the
+    report compares the finders with the ceiling without it."""
     code = hashlib.sha256()
     for module in (ceiling, derive, symbols):
         code.update(Path(module.__file__ or "").read_bytes())

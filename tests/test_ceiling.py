@@ -4,7 +4,18 @@ import random
 
 import pytest
 
-from recall.ceiling import INVERTED, KINDS, RowCeiling, ceiling, ceilings, row_ceilings
+from recall.ceiling import (
+    INVERTED,
+    KINDS,
+    RowCeiling,
+    ceiling,
+    ceilings,
+    count_distribution,
+    interval,
+    row_ceilings,
+    standard_error,
+    summary,
+)
 from recall.derive import (
     QWERTY_NEIGHBOURS,
     NameSource,
@@ -148,7 +159,85 @@ def test_the_report_s_ceiling_row_is_the_query_set_s_and_its_cache_is_never_trus
     assert first["n"] == expected["all"]["all"].n == len(rows)
     assert first["first"] == round(expected["all"]["all"].first, 2)
     assert first["by_type"]["typo"]["top10_pct"] == round(expected["type"]["typo"].top10_pct, 1)
+    # the standard error and the range are over exactly the rows selected, as the counts
+    per_row = row_ceilings(rows, {"gin": gin_source})
+    typos = [per_row[r].first for r in rows if r.type == "typo"]
+    assert first["by_type"]["typo"]["first_se"] == round(standard_error(typos), 2)
+    assert first["by_type"]["typo"]["first_ci"] == list(interval(typos))
+    assert first["first_ci"] == list(interval([per_row[r].first for r in rows]))
+    assert first["left_out"] == {"count": 0, "first": []}
+    (finder,) = first["finders"]  # the reference finder, on the same rows as its run
+    assert finder["first"] <= first["first_ci"][1] and not finder["first_above"]
     [stored] = (real_cache / "ceilings").glob("*.json")  # one per rows, pins and recipes
     stored.write_bytes(stored.read_bytes()[:10])
     assert report() == first
     assert json.loads(read_file(stored) or b"")  # made anew, whole, its digest first
+
+
+def test_the_count_s_distribution_spread_and_range_match_small_cases_by_hand():
+    assert count_distribution([0.5, 0.5]).tolist() == [0.25, 0.5, 0.25]
+    assert count_distribution([1.0, 1.0, 0.0]).tolist() == [0.0, 0.0, 1.0, 0.0]
+    assert standard_error([0.5, 0.5]) == pytest.approx(0.5**0.5)  # sqrt(2 * 1/4)
+    assert standard_error([1.0, 0.0, 1.0]) == 0.0  # certain rows do not spread
+    assert interval([0.5, 0.5]) == (0, 2)  # each end has 1/4, more than 2.5%
+    assert interval([1.0, 1.0, 0.0]) == (2, 2)
+    assert interval([]) == (0, 0)
+    # Binomial(10, 1/2): P(X <= 1) = 11/1024 < 2.5% < P(X <= 2) = 56/1024; symmetric above
+    assert interval([0.5] * 10) == (2, 8)
+    assert standard_error([0.5] * 10) == pytest.approx(2.5**0.5)
+    # four certain rows and three each at 1/2 and 1/4: P(the six all miss) = 1/8 * 27/64 =
+    # 5.3% keeps 4; P(5 or 6 of the six) = 0.0254 > 2.5% keeps 9, P(6) = 0.2% drops 10
+    assert interval([1, 0.5, 0.25, 1, 0.5, 0.25, 1, 0.5, 0.25, 1]) == (4, 9)
+    assert count_distribution([0.3] * 40).sum() == pytest.approx(1.0)
+
+
+def test_a_row_the_recipes_cannot_make_from_its_source_is_named_and_left_out():
+    rows = [
+        QueryRow("r", "tstcnt", "consonants", "test_count"),  # made by its recipe
+        QueryRow("r", "tstcnt", "consonants", "parse_engine"),  # made, but not from it
+        QueryRow("r", "zqzqzq", "abbr3", "test_count"),  # made from no name
+        QueryRow("r", "test_count", "exact", "test_count"),  # no recipe for the type
+        QueryRow("r", "tescou", "abbr3", "gone_name"),  # not a name: the caller's, at 0
+        QueryRow("r", "hand", "hand", ""),
+    ]
+    per_row = row_ceilings(rows, {"r": SOURCE})
+    assert set(per_row) == {rows[0], rows[4]}
+    got = summary(rows, per_row, {"r": "ruby"})
+    assert got.counts.n == 2
+    assert [(r.query, r.type, r.source) for r in got.left_out] == [
+        ("tstcnt", "consonants", "parse_engine"), ("zqzqzq", "abbr3", "test_count"),
+        ("test_count", "exact", "test_count"),
+    ]  # fmt: skip
+    assert "exact" not in got.by_type and got.by_type["consonants"].n == 1
+
+
+def test_a_foreign_file_s_rows_the_recipes_cannot_make_are_left_out_of_both_sides(
+    real_cache, gin, tmp_path
+):
+    import json
+
+    from conftest import run_cli
+
+    path = tmp_path / "foreign.tsv"
+    path.write_text(
+        "repo\tquery\ttype\tsource\n"
+        "gin\ttescongetintsli\tabbr3\tTestContextGetInt16Slice\n"
+        "gin\tTestContextGetInt16Slice\texact\tTestContextGetInt16Slice\n"  # no recipe
+        "gin\tqqzzqq\tconsonants\tTestContextGetInt16Slice\n"  # no name makes it
+    )
+    flags = ("--cache", str(real_cache), "--queries", str(path), "--no-regress")
+    proc = run_cli(*flags, "--json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    bound, (run,) = report["ceiling"], report["runs"]
+    assert run["n"] == 3 and bound["n"] == 1  # the finder keeps its rows; the ceiling models one
+    assert [(r["query"], r["type"]) for r in bound["left_out"]["first"]] == [
+        ("TestContextGetInt16Slice", "exact"), ("qqzzqq", "consonants"),
+    ]  # fmt: skip
+    (finder,) = bound["finders"]
+    assert finder["first"] == int(run["by_type"]["abbr3"]["first"])  # on the one row alone
+    assert "exact" not in bound["by_type"]
+    text = run_cli(*flags).stdout
+    assert "Left out of the ceiling: 2 rows the recipes cannot make" in text
+    assert "points below it on its 1 row (#1 / top 10)" in text
+    assert any(line.startswith("gin ") and line.endswith(" of 1") for line in text.splitlines())

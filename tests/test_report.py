@@ -1,4 +1,3 @@
-import dataclasses
 import os
 from pathlib import Path
 
@@ -8,7 +7,7 @@ from recall.answers import rank_by_name
 from recall.ceiling import RowCeiling
 from recall.ceiling import summary as ceiling_summary
 from recall.corpus import Pin
-from recall.model import Hit, QueryResult, RegressSection, Report, RunResult
+from recall.model import AgainstCeiling, Hit, QueryResult, RegressSection, Report, RunResult
 from recall.queryset import QueryRow
 from recall.regress import Case
 from recall.render.html import render_html
@@ -129,12 +128,62 @@ def test_text_report_prints_a_pasteable_explain_line_under_each_lost_row():
     assert "recall explain" not in render(report, markdown=True)
 
 
-def test_the_distance_to_a_ceiling_over_other_rows_is_not_shown_as_a_number():
-    rows = [QueryRow("gin", "gi0", "abbr3", "Gin0")]
-    bound = ceiling_summary(rows, {rows[0]: RowCeiling(2, 0.5, 1.0)}, {"gin": "go"})
-    text = render(dataclasses.replace(_golden_report(), ceiling=bound))
-    assert "candidate not comparable (the ceiling covers 1 of its 10)" in text
-    assert any(line.split()[:3] == ["ceiling", "1", "0.5"] for line in text.splitlines())
+def _against(hits: dict[str, int], chances: list[RowCeiling], left_out: int = 0) -> Report:
+    """A report of finders that hit the first hits[label] of ten abbr3 rows of gin, with a
+    ceiling of `chances` per row; the last `left_out` rows have no ceiling."""
+    rows = [QueryRow("gin", f"q{i}", "abbr3", f"name{i}") for i in range(10)]
+    runs = [
+        _run(label, [_result(r.source, [r.source] if i < hit else ["x"])
+                     for i, r in enumerate(rows)])
+        for label, hit in hits.items()
+    ]  # fmt: skip
+    per_row = dict(zip(rows[: len(rows) - left_out], chances, strict=False))
+    return analyse(
+        {}, PINS, rows, runs, baseline=False, cases=[], case_results=[() for _ in runs],
+        regress=None, accepted=None, explain_flags=[],
+        ceiling=ceiling_summary(rows, per_row, {"gin": "go"}),
+    )  # fmt: skip
+
+
+def test_a_finder_above_the_ceiling_within_its_range_is_not_flagged_and_beyond_it_is():
+    # ten rows at chance 1/2 each: the count is Binomial(10, 1/2), its 95% range [2, 8]
+    report = _against({"within": 8, "beyond": 9}, [RowCeiling(2, 0.5, 1.0)] * 10)
+    c = report.ceiling.counts
+    assert (c.first, c.first_ci, c.first_se) == (5.0, (2, 8), 1.58)
+    within, beyond = c.finders
+    assert (within.first, within.first_above) == (8, False)
+    assert (beyond.first, beyond.first_above) == (9, True)
+    assert report.ceiling.by_type["abbr3"].against("beyond") == beyond
+    text = render(report)
+    lines = {line.split()[0]: line.split() for line in text.splitlines() if line}
+    assert lines["beyond"][2:4] == ["9", "(90.0%)^"] and lines["within"][2:4] == ["8", "(80.0%)"]
+    assert lines["ceiling"][2:5] == ["5.0", "(50.0%)", "[2-8]"]
+    assert "^ above the ceiling's 95% range on the same rows" in text
+    assert "90.0^ / 90.0 / 90.0 / 0.900" in text  # by type, repo and language too
+    calm = render(_against({"within": 8}, [RowCeiling(2, 0.5, 1.0)] * 10))
+    assert "^" not in calm
+    page = render_html(report.to_json())
+    assert "9 (90.0%)^" in page and "8 (80.0%)^" not in page
+
+
+def test_rows_without_a_ceiling_are_named_and_left_out_of_both_sides():
+    # 8 rows certain for the model (k = 1), 2 it cannot model: the finder that hits the
+    # first 9 rows has 8 of the ceiling's 8, not 9 of 8
+    report = _against({"finder": 9}, [RowCeiling(1, 1.0, 1.0)] * 8, left_out=2)
+    c = report.ceiling.counts
+    assert (c.n, c.first, c.first_ci) == (8, 8.0, (8, 8))
+    assert report.ceiling.counts.against("finder") == AgainstCeiling("finder", 8, 8, False, False)
+    assert [r.query for r in report.ceiling.left_out] == ["q8", "q9"]
+    assert report.runs[0].counts.n == 10 and report.runs[0].counts.first == 9  # its own: all
+    text = render(report)
+    assert "points below it on its 8 rows (#1 / top 10): finder 0.0 / 0.0" in text
+    assert "Left out of the ceiling: 2 rows the recipes cannot make" in text
+    assert report.to_json()["ceiling"]["left_out"] == {
+        "count": 2,
+        "first": [{"repo": "gin", "query": f"q{i}", "type": "abbr3", "source": f"name{i}"}
+                  for i in (8, 9)],
+    }  # fmt: skip
+    assert "Left out of the ceiling: 2" in render_html(report.to_json())
 
 
 def test_explain_lines_name_each_rows_source_and_a_row_lost_twice_is_explained_once():

@@ -278,3 +278,21 @@ def test_reports_measured_with_different_jobs_are_not_one_page():
     assert measured_jobs([{"jobs": 2}, {"jobs": 2}]) == "2"
     with pytest.raises(RecallError, match=r"measured with different --jobs \(1, 2\)"):
         measured_jobs([{"jobs": 1}, {"jobs": 2}])
+
+
+def test_the_page_shows_the_ceiling_s_range_and_marks_a_finder_only_beyond_it():
+    entries = json.loads(json.dumps(ENTRIES))
+    # abbr3: #1 range [1, 2] of 4 rows; fzf and fzy have 3 (beyond), the reference 2 (within)
+    cell = {"n": 4, "first": 1.5, "top10": 4.0, "first_pct": 37.5, "top10_pct": 100.0,
+            "first_ci": [1, 2], "top10_ci": [4, 4]}  # fmt: skip
+    entries[0]["report"]["ceiling"] = cell | {
+        "n": 8, "first": 5.5, "top10": 8.0, "first_pct": 68.8, "first_ci": [5, 6],
+        "top10_ci": [8, 8], "by_type": {"abbr3": cell}, "by_repo": {}, "by_language": {},
+    }  # fmt: skip
+    page = render_results(entries, HOST)
+    assert r"| ceiling | 8 | 5.5 (68.8%) \[5-6\] | 8.0 (100.0%) \[8-8\] |" in page
+    assert (
+        "| abbr3 | 4 | 50.0 / 100.0 / 100.0 | 75.0^ / 100.0 / 100.0 | 75.0^ / 75.0 / 100.0"
+        r" | fzf, fzy | 37.5 \[25.0-50.0\] / 100.0 \[100.0-100.0\] |"
+    ) in page
+    assert "^ marks a finder above it on the same rows" in page

@@ -71,25 +71,91 @@ def _pct(c: dict, key: str) -> str:
     return f"{c[key]} ({c[key + '_pct']:.1f}%)"
 
 
+def _above(ceiling: dict | None, label: str) -> tuple[bool, bool]:
+    """Whether a finder's #1 and top 10 are above the ceiling's 95% range on its rows."""
+    mine = next((f for f in (ceiling or {}).get("finders", []) if f["label"] == label), None)
+    return (mine["first_above"], mine["top10_above"]) if mine else (False, False)
+
+
+def _marked(text: str, above: bool) -> str:
+    return f"{text}{ABOVE}" if above else text
+
+
+def _ci(c: dict, key: str) -> str:
+    low, high = c.get(f"{key}_ci", (None, None))
+    return "" if low is None else f" [{low}-{high}]"
+
+
+def _expected(c: dict, key: str) -> str:
+    """A ceiling's expected count, its percent and its 95% range in counts."""
+    return f"{c[key]:.1f} ({c[key + '_pct']:.1f}%){_ci(c, key)}"
+
+
 def _headline(runs: list[dict], ceiling: dict | None) -> str:
     head = ["binary", "n", "#1", "top 10", "found", "MRR", "errors", "index s", "query s"]
-    rows: list[list[object]] = [
-        [run["label"], run["n"], _pct(run, "first"), _pct(run, "top10"), _pct(run, "found"),
-         f"{run['mrr']:.3f}", run["errors"], f"{run['index_s']:.1f}", f"{run['query_s']:.1f}"]
-        for run in runs
-    ]  # fmt: skip
+    rows: list[list[object]] = []
+    for run in runs:
+        first_above, top10_above = _above(ceiling, run["label"])
+        rows.append(
+            [run["label"], run["n"], _marked(_pct(run, "first"), first_above),
+             _marked(_pct(run, "top10"), top10_above), _pct(run, "found"),
+             f"{run['mrr']:.3f}", run["errors"], f"{run['index_s']:.1f}", f"{run['query_s']:.1f}"]
+        )  # fmt: skip
     if ceiling:
-        rows.append(["ceiling", ceiling["n"], f"{ceiling['first_pct']:.1f}%",
-                     f"{ceiling['top10_pct']:.1f}%", "-", "-", "-", "-", "-"])  # fmt: skip
+        rows.append(["ceiling", ceiling["n"], _expected(ceiling, "first"),
+                     _expected(ceiling, "top10"), "-", "-", "-", "-", "-"])  # fmt: skip
     return _table(head, rows)
 
 
 def _ceiling_table(title: str, by: dict) -> str:
-    """The best expected #1 and top 10 per group: several names can make one query."""
+    """The best expected #1 and top 10 per group with their 95% ranges (counts), and the
+    finders above a range on the same rows."""
+
+    def above(c: dict, key: str) -> str:
+        labels = [f["label"] for f in c.get("finders", []) if f[f"{key}_above"]]
+        return ", ".join(labels) or "-"
+
     rows = [
-        [key, c["n"], f"{c['first_pct']:.1f}%", f"{c['top10_pct']:.1f}%"] for key, c in by.items()
+        [key, c["n"], _expected(c, "first"), _expected(c, "top10"), above(c, "first"),
+         above(c, "top10")]
+        for key, c in by.items()
+    ]  # fmt: skip
+    head = [title, "n", "ceiling #1 [95% range]", "ceiling top 10 [95% range]",
+            "above it on #1", "above it on top 10"]  # fmt: skip
+    return _table(head, rows, frozenset({0, 4, 5}))
+
+
+ABOVE = "^"
+ABOVE_NOTE = (
+    f"{ABOVE} and the columns above it: a finder's #1 or top 10 above the ceiling's 95% "
+    "range on the same rows, more than chance gives any finder under the recipes' choice "
+    "model: that model is wrong for those rows, and the ceiling is no bound there "
+    "(docs/queries.md)."
+)
+
+
+def _ceiling_notes(ceiling: dict | None) -> list[str]:
+    """What the range means, and the rows the ceiling leaves out, once."""
+    if not ceiling:
+        return []
+    out = [
+        "<p>ceiling: the best #1 and top 10 any finder can expect, since several names can "
+        "make one query; [low-high] is the 95% range of the count a finder as good as the "
+        f"recipes' choice model gets on these rows. {_e(ABOVE_NOTE)}</p>"
     ]
-    return _table([title, "n", "ceiling #1", "ceiling top 10"], rows)
+    left_out = ceiling.get("left_out") or {"count": 0, "first": []}
+    if left_out["count"]:
+        rows = [[r["repo"], r["query"], r["type"], r["source"]] for r in left_out["first"]]
+        more = left_out["count"] - len(rows)
+        out += [
+            f"<h2>Left out of the ceiling: {_e(left_out['count'])}</h2>",
+            "<p>Rows the recipes cannot make (no recipe for the type, or no name, or not the "
+            "source, yields the query): the finders are compared with the ceiling without "
+            "them.</p>",
+            _table(["repo", "query", "type", "source"], rows, frozenset({0, 1, 2, 3})),
+            *([f"<p>… and {_e(more)} more: see --json.</p>"] if more > 0 else []),
+        ]
+    return out
 
 
 def _table(head: list[str], rows: list[list[object]], text: frozenset[int] = frozenset({0})) -> str:
@@ -288,6 +354,7 @@ def render_html(report: dict) -> str:
         f"queries sha256 {_e(str(meta.get('queries_sha256', ''))[:12])}</p>",
         "<h2>Headline</h2>",
         _headline(runs, report.get("ceiling")),
+        *_ceiling_notes(report.get("ceiling")),
     ]
     for group, title in (("by_type", "type"), ("by_language", "language"), ("by_repo", "repo")):
         out += [f"<h2>By {_e(title)}</h2>", _legend(), bars(runs, group)]

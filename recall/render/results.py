@@ -40,6 +40,31 @@ def _count(c: dict, key: str) -> str:
     return f"{c[key]} ({c[key + '_pct']:.1f}%)"
 
 
+ABOVE = "^"  # a finder above the ceiling's 95% range on the same rows
+
+
+def _range(c: dict, key: str) -> str:
+    """A ceiling's 95% range in counts (reports kept before it existed have none)."""
+    ci = c.get(f"{key}_ci")
+    return f" [{ci[0]}-{ci[1]}]" if ci else ""
+
+
+def _range_pct(c: dict, key: str) -> str:
+    ci = c.get(f"{key}_ci")
+    return f" [{100 * ci[0] / c['n']:.1f}-{100 * ci[1] / c['n']:.1f}]" if ci and c["n"] else ""
+
+
+def _above(counts: dict, limit: dict | None, key: str) -> bool:
+    """A finder's count above the ceiling's range, judged only where the ceiling covers
+    the group's every row (the same n), since the page has no per-row results."""
+    ci = limit.get(f"{key}_ci") if limit else None
+    return bool(limit and ci and limit["n"] == counts["n"] and counts[key] > ci[1])
+
+
+def _marked(text: str, above: bool) -> str:
+    return f"{text}{ABOVE}" if above else text
+
+
 def latency_ms(report: dict) -> float:
     """The query phase's wall time over the queries run (hand rows included)."""
     run = report["runs"][0]
@@ -100,8 +125,10 @@ def render_results(every: list[dict], host: dict[str, str]) -> str:
     bound = first.get("ceiling")
     if bound:
         body.append([
-            "ceiling", str(bound["n"]), f"{bound['first']:.1f} ({bound['first_pct']:.1f}%)",
-            f"{bound['top10']:.1f} ({bound['top10_pct']:.1f}%)", "-", "-", "-", "-", "-",
+            "ceiling", str(bound["n"]),
+            f"{bound['first']:.1f} ({bound['first_pct']:.1f}%){_range(bound, 'first')}",
+            f"{bound['top10']:.1f} ({bound['top10_pct']:.1f}%){_range(bound, 'top10')}",
+            "-", "-", "-", "-", "-",
         ])  # fmt: skip
     out += _table(
         ["finder", "n", "#1", "top 10", "found", "MRR", "errors", "ms / query", "index s"], body
@@ -113,7 +140,11 @@ def render_results(every: list[dict], host: dict[str, str]) -> str:
             "several names can make one query (`tstcnt` from `test_count` and "
             "`TestContent`), and given only the query, a finder can at best rank the likeliest "
             "of them first (docs/queries.md). It is computed from the recipes over every "
-            "name of each corpus, with no finder involved.",
+            "name of each corpus, with no finder involved. [low-high] is the 95% range of "
+            "the count a finder as good as the recipes' choice model gets on these rows; "
+            f"{ABOVE} marks a finder above it on the same rows (compared where the ceiling "
+            "covers every row of the group): the choice model is wrong there, and the ceiling "
+            "is no bound for that row of the table.",
         ]
     out += [
         "",
@@ -130,14 +161,21 @@ def render_results(every: list[dict], host: dict[str, str]) -> str:
         body = []
         for key in keys:
             cells = []
+            limit = bound[group].get(key) if bound else None
             for entry in entries:
                 c = entry["report"]["runs"][0][group][key]
-                cells.append(f"{c['first_pct']:.1f} / {c['top10_pct']:.1f} / {c['found_pct']:.1f}")
+                first_pct = _marked(f"{c['first_pct']:.1f}", _above(c, limit, "first"))
+                top10_pct = _marked(f"{c['top10_pct']:.1f}", _above(c, limit, "top10"))
+                cells.append(f"{first_pct} / {top10_pct} / {c['found_pct']:.1f}")
             n = str(first["runs"][0][group][key]["n"])
             body.append([key, n, *cells, _best(entries, group, key)])
             if bound:
-                c = bound[group].get(key)
-                body[-1].append(f"{c['first_pct']:.1f} / {c['top10_pct']:.1f}" if c else "-")
+                body[-1].append(
+                    f"{limit['first_pct']:.1f}{_range_pct(limit, 'first')} / "
+                    f"{limit['top10_pct']:.1f}{_range_pct(limit, 'top10')}"
+                    if limit
+                    else "-"
+                )
         ceiling_column = ["ceiling (#1 / top 10)"] if bound else []
         out += _table([title, "n", *labels, "best peer (#1)", *ceiling_column], body)
         out += ["", f"## By {title}: MRR", ""]

@@ -6,7 +6,9 @@ from collections.abc import Callable
 
 from recall.commandline import explain_command
 from recall.model import (
+    LEFT_OUT_SHOWN,
     NOISE_SPREAD,
+    AgainstCeiling,
     BenchSummary,
     CeilingCounts,
     CeilingSummary,
@@ -37,11 +39,18 @@ GROUPS: tuple[tuple[str, Group, CeilingGroup], ...] = (
 )
 
 
-def _cells(c: Counts) -> list[str]:
+ABOVE = "^"  # a finder's #1 or top 10 above the ceiling's 95% range on the same rows
+
+
+def _mark(text: str, above: bool) -> str:
+    return f"{text}{ABOVE}" if above else text
+
+
+def _cells(c: Counts, against: AgainstCeiling | None = None) -> list[str]:
     return [
         f"{c.n}",
-        f"{c.first} ({c.first_pct:.1f}%)",
-        f"{c.top10} ({c.top10_pct:.1f}%)",
+        _mark(f"{c.first} ({c.first_pct:.1f}%)", bool(against and against.first_above)),
+        _mark(f"{c.top10} ({c.top10_pct:.1f}%)", bool(against and against.top10_above)),
         f"{c.found} ({c.found_pct:.1f}%)",
         f"{c.mrr:.3f}",
         f"{c.ndcg10:.3f}",
@@ -49,23 +58,51 @@ def _cells(c: Counts) -> list[str]:
     ]
 
 
-def _column_cell(c: Counts) -> str:
+def _column_cell(c: Counts, against: AgainstCeiling | None = None) -> str:
     """One binary's numbers in one cell, for tables with a column per binary."""
-    return f"{c.first_pct:.1f} / {c.top10_pct:.1f} / {c.found_pct:.1f} / {c.mrr:.3f}"
+    first = _mark(f"{c.first_pct:.1f}", bool(against and against.first_above))
+    top10 = _mark(f"{c.top10_pct:.1f}", bool(against and against.top10_above))
+    return f"{first} / {top10} / {c.found_pct:.1f} / {c.mrr:.3f}"
 
 
 def _ceiling_cells(c: CeilingCounts) -> list[str]:
-    """The ceiling as a row of the binaries' table: expected counts at best, no MRR."""
+    """The ceiling as a row of the binaries' table: expected counts at best with their
+    95% ranges, no MRR."""
     return [
         f"{c.n}",
-        f"{c.first:.1f} ({c.first_pct:.1f}%)",
-        f"{c.top10:.1f} ({c.top10_pct:.1f}%)",
+        f"{c.first:.1f} ({c.first_pct:.1f}%) [{c.first_ci[0]}-{c.first_ci[1]}]",
+        f"{c.top10:.1f} ({c.top10_pct:.1f}%) [{c.top10_ci[0]}-{c.top10_ci[1]}]",
         "-", "-", "-", "-",
     ]  # fmt: skip
 
 
-def _ceiling_cell(c: CeilingCounts | None) -> str:
-    return f"{c.first_pct:.1f} / {c.top10_pct:.1f}" if c else "-"
+def _range_pct(c: CeilingCounts, ci: tuple[int, int]) -> str:
+    return f"{100.0 * ci[0] / c.n:.1f}-{100.0 * ci[1] / c.n:.1f}" if c.n else "-"
+
+
+def _ceiling_cell(c: CeilingCounts | None, n: int) -> str:
+    """A group's ceiling in percent with its ranges, and its own n where it leaves rows of
+    the group out."""
+    if not c:
+        return "-"
+    cell = (
+        f"{c.first_pct:.1f} [{_range_pct(c, c.first_ci)}] / "
+        f"{c.top10_pct:.1f} [{_range_pct(c, c.top10_ci)}]"
+    )
+    return cell if c.n == n else f"{cell} of {c.n}"
+
+
+def _any_above(summary: CeilingSummary) -> bool:
+    cells = [summary.counts, *summary.by_type.values(), *summary.by_repo.values(),
+             *summary.by_language.values()]  # fmt: skip
+    return any(f.first_above or f.top10_above for c in cells for f in c.finders)
+
+
+def _numbers_table(header: list[str], body: list[list[str]], markdown: bool) -> list[str]:
+    """A table of a label and numbers: in text every column after the first is right-aligned
+    (a cell with a marker or a range is no bare number); Markdown aligns none."""
+    right = None if markdown else [i > 0 for i in range(len(header))]
+    return table(header, body, markdown, right=right)
 
 
 def _said(text: str, markdown: bool) -> str:
@@ -75,20 +112,32 @@ def _said(text: str, markdown: bool) -> str:
 
 
 def _ceiling_note(c: CeilingCounts, runs: tuple[RunSummary, ...], markdown: bool) -> list[str]:
-    """What the row means, and each binary's distance to it in points."""
-    gaps = ", ".join(
-        f"{_said(run.label, markdown)} {c.first_pct - run.counts.first_pct:.1f} / "
-        f"{c.top10_pct - run.counts.top10_pct:.1f}"
-        if run.counts.n == c.n
-        else f"{_said(run.label, markdown)} not comparable (the ceiling covers {c.n} of its "
-        f"{run.counts.n})"
-        for run in runs
-    )
+    """What the row means, and each binary's distance to it in points on the same rows."""
+
+    def gap(run: RunSummary) -> str:
+        label = _said(run.label, markdown)
+        against = c.against(run.label)
+        if against is None or not c.n:
+            return f"{label} not compared"
+        return (
+            f"{label} {c.first_pct - 100.0 * against.first / c.n:.1f} / "
+            f"{c.top10_pct - 100.0 * against.top10 / c.n:.1f}"
+        )
+
     return [
         "ceiling: the best #1 and top 10 any finder can expect, since several names can make "
-        "one query (docs/queries.md)",
-        f"points below it (#1 / top 10): {gaps}",
+        "one query; [low-high] is the 95% range of the count a finder as good as the "
+        "recipes' choice model gets on these rows (docs/queries.md)",
+        f"points below it on its {c.n} row{'' if c.n == 1 else 's'} (#1 / top 10): "
+        f"{', '.join(gap(run) for run in runs)}",
     ]
+
+
+ABOVE_NOTE = (
+    f"{ABOVE} above the ceiling's 95% range on the same rows: more than chance gives any "
+    "finder under the recipes' choice model, so that model is wrong for those rows and "
+    "the ceiling is no bound there (docs/queries.md)"
+)
 
 
 def render(report: Report, *, markdown: bool = False) -> str:
@@ -102,13 +151,18 @@ def render(report: Report, *, markdown: bool = False) -> str:
     if cap:
         out += _summary(report, markdown)
     out += _heading(f"recall: {report.sourced} sourced queries of {report.queries}", markdown)
-    body = [
-        [run.label, *_cells(run.counts), f"{run.index_s:.1f}", f"{run.query_s:.1f}"] for run in runs
-    ]
     top = report.ceiling
+    body = [
+        [run.label, *_cells(run.counts, top.counts.against(run.label)), f"{run.index_s:.1f}",
+         f"{run.query_s:.1f}"]
+        for run in runs
+    ]  # fmt: skip
     body.append(["ceiling", *_ceiling_cells(top.counts), "-", "-"])
-    out += table(["binary", *METRIC_HEADER, "index s", "query s"], body, markdown)
+    out += _numbers_table(["binary", *METRIC_HEADER, "index s", "query s"], body, markdown)
     out += ["", *_ceiling_note(top.counts, runs, markdown)]
+    if _any_above(top):
+        out += ["", ABOVE_NOTE] if markdown else [ABOVE_NOTE]
+    out += _left_out(top, markdown)
     out += _unknown_sources(report, markdown)
     for run in runs:
         if run.cached:
@@ -122,17 +176,22 @@ def render(report: Report, *, markdown: bool = False) -> str:
         keys = [k for k in first if first[k].n]  # hand rows: churn only
         bound = ceiling_group(top)
         if len(runs) == 1:
-            body = [[key, *_cells(first[key]), _ceiling_cell(bound.get(key))] for key in keys]
-            out += table([title, *METRIC_HEADER, CEILING_CELL], body, markdown)
+            body = [
+                [key, *_cells(first[key], _against(bound, key, runs[0])),
+                 _ceiling_cell(bound.get(key), first[key].n)]
+                for key in keys
+            ]  # fmt: skip
+            out += _numbers_table([title, *METRIC_HEADER, CEILING_CELL], body, markdown)
             continue
         out += [f"each cell: {COLUMN_CELL}", ""] if markdown else [f"each cell: {COLUMN_CELL}"]
         body = [
-            [key, str(first[key].n), *(_column_cell(group(run)[key]) for run in runs),
-             _ceiling_cell(bound.get(key))]
+            [key, str(first[key].n),
+             *(_column_cell(group(run)[key], _against(bound, key, run)) for run in runs),
+             _ceiling_cell(bound.get(key), first[key].n)]
             for key in keys
         ]  # fmt: skip
         header = [title, "n", *(run.label for run in runs), CEILING_CELL]
-        out += table(header, body, markdown)
+        out += _numbers_table(header, body, markdown)
     for run in runs:
         label = _said(run.label, markdown)
         if run.dirtied:
@@ -255,6 +314,33 @@ def _unknown_sources(report: Report, markdown: bool) -> list[str]:
     out += table(["line", "repo", "query", "type", "source"], body, markdown)
     if unknown.count > len(unknown.first):
         out += _more(unknown.count - len(unknown.first), markdown, "--json")
+    return out
+
+
+def _against(bound: dict[str, CeilingCounts], key: str, run: RunSummary) -> AgainstCeiling | None:
+    cell = bound.get(key)
+    return cell.against(run.label) if cell else None
+
+
+def _left_out(summary: CeilingSummary, markdown: bool) -> list[str]:
+    """The sourced rows the recipes cannot make, left out of the ceiling and of every
+    finder's comparison with it (their own counts keep them), once."""
+    rows = summary.left_out
+    if not rows:
+        return []
+    out = _heading(
+        f"Left out of the ceiling: {len(rows)} row{'' if len(rows) == 1 else 's'} the recipes "
+        "cannot make (no recipe for the type, or no name, or not the source, yields the "
+        "query); the finders are compared with the ceiling without them",
+        markdown,
+    )
+    shown_rows = rows[:LEFT_OUT_SHOWN]
+    out += table(
+        ["repo", "query", "type", "source"],
+        [[r.repo, r.query, r.type, r.source] for r in shown_rows], markdown,
+    )  # fmt: skip
+    if len(rows) > len(shown_rows):
+        out += _more(len(rows) - len(shown_rows), markdown)
     return out
 
 
