@@ -47,7 +47,7 @@ def merge_saved(paths: list[Path], asked: list[QueryRow]) -> Saved:
         if [shard.rows[j] for j in have] != [asked[j] for j in mine]:
             raise RecallError(
                 f"merge {path}: its rows of {repo} are not the selection's "
-                "(another query set, --repo/--type selection or regress file)"
+                "(another query set, --repo/--type/--split selection or regress file)"
             )
         for r, (run, _key) in enumerate(shard.runs):
             for j, k in zip(mine, have, strict=True):

@@ -559,6 +559,7 @@ class Report:
     bench: BenchSummary | None = None
     misses: tuple[Miss, ...] | None = None  # with --misses: the last binary's
     unknown_sources: UnknownSources = UnknownSources()
+    split: str | None = None  # --split: the side of the tune/holdout split shown; None: all
 
     def to_json(self) -> dict:
         out: dict = {
@@ -570,6 +571,7 @@ class Report:
             "runs": [run.to_json() for run in self.runs],
             "ceiling": self.ceiling.to_json(),
             "unknown_sources": self.unknown_sources.to_json(),
+            "split": self.split,
         }
         if self.diffs:
             out["diff"] = self.diffs[0].to_json()

@@ -275,7 +275,7 @@ def analyse(
     regress: RegressSection | None, accepted: list[Key] | None,
     explain_flags: list[str | None], ceiling: CeilingSummary,
     bench: BenchSummary | None = None, show_misses: bool = False,
-    unknown_sources: UnknownSources = NO_UNKNOWN_SOURCES,
+    unknown_sources: UnknownSources = NO_UNKNOWN_SOURCES, split: str | None = None,
 ) -> Report:  # fmt: skip
     """The report over `runs` in the order given. With a baseline (the first run) each
     later run is diffed against it: its regress cases that broke, its losses with the
@@ -308,4 +308,5 @@ def analyse(
         bench=bench,
         misses=misses(rows, runs[-1]) if show_misses else None,
         unknown_sources=unknown_sources,
+        split=split,
     )

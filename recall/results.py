@@ -267,16 +267,7 @@ def run_peer(
     name each query got first; a failed run stops the page. It runs with --no-cache: a
     cached run's answers are right for any --jobs, but its seconds were measured with the
     --jobs of another day, and the page prints them as this run's."""
-    argv = [sys.executable, "-m", "recall", "run", "--engine", peer.preset, "--json"]
-    argv += ["--queries", args.queries, "--corpus", args.corpus, "--jobs", str(args.jobs)]
-    argv.append("--no-cache")  # the page's seconds are measured now, with these --jobs
-    for repo in repos or ():
-        argv += ["--repo", repo]
-    if peer.allow_empty:
-        argv.append("--allow-empty")
-    for flag, value in (("--bin", peer.bin), ("--mirror", args.mirror), ("--cache", args.cache)):
-        if value:
-            argv += [flag, value]
+    argv = peer_argv(peer, args, repos)
     progress().say(f"recall results: {peer.label}: {' '.join(argv[1:])}")
     with tempfile.TemporaryDirectory(prefix="recall-results-") as scratch:
         saved = Path(scratch) / "saved.json"
@@ -286,6 +277,25 @@ def run_peer(
             raise RecallError(f"{peer.label}: recall run exited {proc.returncode}: {tail}")
         report = orjson.loads(proc.stdout)
         return report, first_names(orjson.loads(saved.read_bytes()), report["queries"])
+
+
+def peer_argv(peer: Peer, args: argparse.Namespace, repos: list[str] | None) -> list[str]:
+    """The `recall run` command line of one peer: its preset over the query set (and the
+    --split side, when given), measured anew."""
+    argv = [sys.executable, "-m", "recall", "run", "--engine", peer.preset, "--json"]
+    argv += ["--queries", args.queries, "--corpus", args.corpus, "--jobs", str(args.jobs)]
+    argv.append("--no-cache")  # the page's seconds are measured now, with these --jobs
+    for repo in repos or ():
+        argv += ["--repo", repo]
+    if peer.allow_empty:
+        argv.append("--allow-empty")
+    for flag, value in (
+        ("--bin", peer.bin), ("--mirror", args.mirror), ("--cache", args.cache),
+        ("--split", args.split),
+    ):  # fmt: skip
+        if value:
+            argv += [flag, value]
+    return argv
 
 
 def first_names(saved: dict, queries: int) -> list[str | None]:
@@ -301,6 +311,11 @@ def check_comparable(entries: list[dict]) -> None:
     first = entries[0]["report"]
     for entry in entries[1:]:
         report = entry["report"]
+        if report.get("split") != first.get("split"):
+            raise RecallError(
+                f"{entry['label']}: its report shows the {report.get('split') or 'whole'} "
+                f"set's rows, {entries[0]['label']}'s the {first.get('split') or 'whole'} set's"
+            )
         languages = entry.get("languages") or []
         for language in languages:
             mine = report["runs"][0]["by_language"].get(language, {}).get("n")
@@ -381,7 +396,14 @@ def _peer_entry(peer: Peer, args: argparse.Namespace, root: Path, folder: Path |
         )
     if args.render_only:
         assert folder is not None
-        return _read_entry(_report_path(folder, peer))
+        entry = _read_entry(_report_path(folder, peer))
+        shown = entry["report"].get("split")
+        if args.split and shown != args.split:
+            raise RecallError(
+                f"{_report_path(folder, peer)}: a kept report of the {shown or 'whole'} set's "
+                f"rows, not the {args.split} split's: run recall results --split {args.split}"
+            )
+        return entry
     engine = load_preset(peer.preset)
     report, firsts = run_peer(peer, args, served_repos(engine, Path(args.corpus)))
     entry = {

@@ -137,7 +137,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         if repo not in pins:
             raise RecallError(f"--repo {repo}: not a pin in {corpus_path}")
     all_rows = read_queries(queries_path, set(pins))
-    rows = select(all_rows, args.repo, args.type)
+    rows = select(all_rows, args.repo, args.type, args.split)
     strict = args.strict_queries or is_committed_set(args.queries)
     hand = [r for r in select(all_rows, args.repo, None) if r.type == HAND]
     if args.bench and not hand:
@@ -210,7 +210,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         save_runs(
             Path(args.save), meta, asked, [(m.whole, m.key) for m in measured],
             baseline=has_base, explain=[m.explain for m in measured],
-            selection={"repo": args.repo, "type": args.type},
+            selection={"repo": args.repo, "type": args.type, "split": args.split},
         )  # fmt: skip
     if args.shard:
         k, n = args.shard
@@ -293,7 +293,7 @@ def _analyse(
         ceiling=query_set_ceiling(
             rows, plan.pins, plan.cache, plan.mirror, plan.corpora, unknown
         ),
-        bench=bench, show_misses=args.misses,
+        bench=bench, show_misses=args.misses, split=args.split,
         unknown_sources=UnknownSources(len(plan.unknown), plan.unknown[:UNKNOWN_SHOWN]),
     )  # fmt: skip
 
@@ -317,7 +317,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     corpus_path, queries_path = Path(args.corpus), query_set_path(args.queries)
     pins = load_pins(corpus_path)
     all_rows = read_queries(queries_path, set(pins))
-    rows = select(all_rows, args.repo, args.type)
+    rows = select(all_rows, args.repo, args.type, args.split)
     if not rows:
         raise RecallError(f"{queries_path}: no rows match the selection")
     cases, skipped = _regress_cases(args, pins, rows)

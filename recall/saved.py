@@ -375,7 +375,7 @@ def save_runs(
     """Write --save FILE: the rows and every run with its key; baseline says the first run
     is the baseline the others were diffed against, and explain holds the flags with which
     `recall explain` runs each binary again, so a merge of shards reports as the run did.
-    selection holds the run's --repo and --type, so a merge of shards (each holding some
+    selection holds the run's --repo, --type and --split, so a merge of shards (each holding some
     repos' rows) knows the whole selection without being told it again."""
     data: dict = {
         "kind": SAVED_KIND,

@@ -161,6 +161,9 @@ def test_history_shards_of_other_code_or_another_selection_are_refused(sharded):
     judged = _merge(tmp, "1.json", "2.json", extra=("--fail-on-loss",))
     assert judged.returncode == 2
     assert "--fail-on-loss goes with the files of a run's shards" in judged.stderr
+    split = _merge(tmp, "1.json", "2.json", extra=("--split", "holdout"))
+    assert split.returncode == 2
+    assert "--split goes with the files of a run's shards, not a history's" in split.stderr
 
 
 @needs_mirror

@@ -72,7 +72,7 @@ def test_a_merge_takes_the_repo_and_type_selection_from_the_shard_files(shards):
     data["selection"]["type"] = ["glob"]
     (shards["tmp"] / "glob.json").write_bytes(orjson.dumps(data))
     other = run_cli("merge", paths[0], str(shards["tmp"] / "glob.json"), "--cache", shards["cache"])
-    assert other.returncode == 2 and "another --repo/--type selection" in other.stderr
+    assert other.returncode == 2 and "another --repo/--type/--split selection" in other.stderr
 
 
 @needs_ctags
@@ -99,6 +99,44 @@ def test_shards_that_ran_other_code_or_another_selection_are_refused(shards):
     paths = [str(shards["tmp"] / f) for f in ("1.json", "2.json")]
     narrower = run_cli("merge", *paths, *SELECTION, "--type", "glob", "--cache", shards["cache"])
     assert narrower.returncode == 2 and "its rows of" in narrower.stderr
+
+
+@pytest.fixture(scope="module")
+def holdout_shards(tmp_path_factory, real_cache) -> dict:
+    """The selection's holdout rows, run whole and in two shards (no baseline: cheaper)."""
+    if mirror_dir() is None:
+        pytest.skip("the offline corpus mirrors (../shared/corpora) are absent")
+    tmp = tmp_path_factory.mktemp("holdout-shards")
+    flags = (*SELECTION, "--split", "holdout", "--no-regress", "--cache", str(real_cache))
+    whole = run_cli("run", *flags, "--json")
+    assert whole.returncode == 0, whole.stderr
+    for k in (1, 2):
+        proc = run_cli("run", *flags, "--shard", f"{k}/2", "--save", str(tmp / f"{k}.json"))
+        assert proc.returncode == 0, proc.stderr
+    return {"whole": json.loads(whole.stdout), "tmp": tmp, "cache": str(real_cache)}
+
+
+@needs_ctags
+def test_merged_shards_of_a_split_run_report_that_split_as_the_unsharded_run_does(
+    holdout_shards,
+):
+    tmp, cache, whole = holdout_shards["tmp"], holdout_shards["cache"], holdout_shards["whole"]
+    paths = [str(tmp / f) for f in ("1.json", "2.json")]
+    assert orjson.loads(Path(paths[0]).read_bytes())["selection"]["split"] == "holdout"
+    merged = run_cli("merge", *paths, "--no-regress", "--cache", cache, "--json")
+    assert merged.returncode == 0, merged.stderr
+    report = json.loads(merged.stdout)
+    assert report["split"] == whole["split"] == "holdout"
+    assert _without_seconds(report) == _without_seconds(whole)
+    assert set(report["runs"][0]["by_repo"]) == {"gin", "pytest", "tokio"}
+
+    other = run_cli("merge", *paths, *SELECTION, "--split", "tune", "--cache", cache)
+    assert other.returncode == 2 and "its rows of" in other.stderr and other.stdout == ""
+    data = orjson.loads(Path(paths[1]).read_bytes())
+    data["selection"]["split"] = "tune"
+    (tmp / "tune.json").write_bytes(orjson.dumps(data))
+    mixed = run_cli("merge", paths[0], str(tmp / "tune.json"), "--cache", cache)
+    assert mixed.returncode == 2 and "another --repo/--type/--split selection" in mixed.stderr
 
 
 @pytest.mark.parametrize(

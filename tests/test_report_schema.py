@@ -21,7 +21,9 @@ from recall.report import analyse
 
 SCHEMA_PATH = ROOT / "docs" / "report.schema.json"
 VALIDATOR = jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text()))
-TOP_KEYS = {"schema", "meta", "corpus", "queries", "sourced", "runs", "ceiling", "unknown_sources"}
+TOP_KEYS = {
+    "schema", "meta", "corpus", "queries", "sourced", "runs", "ceiling", "unknown_sources", "split",
+}  # fmt: skip
 OPTIONAL_TOP_KEYS = {"diff", "diffs", "regress", "bench", "misses"}
 GIN_ABBR3 = ("--repo", "gin", "--type", "abbr3")
 

@@ -1,5 +1,6 @@
 """The results page: rendered from fixed reports, and the peers it runs through the real CLI."""
 
+import argparse
 import json
 import shutil
 from pathlib import Path
@@ -10,7 +11,14 @@ from conftest import ROOT, Ran, mirror_dir, run_cli
 from recall.engine import load_preset
 from recall.errors import RecallError
 from recall.render.results import agreement, latency_ms, render_results
-from recall.results import Peer, check_comparable, command_line, iterfzf_fzf, served_repos
+from recall.results import (
+    Peer,
+    check_comparable,
+    command_line,
+    iterfzf_fzf,
+    peer_argv,
+    served_repos,
+)
 
 
 def _counts(n: int, first: int, top10: int, found: int, mrr: float) -> dict:
@@ -114,6 +122,43 @@ def test_reports_over_different_query_sets_are_refused():
     with pytest.raises(RecallError, match="queries differs"):
         check_comparable([ENTRIES[0], other])
     check_comparable(ENTRIES)
+
+
+def test_a_page_of_one_split_says_so_and_reports_of_other_splits_are_not_one_page():
+    holdout = json.loads(json.dumps(ENTRIES))
+    for entry in holdout:
+        entry["report"]["split"] = "holdout"
+    check_comparable(holdout)
+    page = render_results(holdout, HOST)
+    assert "over the committed query set (its holdout split, `--split holdout`" in page
+    assert "split" not in render_results(ENTRIES, HOST).split("## Overall")[0]
+    with pytest.raises(RecallError, match="fzf: its report shows the whole set's rows"):
+        check_comparable([holdout[0], ENTRIES[1]])
+
+
+def test_kept_reports_of_another_split_are_not_rendered_as_the_split_asked(tmp_path):
+    kept = {**ENTRIES[1], "label": "fzy", "firsts": [], "jobs": 1}
+    (tmp_path / "fzy.json").write_text(json.dumps(kept))
+    flags = ("results", "--render-only", "--reports", str(tmp_path), "--only", "fzy")
+    proc = run_cli(*flags, "--split", "holdout", "--out", str(tmp_path / "page.md"))
+    assert proc.returncode == 2 and not (tmp_path / "page.md").exists()
+    assert f"{tmp_path / 'fzy.json'}: a kept report of the whole set's rows, not the " in (
+        proc.stderr
+    )
+    assert run_cli(*flags, "--out", str(tmp_path / "page.md")).returncode == 0
+
+
+def test_results_split_runs_each_peer_on_that_split():
+    peer = Peer("fzf", "fzf", "defaults")
+    args = argparse.Namespace(
+        queries="queries.tsv", corpus="corpus.json", jobs=1, mirror=None, cache=None,
+        split="holdout",
+    )  # fmt: skip
+    argv = peer_argv(peer, args, None)
+    assert argv[argv.index("--split") + 1] == "holdout"
+    assert "--split" not in peer_argv(
+        peer, argparse.Namespace(**{**vars(args), "split": None}), None
+    )
 
 
 def _server_entry(queries: int = 4) -> dict:

@@ -1,7 +1,9 @@
+import hashlib
 import json
 import sys
 from pathlib import Path
 
+import jsonschema
 import pytest
 from conftest import (
     ROOT,
@@ -11,6 +13,8 @@ from conftest import (
     make_repo,
     run_cli,
 )
+
+from recall.queryset import read_queries
 
 GOOD, ENGINE = SUBSEQUENCE_FINDER, SUBSEQUENCE_ENGINE
 
@@ -175,3 +179,35 @@ def test_an_unlabeled_engine_beside_labeled_ones_is_measured_where_it_stands(
     )
     assert proc.returncode == 0, proc.stderr
     assert [r["label"] for r in json.loads(proc.stdout)["runs"]] == ["sub", "candidate"]
+
+
+def test_split_holdout_runs_only_the_holdout_rows_and_every_report_says_so(
+    finder, real_cache, gin, tmp_path
+):
+    _repo, path = finder
+    every = [r for r in read_queries(ROOT / "queries.tsv") if (r.repo, r.type) == ("gin", "abbr3")]
+    sealed = [r for r in every if hashlib.sha256(f"gin\0{r.source}".encode()).digest()[0] < 77]
+    assert 0 < len(sealed) < len(every)
+    page = tmp_path / "report.html"
+    flags = ("--split", "holdout", "--misses", "--no-regress")
+    proc = _run(path, real_cache, *flags, "--json", "--html", str(page))
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["split"] == "holdout"
+    schema = json.loads((ROOT / "docs" / "report.schema.json").read_text())
+    jsonschema.Draft202012Validator(schema).validate(report)
+    assert report["queries"] == report["sourced"] == report["runs"][0]["n"] == len(sealed)
+    assert {m["source"] for m in report["misses"]} <= {r.source for r in sealed}
+    heading = f"recall: {len(sealed)} sourced queries of {len(sealed)} (the holdout split)"
+    assert heading in _run(path, real_cache, *flags).stdout.splitlines()
+    assert f"## {heading}" in _run(path, real_cache, *flags, "--markdown").stdout.splitlines()
+    assert f"<h1>{heading}</h1>" in page.read_text()
+
+    tune = json.loads(_run(path, real_cache, "--split", "tune", "--json").stdout)
+    assert tune["split"] == "tune" and tune["sourced"] == len(every) - len(sealed)
+    whole = _run(path, real_cache, "--json")
+    assert json.loads(whole.stdout)["split"] is None
+    assert json.loads(whole.stdout)["sourced"] == len(every)
+    assert "split" not in _run(path, real_cache).stdout.splitlines()[0]
+    bad = _run(path, real_cache, "--split", "sealed")
+    assert bad.returncode == 2 and "invalid choice: 'sealed'" in bad.stderr

@@ -77,6 +77,16 @@ def add_selection(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--type", action="append", metavar="T", help="only this type (repeatable)")
 
 
+def add_split(parser: argparse.ArgumentParser) -> None:
+    from recall.queryset import SPLITS
+
+    parser.add_argument(
+        "--split", choices=SPLITS,
+        help="only the sourced rows on this side of the tune/holdout split, by a hash of "
+        "(repo, source): docs/queries.md (default: every row)",
+    )  # fmt: skip
+
+
 def add_jobs(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--jobs",

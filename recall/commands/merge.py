@@ -10,10 +10,16 @@ from pathlib import Path
 
 from recall import history, history_shards
 from recall import run as running
-from recall.commands._flags import add_common, add_queries, add_report_flags, add_selection
+from recall.commands._flags import (
+    add_common,
+    add_queries,
+    add_report_flags,
+    add_selection,
+    add_split,
+)
 from recall.commands.history import print_history
 from recall.errors import RecallError
-from recall.queryset import query_set_path
+from recall.queryset import SPLITS, query_set_path
 from recall.saved import HISTORY_KIND, SAVED_KIND, read_saved
 
 NOUNS = {SAVED_KIND: "run", HISTORY_KIND: "history"}
@@ -28,7 +34,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="Merge the saved runs of every shard of a run into the report the "
         "unsharded run prints (the seconds are the shards' sums), or the files of every "
         "shard of a history into the history the unsharded one prints (the seconds "
-        "summed too). The --repo and --type selection is the one the files hold; give "
+        "summed too). The --repo, --type and --split selection is the one the files hold; give "
         "--queries (and for a run --regress) the shards ran with. --fail-on-loss, "
         "--accept, --regress, --no-regress and --misses judge a run's report only.",
     )
@@ -37,6 +43,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_report_flags(p)
     add_queries(p)
     add_selection(p)
+    add_split(p)
     p.add_argument(
         "--by", choices=("type", "repo"),
         help="history files: also a table and chart per type or repo",
@@ -55,9 +62,11 @@ def run(args: argparse.Namespace) -> int:
     if kinds[0] == SAVED_KIND:
         if args.by:
             raise RecallError("--by goes with the files of a history's shards")
-        if args.repo is None and args.type is None:
-            args.repo, args.type = shards_selection(args.files, files)
+        if args.repo is None and args.type is None and args.split is None:
+            args.repo, args.type, args.split = shards_selection(args.files, files)
         return running.cmd_merge(args)
+    if args.split is not None:
+        raise RecallError("--split goes with the files of a run's shards, not a history's")
     for flag in RUN_ONLY:
         if getattr(args, flag):
             raise RecallError(
@@ -74,22 +83,25 @@ def run(args: argparse.Namespace) -> int:
 
 def shards_selection(
     paths: list[str], files: list[dict]
-) -> tuple[list[str] | None, list[str] | None]:
-    """The --repo and --type a run's shards ran with, as their files say: the same in
-    every file, or the merge refuses (a file from before they said it: no selection)."""
+) -> tuple[list[str] | None, list[str] | None, str | None]:
+    """The --repo, --type and --split a run's shards ran with, as their files say: the same
+    in every file, or the merge refuses (a file from before they said it: no selection; one
+    from before --split: every row)."""
     found = [data.get("selection") for data in files]
     for path, selection in zip(paths, found, strict=True):
         if selection != found[0]:
             raise RecallError(
-                f"merge {path}: ran with another --repo/--type selection than {paths[0]}"
+                f"merge {path}: ran with another --repo/--type/--split selection than {paths[0]}"
             )
     selection = found[0]
     if not isinstance(selection, dict):
-        return None, None
-    repos, types = selection.get("repo"), selection.get("type")
+        return None, None, None
+    repos, types, split = selection.get("repo"), selection.get("type"), selection.get("split")
+    if split is not None and split not in SPLITS:
+        raise RecallError(f"merge {paths[0]}: selection.split must be one of {', '.join(SPLITS)}")
     for flag, value in (("repo", repos), ("type", types)):
         if value is not None and not (
             isinstance(value, list) and all(isinstance(v, str) for v in value)
         ):
             raise RecallError(f"merge {paths[0]}: selection.{flag} must be a list of strings")
-    return repos, types
+    return repos, types, split

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from recall import results
-from recall.commands._flags import add_common
+from recall.commands._flags import add_common, add_split
 from recall.errors import EXIT_OK, RecallError
 from recall.files import target, write_atomic
 from recall.render.results import render_results
@@ -26,6 +26,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--queries", default="queries.tsv", help="the query set: a file or a committed set's name"
     )
+    add_split(parser)
     parser.add_argument(
         "--jobs", type=int, default=1,
         help="parallel queries for per-query finders (default: 1, so latency is per query); "

@@ -15,6 +15,7 @@ from recall.commands._flags import (
     add_queries,
     add_report_flags,
     add_selection,
+    add_split,
     add_timeout,
     shard_spec,
 )
@@ -72,6 +73,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_jobs(p)
     add_queries(p)
     add_selection(p)
+    add_split(p)
     add_timeout(p)
     add_build_timeout(p)
     p.add_argument(

@@ -342,13 +342,15 @@ def render_html(report: dict) -> str:
     """The whole page for a JSON report (`Report.to_json()`, schema 2, docs/report-json.md)."""
     runs, meta = report["runs"], report.get("meta", {})
     engine = meta.get("engine", {}).get("source", "")
+    split = f" (the {_e(report['split'])} split)" if report.get("split") else ""
     out = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>recall: {_e(report['sourced'])} sourced queries</title>",
+        f"<title>recall: {_e(report['sourced'])} sourced queries{split}</title>",
         f"<style>{CSS}</style></head><body>",
-        f"<h1>recall: {_e(report['sourced'])} sourced queries of {_e(report['queries'])}</h1>",
+        f"<h1>recall: {_e(report['sourced'])} sourced queries of {_e(report['queries'])}"
+        f"{split}</h1>",
         f'<p class="meta">recall {_e(meta.get("recall", ""))} · engine {_e(engine)} · '
         f"Python {_e(meta.get('python', ''))} · ctags {_e(meta.get('ctags', ''))} · "
         f"queries sha256 {_e(str(meta.get('queries_sha256', ''))[:12])}</p>",

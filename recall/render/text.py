@@ -150,7 +150,10 @@ def render(report: Report, *, markdown: bool = False) -> str:
     cap = CAPPED if len(report.diffs) > 1 else None
     if cap:
         out += _summary(report, markdown)
-    out += _heading(f"recall: {report.sourced} sourced queries of {report.queries}", markdown)
+    split = f" (the {report.split} split)" if report.split else ""
+    out += _heading(
+        f"recall: {report.sourced} sourced queries of {report.queries}{split}", markdown
+    )
     top = report.ceiling
     body = [
         [run.label, *_cells(run.counts, top.counts.against(run.label)), f"{run.index_s:.1f}",
