@@ -13,6 +13,7 @@ from recall.queryset import QueryRow
 from recall.run import shard_rows
 
 SELECTION = ("--repo", "gin", "--repo", "pytest", "--repo", "tokio", "--type", "abbr3")
+SPLIT_SELECTION = ("--repo", "gin", "--repo", "tokio", "--type", "abbr3")  # two repos, two shards
 
 
 def test_every_repo_lands_in_exactly_one_shard_the_same_on_every_machine():
@@ -107,7 +108,7 @@ def holdout_shards(tmp_path_factory, real_cache) -> dict:
     if mirror_dir() is None:
         pytest.skip("the offline corpus mirrors (../shared/corpora) are absent")
     tmp = tmp_path_factory.mktemp("holdout-shards")
-    flags = (*SELECTION, "--split", "holdout", "--no-regress", "--cache", str(real_cache))
+    flags = (*SPLIT_SELECTION, "--split", "holdout", "--no-regress", "--cache", str(real_cache))
     whole = run_cli("run", *flags, "--json")
     assert whole.returncode == 0, whole.stderr
     for k in (1, 2):
@@ -128,9 +129,9 @@ def test_merged_shards_of_a_split_run_report_that_split_as_the_unsharded_run_doe
     report = json.loads(merged.stdout)
     assert report["split"] == whole["split"] == "holdout"
     assert _without_seconds(report) == _without_seconds(whole)
-    assert set(report["runs"][0]["by_repo"]) == {"gin", "pytest", "tokio"}
+    assert set(report["runs"][0]["by_repo"]) == {"gin", "tokio"}
 
-    other = run_cli("merge", *paths, *SELECTION, "--split", "tune", "--cache", cache)
+    other = run_cli("merge", *paths, *SPLIT_SELECTION, "--split", "tune", "--cache", cache)
     assert other.returncode == 2 and "its rows of" in other.stderr and other.stdout == ""
     data = orjson.loads(Path(paths[1]).read_bytes())
     data["selection"]["split"] = "tune"

@@ -162,7 +162,8 @@ def test_every_sourced_row_is_on_one_side_and_every_row_of_a_name_on_the_same(na
     rows = _committed(name)
     tune, holdout = select(rows, None, None, TUNE), select(rows, None, None, HOLDOUT)
     assert not set(tune) & set(holdout)
-    assert sorted(tune + holdout, key=rows.index) == [r for r in rows if r.sourced]
+    position = {row: i for i, row in enumerate(rows)}
+    assert sorted(tune + holdout, key=position.__getitem__) == [r for r in rows if r.sourced]
     sides: dict[tuple[str, str], set[str]] = defaultdict(set)
     types: dict[tuple[str, str], set[str]] = defaultdict(set)
     for side, part in ((TUNE, tune), (HOLDOUT, holdout)):
