@@ -3,6 +3,7 @@ the model and the rendering import nothing that runs a finder, a build or a git 
 and no two modules import each other, however indirectly."""
 
 import ast
+import functools
 from pathlib import Path
 
 from conftest import ROOT
@@ -52,7 +53,9 @@ def _imports(path: Path, modules: set[str]) -> set[str]:
     return {name for name in found if name in modules}
 
 
+@functools.cache
 def _graph() -> dict[str, set[str]]:
+    """Each module's imports of recall modules, read once for the file's tests."""
     paths = {_name(path): path for path in PACKAGE.rglob("*.py")}
     modules = set(paths)
     return {name: _imports(path, modules) - {name} for name, path in paths.items()}
