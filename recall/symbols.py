@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -25,13 +26,37 @@ from recall.errors import RecallError
 INSTALL_HINT = "install Universal Ctags (Debian: apt-get install universal-ctags)"
 
 # Kinds that are not navigation targets, per ctags language: import aliases, package
-# clauses, and (for TypeScript) `const`s local to a function body.
+# clauses, and (for TypeScript) `const`s local to a function body. docs/queries.md says
+# why, per language, with the counts.
 _DROPPED_KINDS = {
     "Go": {"package", "packageName"},
+    "Java": {"package"},
     "Python": {"namespace", "unknown"},
 }
 _LOCAL_SCOPES = {"function", "method"}
 _DROPPED_LOCAL_KINDS = {"TypeScript": {"constant", "variable"}, "JavaScript": {"constant"}}
+# Options of one language's calls, for the languages pinned after the first six (whose
+# names they would change): no tag for what has no name (ctags calls an anonymous function
+# `AnonymousFunction2edac5330800`, an anonymous struct `__anon...`: no one types those);
+# ctags maps `.h` to C++ alone, so a C corpus's headers, where its structs, fields and
+# macros live, are read as C; and a JavaScript property whose value is a function, which
+# ctags's parser does not tag inside a call's argument (`jQuery.extend({ Deferred:
+# function ...`, how jQuery defines most of its API), is a method. docs/queries.md has
+# the counts.
+_NO_ANONYMOUS = "--extras=-{anonymous}"
+# What ctags calls what has no name, in the scope of a name inside it: such a name has no
+# owner anyone types (its `qualified` query would be `__anon3ef696e90e08.file_name`).
+_ANONYMOUS_SCOPE = re.compile(r"(?:^|[.:])(?:__anon|AnonymousFunction)[0-9a-f]+$")
+_LANGUAGE_OPTIONS = {
+    "C": (_NO_ANONYMOUS, "--langmap=C:+.h"),
+    "C++": (_NO_ANONYMOUS,),
+    "Java": (_NO_ANONYMOUS,),
+    "JavaScript": (
+        _NO_ANONYMOUS,
+        r"--regex-JavaScript=/^[ \t]*([A-Za-z_$][A-Za-z0-9_$]*)[ \t]*:[ \t]*function[ \t]*\("
+        r"/\1/m,method/",
+    ),
+}
 
 
 @dataclass(frozen=True, order=True)
@@ -136,7 +161,10 @@ def extract(root: Path, language: str) -> list[Symbol]:
     """Every definition under root in the corpus language, sorted so the order never
     depends on the file system's directory order."""
     ctags_lang = LANGUAGES[language]
-    argv = [ctags_program().path, *CTAGS_OPTIONS, "-R", f"--languages={ctags_lang}", "-f", "-", "."]
+    argv = [
+        ctags_program().path, *CTAGS_OPTIONS, *_LANGUAGE_OPTIONS.get(ctags_lang, ()), "-R",
+        f"--languages={ctags_lang}", "-f", "-", ".",
+    ]  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="recall-ctags-") as home:
         proc = subprocess.run(argv, cwd=root, capture_output=True, env=ctags_environment(home))
     if proc.returncode != 0:
@@ -144,6 +172,7 @@ def extract(root: Path, language: str) -> list[Symbol]:
         raise RecallError(f"ctags failed in {root}: {' '.join(tail) or proc.returncode}")
     dropped = _DROPPED_KINDS.get(ctags_lang, set())
     dropped_local = _DROPPED_LOCAL_KINDS.get(ctags_lang, set())
+    no_anonymous = _NO_ANONYMOUS in _LANGUAGE_OPTIONS.get(ctags_lang, ())
     symbols = set()
     for raw in proc.stdout.splitlines():
         try:
@@ -158,7 +187,10 @@ def extract(root: Path, language: str) -> list[Symbol]:
         if kind in dropped_local and tag.get("scopeKind") in _LOCAL_SCOPES:
             continue
         path = tag.get("path", "").removeprefix("./")
-        symbols.add(Symbol(path, int(tag.get("line", 0)), name, kind, tag.get("scope", "")))
+        scope = tag.get("scope", "")
+        if no_anonymous and _ANONYMOUS_SCOPE.search(scope):
+            scope = ""
+        symbols.add(Symbol(path, int(tag.get("line", 0)), name, kind, scope))
     return sorted(symbols)
 
 
@@ -166,7 +198,21 @@ def symbols_key(tree: str, language: str, ctags: dict[str, object]) -> str:
     """The symbols cache entry of a tree's names in language, listed by ctags (an identity
     as ctags_identity() gives it): `recall cache prune` tells live entries by it too."""
     identity = orjson.dumps(ctags, option=orjson.OPT_SORT_KEYS).decode()
-    return hashlib.sha256(f"{tree}\0{language}\0{identity}".encode()).hexdigest()[:24]
+    rule = _language_rule(language)
+    return hashlib.sha256(f"{tree}\0{language}\0{identity}\0{rule}".encode()).hexdigest()[:24]
+
+
+def _language_rule(language: str) -> str:
+    """What this module adds to ctags for one language (its options and dropped kinds): a
+    cache of names listed under another rule is never read."""
+    ctags_lang = LANGUAGES.get(language, "")
+    rule = {
+        "options": list(_LANGUAGE_OPTIONS.get(ctags_lang, ())),
+        "dropped": sorted(_DROPPED_KINDS.get(ctags_lang, ())),
+        "dropped_local": sorted(_DROPPED_LOCAL_KINDS.get(ctags_lang, ())),
+        "anonymous_scope": _ANONYMOUS_SCOPE.pattern,
+    }
+    return orjson.dumps(rule, option=orjson.OPT_SORT_KEYS).decode()
 
 
 def cached_symbols(root: Path, language: str, tree: str, cache: Path) -> list[Symbol]:

@@ -335,13 +335,18 @@ def test_corpus_json_that_is_not_json_or_has_duplicates(tmp_path):
         load_pins(corpus)
 
 
-def test_committed_pins_are_the_six_mirrored_corpora(pins):
-    assert list(pins) == ["rails", "tokio", "ripgrep", "gin", "pytest", "vue"]
+def test_committed_pins_are_the_ten_mirrored_corpora_in_nine_languages(pins):
+    assert list(pins) == [
+        "rails", "tokio", "ripgrep", "gin", "pytest", "vue", "redis", "commons-lang", "jquery",
+        "fmt",
+    ]  # fmt: skip
     assert pins["vue"].url == "https://github.com/vuejs/core.git"
+    assert len({pin.language for pin in pins.values()}) == 9
+    assert pins["fmt"].language == "c++" and pins["redis"].language == "c"
 
 
 @needs_mirror
-def test_fetch_all_six_from_the_mirror_then_again_quickly(real_cache, all_names):
+def test_fetch_all_ten_from_the_mirror_then_again_quickly(real_cache, all_names):
     proc = run_cli("fetch", "--cache", str(real_cache), "--mirror", str(mirror_dir()))
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()

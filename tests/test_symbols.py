@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, needs_ctags
 
-from recall import saved
+from recall import saved, symbols
 from recall.engine import resolve_engine
 from recall.symbols import (
     cached_symbols,
@@ -90,3 +90,67 @@ def test_ctags_runs_with_its_options_first_and_the_identity_says_which():
     identity = ctags_identity()
     assert identity["options"][0] == "--options=NONE"
     assert identity["version"] == ctags_version() and len(str(identity["sha256"])) == 64
+
+
+@needs_ctags
+def test_a_c_corpus_headers_are_read_as_c_with_their_macros_structs_and_fields(tmp_path):
+    """docs/queries.md: ctags maps `.h` to C++ alone, and a C project's structs, fields and
+    macros live in its headers (redis's server.h); a C corpus reads them as C."""
+    (tmp_path / "server.h").write_text(
+        "#define PROTO_IOBUF_LEN 1024\ntypedef struct client {\n    int querybuf_peak;\n} client;\n"
+    )
+    (tmp_path / "server.c").write_text("int processCommand(void) { return 0; }\n")
+    names = distinct_names(extract(tmp_path, "c"))
+    assert names == ["PROTO_IOBUF_LEN", "client", "processCommand", "querybuf_peak"]
+    kinds = {s.name: s.kind for s in extract(tmp_path, "c")}
+    assert kinds["PROTO_IOBUF_LEN"] == "macro" and kinds["querybuf_peak"] == "member"
+
+
+@needs_ctags
+def test_a_java_package_clause_is_no_name_but_fields_and_enum_constants_are(tmp_path):
+    (tmp_path / "Mode.java").write_text(
+        "package org.apache.commons.lang3;\n"
+        "public enum Mode { FAST_MODE; private int widthLimit; }\n"
+    )
+    assert distinct_names(extract(tmp_path, "java")) == ["FAST_MODE", "Mode", "widthLimit"]
+
+
+def test_the_symbols_key_holds_the_rule_of_its_language(monkeypatch):
+    """A cache of C names listed before headers were read as C is never read again."""
+    ctags = {"version": "6", "sha256": "0" * 64, "options": []}
+    now = symbols_key(TREE, "c", ctags), symbols_key(TREE, "java", ctags)
+    monkeypatch.setattr(symbols, "_LANGUAGE_OPTIONS", {})
+    monkeypatch.setattr(symbols, "_DROPPED_KINDS", {})
+    assert symbols_key(TREE, "c", ctags) != now[0]
+    assert symbols_key(TREE, "java", ctags) != now[1]
+
+
+@needs_ctags
+def test_a_javascript_function_property_in_a_call_is_a_method_and_nothing_anonymous_is_a_name(
+    tmp_path,
+):
+    """docs/queries.md: jQuery defines its API as `jQuery.extend({ Deferred: function ...})`,
+    which ctags's parser does not tag, and tags every anonymous function as
+    `AnonymousFunction<hex>`, which no one types."""
+    (tmp_path / "deferred.js").write_text(
+        "jQuery.extend( {\n\tDeferred: function( func ) {\n\t\treturn func;\n\t}\n} );\n"
+        "[ 1 ].forEach( function( n ) { var seen = n; } );\n"
+    )
+    kinds = {s.name: s.kind for s in extract(tmp_path, "javascript")}
+    assert kinds.get("Deferred") == "method"
+    assert not [name for name in kinds if name.startswith("Anonymous")]
+
+
+@needs_ctags
+def test_a_name_inside_an_anonymous_c_struct_has_no_owner(tmp_path):
+    (tmp_path / "conn.h").write_text(
+        "typedef enum {\n    CONN_STATE_CLOSED\n} ConnectionState;\n"
+        "struct config {\n    int port;\n};\n"
+    )
+    scopes = {s.name: s.scope for s in extract(tmp_path, "c")}
+    assert scopes == {
+        "CONN_STATE_CLOSED": "",
+        "ConnectionState": "",
+        "config": "",
+        "port": "config",
+    }
