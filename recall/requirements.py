@@ -34,7 +34,7 @@ PROGRAM_NEEDS = {"gopls": ("go",)}
 # The Debian package of each program a preset starts (.ci/run installs the same).
 APT_PACKAGES = {
     "fzf": "fzf", "fzy": "fzy", "gopls": "gopls", "go": "golang-go", "node": "nodejs",
-    "npm": "npm",
+    "npm": "npm", "clangd": "clangd",
 }  # fmt: skip
 # A module a preset runs through an adapter of recall's (`-m recall.peers.frizbee`) whose
 # library is not in its argv.

@@ -20,6 +20,7 @@ from conftest import ROOT, make_repo, run_cli
 
 from recall.engine import load_preset, parse_engine, uses_node_modules
 from recall.errors import RecallError
+from recall.requirements import APT_PACKAGES, engine_needs
 
 HAVE_JEDI = importlib.util.find_spec("jedi_language_server") is not None
 needs_jedi = pytest.mark.skipif(
@@ -297,6 +298,65 @@ def test_typescript_language_server_answers_from_the_project_of_the_opened_file(
     }
 
 
+C_FIXTURE = {
+    "src/server.h": "#define PROTO_IOBUF_LEN 1024\n\nstruct redisServer {\n    int hz;\n};\n",
+    "src/server.c": '#include "server.h"\n\nint processCommand(struct redisServer *s) {\n'
+    "    return s->hz;\n}\n",
+    "lib/include/dep/dep.h": "int depThing(void);\n",
+    "lib/dep.c": "#include <dep/dep.h>\n\nint depThing(void) { return PROTO; }\n",
+}
+
+
+@pytest.mark.skipif(
+    shutil.which("clangd") is None,
+    reason="clangd is not installed (apt-get install clangd; .ci/run does)",
+)
+def test_clangd_answers_from_the_compile_commands_the_adapter_writes_outside_the_checkout(
+    tmp_path,
+):
+    """The clangd preset's keys on a C checkout with no build: the adapter lists every .c
+    file in {db}/compile_commands.json with the header folders as includes, clangd indexes
+    them all (not only the file opened) and keeps its index in {db}, and the checkout stays
+    as clean as the harness's deep check wants it."""
+    repo, db = tmp_path / "repo", tmp_path / "db"
+    make_repo(repo, C_FIXTURE).close()
+    preset = load_preset("clangd")
+    assert preset.languages == ("c", "c++")
+    compile_flags = ["--compile-commands", str(db), "--compile-sources", '[".c", ".cc"]',
+                     "--compile-flags", "[]", "--wait-progress"]  # fmt: skip
+    stdin = _request("processCommand", id=0) + _request("redisServer", id=1)
+    stdin += _request("depThing", id=2) + _request("hz", id=3)
+    stdin += _request("PROTO_IOBUF_LEN", id=4)
+    proc = _adapter(repo, ["clangd", f"--compile-commands-dir={db}", "--log=error"], stdin,
+                    "--ready-timeout", "50", *compile_flags, probes=("processCommand",),
+                    env={"HOME": str(tmp_path)})  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    answers = _answers(proc)
+    assert [(r["name"], r["file"], r["line"]) for a in answers[:4] for r in a["results"]] == [
+        ("processCommand", "src/server.c", 3), ("redisServer", "src/server.h", 3),
+        ("depThing", "lib/dep.c", 3), ("hz", "src/server.h", 4),
+    ]  # fmt: skip
+    assert answers[4]["results"] == []  # clangd 14 lists no macro (docs/engines.md)
+    commands = json.loads((db / "compile_commands.json").read_text())
+    assert [Path(c["file"]).name for c in commands] == ["dep.c", "server.c"]
+    assert f"-I{(repo / 'lib' / 'include').resolve()}" in commands[0]["arguments"]
+    assert (db / ".cache" / "clangd" / "index").is_dir()
+    status = subprocess.run(["git", "status", "--porcelain", "--ignored"], cwd=repo,
+                            capture_output=True, text=True, check=True)  # fmt: skip
+    assert status.stdout == ""
+
+
+def test_the_clangd_and_javascript_server_presets_parse_and_name_what_they_run():
+    clangd = load_preset("clangd")
+    assert "--wait-progress" in clangd.batch and "--compile-commands" in clangd.batch
+    assert clangd.batch[clangd.batch.index("--compile-commands") + 1] == "{db}"
+    assert engine_needs(clangd).programs == ("clangd",)
+    assert APT_PACKAGES["clangd"] == "clangd"
+    js = load_preset("tsserver-js")
+    assert js.languages == ("javascript",) and uses_node_modules(js)
+    assert js.batch[js.batch.index("--open") + 1] == "src/jquery.js"
+
+
 def test_unqualify_keeps_a_name_after_its_last_dot():
     from recall.peers.lsp import rows
 
@@ -427,6 +487,14 @@ def test_a_server_that_cannot_start_is_one_line_and_exit_2(tmp_path):
         ('server = ["s"]\ngopath = 1', "gopath must be a folder"),
         ('server = ["s"]\nunqualify = "yes"', "unqualify must be true or false"),
         ('server = ["s"]\nopen = "/abs/*.ts"', "open must be a glob relative"),
+        ('server = ["s"]\nwait_progress = 1', "wait_progress must be true or false"),
+        ('server = ["s"]\ncompile_commands = "{db}"', "compile_commands must be a table"),
+        ('server = ["s"]\ncompile_commands = { dir = "{db}" }', "sources must be a list"),
+        (
+            'server = ["s"]\ncompile_commands = { dir = "{db}", sources = ["c"] }',
+            "sources must name suffixes",
+        ),
+        ('server = ["s"]\ncompile_commands = { sources = [".c"] }', "dir must be a folder"),
     ],
 )
 def test_an_lsp_engine_table_that_cannot_run_names_the_key(text, message):

@@ -66,7 +66,10 @@ def process_table(table: dict, source: str) -> dict:
     The server's argv goes after `--` as argv elements of their own rather than inside
     one JSON-encoded element, so that the harness fills its placeholders ({db},
     {corpus}) element by element and a path holding a quote cannot break an encoding."""
-    known = {"server", "ready_timeout", "settings", "env", "gopath", "unqualify", "open"}
+    known = {
+        "server", "ready_timeout", "settings", "env", "gopath", "unqualify", "open",
+        "wait_progress", "compile_commands",
+    }  # fmt: skip
     tables = kind_tables(table, source, "lsp", known, ("settings", "env"))
     server = table.get("server")
     if (
@@ -100,6 +103,12 @@ def process_table(table: dict, source: str) -> dict:
         if not isinstance(opened, str) or not opened or opened.startswith("/"):
             raise RecallError(f"{source}: [engine] open must be a glob relative to the checkout")
         adapter += ["--open", opened]
+    wait_progress = table.get("wait_progress", False)
+    if not isinstance(wait_progress, bool):
+        raise RecallError(f"{source}: [engine] wait_progress must be true or false")
+    if wait_progress:
+        adapter.append("--wait-progress")
+    adapter += compile_commands_flags(table.get("compile_commands"), source)
     return {
         "bin": ["{python}", "-P", "-m", "recall.peers.lsp"],
         "query": [*adapter, "--query", "{query}", "--limit", "{limit}", "--", *server],
@@ -108,6 +117,70 @@ def process_table(table: dict, source: str) -> dict:
         "output": "json",
         "batch_jobs": False,  # one server per corpus: each would index the workspace anew
     }
+
+
+def compile_commands_flags(table: object, source: str) -> list[str]:
+    """The adapter's flags for a compile_commands table: dir (where the adapter writes
+    compile_commands.json, {db} so that the checkout stays clean), sources (the suffixes
+    of the files compiled, each a command) and flags (given to every command)."""
+    if table is None:
+        return []
+    if not isinstance(table, dict) or set(table) - {"dir", "sources", "flags"}:
+        raise RecallError(
+            f"{source}: [engine] compile_commands must be a table of dir, sources and flags"
+        )
+    folder, sources, flags = table.get("dir"), table.get("sources"), table.get("flags", [])
+    if not isinstance(folder, str) or not folder:
+        raise RecallError(f"{source}: [engine] compile_commands.dir must be a folder: {{db}}")
+    for key, value in (("sources", sources), ("flags", flags)):
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            raise RecallError(
+                f"{source}: [engine] compile_commands.{key} must be a list of strings"
+            )
+    if not sources or not all(suffix.startswith(".") for suffix in sources):
+        raise RecallError(
+            f'{source}: [engine] compile_commands.sources must name suffixes such as ".c"'
+        )
+    return ["--compile-commands", folder, "--compile-sources", orjson.dumps(sources).decode(),
+            "--compile-flags", orjson.dumps(flags).decode()]  # fmt: skip
+
+
+HEADER_SUFFIXES = frozenset({".h", ".hh", ".hpp", ".hxx", ".inl"})
+
+
+def write_compile_commands(
+    workspace: Path, folder: Path, sources: list[str], flags: list[str]
+) -> list[Path]:
+    """folder/compile_commands.json: one command per file of the workspace whose suffix is
+    in sources, with flags and, as include folders, every folder named `include` and every
+    folder that holds a header, so that `#include "server.h"` and `<fmt/format.h>` resolve
+    without the project's build (which the frozen checkout cannot run: no configure, no
+    network). clangd indexes every file it lists in the background, and keeps that index
+    beside it (folder/.cache/clangd), so nothing is written into the checkout. Returns the
+    files it lists, in sorted order; none is an error of the engine."""
+    root = workspace.resolve()
+    files, includes = [], set()
+    for path in sorted(root.rglob("*")):
+        if not path.is_file() or ".git" in path.relative_to(root).parts:
+            continue
+        if path.suffix in sources:
+            files.append(path)
+        if path.suffix in HEADER_SUFFIXES:
+            includes.add(path.parent)
+            includes.update(p for p in path.parents if p.name == "include" and root in p.parents)
+    if not files:
+        raise NotReady(f"no file of the workspace ends in {', '.join(sources)}")
+    argv = ["cc", *flags, *(f"-I{folder}" for folder in sorted(includes))]
+    commands = [
+        {"directory": str(root), "file": str(path), "arguments": [*argv, "-c", str(path)]}
+        for path in files
+    ]
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "compile_commands.json").write_bytes(orjson.dumps(commands))
+    except OSError as exc:
+        raise NotReady(f"cannot write {folder / 'compile_commands.json'}: {exc}") from None
+    return files
 
 
 class ServerDied(BaseException):
@@ -156,6 +229,8 @@ class Connection:
         self.writer: IO[bytes] = proc.stdin
         self.inbox: queue.Queue[dict | None] = queue.Queue()
         self.next_id = 0
+        self.progress: set[object] = set()  # work-done progress begun and not yet ended
+        self.progress_began = False
         threading.Thread(target=self._read, args=(proc.stdout,), daemon=True).start()
 
     def _read(self, stream: BinaryIO) -> None:
@@ -195,9 +270,8 @@ class Connection:
             if message is None:
                 raise ServerDied("closed its stdout")
             if "method" in message:
-                if "id" in message:
-                    self.send({"id": message["id"], "result": self.reply(message)})
-                continue  # a notification (logs, progress, diagnostics): nothing to do
+                self.handle(message)
+                continue
             if message.get("id") != wanted:
                 continue  # the late answer to a probe that timed out
             if "error" in message:
@@ -206,6 +280,43 @@ class Connection:
                     raise LspError(f"{error.get('message', '')} (code {error.get('code')})")
                 raise LspError(str(error))
             return message.get("result")
+
+    def handle(self, message: dict) -> None:
+        """A message of the server's own: a request is answered as an editor does; of the
+        notifications (logs, diagnostics, progress) only work-done progress is kept."""
+        if "id" in message:
+            self.send({"id": message["id"], "result": self.reply(message)})
+            return
+        params = message.get("params")
+        if message["method"] != "$/progress" or not isinstance(params, dict):
+            return
+        value = params.get("value")
+        kind = value.get("kind") if isinstance(value, dict) else None
+        token = params.get("token")
+        if kind == "begin" and isinstance(token, (str, int)):
+            self.progress.add(token)
+            self.progress_began = True
+        elif kind == "end":
+            self.progress.discard(token)
+
+    def wait_progress(self, timeout: float) -> None:
+        """Until the server has begun work-done progress and ended all of it: clangd
+        reports its background index so, and answers workspace/symbol from the part
+        indexed so far, so an answer before the end would depend on the machine's speed."""
+        deadline = time.monotonic() + timeout
+        while not self.progress_began or self.progress:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                state = "still running" if self.progress_began else "never begun"
+                raise NotReady(f"work-done progress {state}")
+            try:
+                message = self.inbox.get(timeout=left)
+            except queue.Empty:
+                continue
+            if message is None:
+                raise ServerDied("closed its stdout")
+            if "method" in message:
+                self.handle(message)
 
     def reply(self, message: dict) -> object:
         """The result an editor gives a server's request: its settings for
@@ -368,7 +479,19 @@ LANGUAGE_IDS = {
     ".ts": "typescript", ".tsx": "typescriptreact", ".mts": "typescript", ".cts": "typescript",
     ".js": "javascript", ".jsx": "javascriptreact", ".mjs": "javascript", ".cjs": "javascript",
     ".py": "python", ".go": "go", ".c": "c", ".h": "c", ".rs": "rust", ".rb": "ruby",
+    ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".hpp": "cpp", ".java": "java",
 }  # fmt: skip
+
+
+def open_file(conn: Connection, path: Path) -> None:
+    """textDocument/didOpen of one file, with its text, as an editor opens it."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise NotReady(f"cannot read {path}: {exc.strerror}") from None
+    language = LANGUAGE_IDS.get(path.suffix, path.suffix.lstrip(".") or "plaintext")
+    document = {"uri": path.resolve().as_uri(), "languageId": language, "version": 1}
+    conn.notify("textDocument/didOpen", {"textDocument": {**document, "text": text}})
 
 
 def open_first(conn: Connection, root: Path, pattern: str) -> None:
@@ -383,13 +506,7 @@ def open_first(conn: Connection, root: Path, pattern: str) -> None:
     )  # fmt: skip
     if not found:
         raise NotReady(f"no file of the workspace matches open = {pattern!r}")
-    try:
-        text = found[0].read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise NotReady(f"cannot read {found[0]}: {exc.strerror}") from None
-    language = LANGUAGE_IDS.get(found[0].suffix, found[0].suffix.lstrip(".") or "plaintext")
-    document = {"uri": found[0].resolve().as_uri(), "languageId": language, "version": 1}
-    conn.notify("textDocument/didOpen", {"textDocument": {**document, "text": text}})
+    open_file(conn, found[0])
 
 
 def wait_ready(conn: Connection, probes: list[str], timeout: float) -> None:
@@ -464,6 +581,18 @@ def _terminated(signum: int, _frame: object) -> None:
     raise SystemExit(128 + signum)  # unwinds to the finally that kills the server
 
 
+def json_list_flag(parser: argparse.ArgumentParser, flag: str, text: str) -> list[str]:
+    """A flag holding a JSON list of strings (the engine file's, encoded by
+    process_table); anything else is a usage error naming the flag."""
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        value = None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        parser.error(f"{flag} must be a JSON list of strings")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m recall.peers.lsp",
@@ -479,6 +608,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gopath", type=Path, help="open the workspace linked into this GOPATH")
     parser.add_argument("--unqualify", action="store_true", help="names after their last dot")
     parser.add_argument("--open", help="didOpen the first file that matches this glob")
+    parser.add_argument(
+        "--wait-progress", action="store_true",
+        help="ready once the server's work-done progress has begun and ended",
+    )  # fmt: skip
+    parser.add_argument("--compile-commands", type=Path, help="write compile_commands.json here")
+    parser.add_argument("--compile-sources", default="[]", help="suffixes compiled, JSON")
+    parser.add_argument("--compile-flags", default="[]", help="flags of every command, JSON")
     parser.add_argument("server", nargs="+", help="the language server's argv")
     args = parser.parse_args(argv)
     if args.limit < 0:
@@ -486,6 +622,17 @@ def main(argv: list[str] | None = None) -> int:
     settings = json_object_flag(parser, "--settings", args.settings)
     signal.signal(signal.SIGTERM, _terminated)
     root = args.workspace
+    compiled: list[Path] = []
+    if args.compile_commands is not None:
+        try:
+            compiled = write_compile_commands(
+                args.workspace, args.compile_commands,
+                json_list_flag(parser, "--compile-sources", args.compile_sources),
+                json_list_flag(parser, "--compile-flags", args.compile_flags),
+            )  # fmt: skip
+        except NotReady as exc:
+            print(f"lsp adapter: {exc}", file=sys.stderr)
+            return 2
     if args.gopath is not None:
         try:
             root = gopath_workspace(args.workspace, args.gopath)
@@ -503,6 +650,10 @@ def main(argv: list[str] | None = None) -> int:
         initialize(conn, root, settings, args.ready_timeout)
         if args.open:
             open_first(conn, root, args.open)
+        elif compiled:  # clangd loads the database when a file of it is opened
+            open_file(conn, compiled[0])
+        if args.wait_progress:
+            conn.wait_progress(args.ready_timeout - (time.monotonic() - began))
         left = args.ready_timeout - (time.monotonic() - began)
         wait_ready(conn, pick_probes(args.names), left)
 
