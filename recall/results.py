@@ -52,6 +52,9 @@ class Peer:
     # A peer that rightly finds (almost) nothing, as a prefix matcher given typed queries:
     # its run needs --allow-empty, which would hide a broken engine anywhere else.
     allow_empty: bool = False
+    # --timeout of its run, for a server whose wait for its index (inside the first query's
+    # time) is longer than the default: clangd indexes redis for minutes.
+    timeout: float | None = None
 
 
 def iterfzf_fzf() -> str | None:
@@ -182,6 +185,21 @@ def default_peers() -> list[Peer]:
             version=npm_versions("typescript-language-server", "typescript"),
             allow_empty=True,  # tsserver matches no typed query but glob (docs/engines.md)
         ),
+        Peer(
+            "typescript-language-server (JavaScript)",
+            "tsserver-js",
+            "`workspace/symbol` with `src/jquery.js` open, the server's defaults",
+            version=npm_versions("typescript-language-server", "typescript"),
+            allow_empty=True,  # as on TypeScript: no all-lowercase typed query matches
+        ),
+        Peer(
+            "clangd",
+            "clangd",
+            "`workspace/symbol` after its background index of a `compile_commands.json` the "
+            "adapter writes into `{db}`, the server's defaults (at most 100 an answer)",
+            version=debian_version("clangd"),
+            timeout=3600.0,
+        ),
     ]
 
 
@@ -289,6 +307,8 @@ def peer_argv(peer: Peer, args: argparse.Namespace, repos: list[str] | None) -> 
         argv += ["--repo", repo]
     if peer.allow_empty:
         argv.append("--allow-empty")
+    if peer.timeout is not None:
+        argv += ["--timeout", f"{peer.timeout:g}"]
     for flag, value in (
         ("--bin", peer.bin), ("--mirror", args.mirror), ("--cache", args.cache),
         ("--split", args.split),
