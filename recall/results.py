@@ -53,7 +53,7 @@ class Peer:
     # its run needs --allow-empty, which would hide a broken engine anywhere else.
     allow_empty: bool = False
     # --timeout of its run, for a server whose wait for its index (inside the first query's
-    # time) is longer than the default: clangd indexes redis for minutes.
+    # time) can be longer than the default 30 s: clangd indexes redis for minutes.
     timeout: float | None = None
 
 
@@ -191,6 +191,7 @@ def default_peers() -> list[Peer]:
             "`workspace/symbol` with `src/jquery.js` open, the server's defaults",
             version=npm_versions("typescript-language-server", "typescript"),
             allow_empty=True,  # as on TypeScript: no all-lowercase typed query matches
+            timeout=600.0,  # loading jquery's project is inside the first query's time
         ),
         Peer(
             "clangd",
