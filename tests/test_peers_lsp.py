@@ -355,6 +355,7 @@ def test_the_clangd_and_javascript_server_presets_parse_and_name_what_they_run()
     js = load_preset("tsserver-js")
     assert js.languages == ("javascript",) and uses_node_modules(js)
     assert js.batch[js.batch.index("--open") + 1] == "src/jquery.js"
+    assert js.batch[js.batch.index("--probes") + 1] == '["jQuery"]'
 
 
 def test_unqualify_keeps_a_name_after_its_last_dot():
@@ -465,6 +466,21 @@ def test_a_server_that_never_becomes_ready_is_exit_2_naming_the_timeout(tmp_path
     assert "not ready within the ready timeout of 1 s" in lines[0]
 
 
+def test_the_engine_s_probes_replace_the_corpus_names_as_readiness_probes(tmp_path):
+    """tsserver-js: the names the adapter would take from jquery's list may all be names
+    of test/, which the project of the opened file never holds; the preset's probe is one
+    the server knows."""
+    server, _log = _fake_server(tmp_path, "normal")
+    absent = ("zzzz_absent", "qqqq_absent")
+    proc = _adapter(tmp_path, server, _request("foo", id=0), "--ready-timeout", "1",
+                    probes=absent)  # fmt: skip
+    assert proc.returncode == 2 and "zzzz_absent" in proc.stderr
+    proc = _adapter(tmp_path, server, _request("foo", id=0), "--ready-timeout", "20",
+                    "--probes", '["tesla"]', probes=absent)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert [r["name"] for r in _answers(proc)[0]["results"]] == ["foo_bar"]
+
+
 def test_a_server_that_cannot_start_is_one_line_and_exit_2(tmp_path):
     proc = _adapter(tmp_path, [str(tmp_path / "no-such-server")], _request("foo"))
     assert proc.returncode == 2
@@ -488,6 +504,7 @@ def test_a_server_that_cannot_start_is_one_line_and_exit_2(tmp_path):
         ('server = ["s"]\nunqualify = "yes"', "unqualify must be true or false"),
         ('server = ["s"]\nopen = "/abs/*.ts"', "open must be a glob relative"),
         ('server = ["s"]\nwait_progress = 1', "wait_progress must be true or false"),
+        ('server = ["s"]\nprobes = []', "probes must be a non-empty list"),
         ('server = ["s"]\ncompile_commands = "{db}"', "compile_commands must be a table"),
         ('server = ["s"]\ncompile_commands = { dir = "{db}" }', "sources must be a list"),
         (

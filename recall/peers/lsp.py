@@ -68,7 +68,7 @@ def process_table(table: dict, source: str) -> dict:
     {corpus}) element by element and a path holding a quote cannot break an encoding."""
     known = {
         "server", "ready_timeout", "settings", "env", "gopath", "unqualify", "open",
-        "wait_progress", "compile_commands",
+        "wait_progress", "compile_commands", "probes",
     }  # fmt: skip
     tables = kind_tables(table, source, "lsp", known, ("settings", "env"))
     server = table.get("server")
@@ -109,6 +109,15 @@ def process_table(table: dict, source: str) -> dict:
     if wait_progress:
         adapter.append("--wait-progress")
     adapter += compile_commands_flags(table.get("compile_commands"), source)
+    probes = table.get("probes")
+    if probes is not None:
+        if (
+            not isinstance(probes, list)
+            or not probes
+            or not all(isinstance(p, str) and p for p in probes)
+        ):
+            raise RecallError(f"{source}: [engine] probes must be a non-empty list of strings")
+        adapter += ["--probes", orjson.dumps(probes).decode()]
     return {
         "bin": ["{python}", "-P", "-m", "recall.peers.lsp"],
         "query": [*adapter, "--query", "{query}", "--limit", "{limit}", "--", *server],
@@ -612,6 +621,7 @@ def main(argv: list[str] | None = None) -> int:
         "--wait-progress", action="store_true",
         help="ready once the server's work-done progress has begun and ended",
     )  # fmt: skip
+    parser.add_argument("--probes", help="readiness probes, JSON (else names of --names)")
     parser.add_argument("--compile-commands", type=Path, help="write compile_commands.json here")
     parser.add_argument("--compile-sources", default="[]", help="suffixes compiled, JSON")
     parser.add_argument("--compile-flags", default="[]", help="flags of every command, JSON")
@@ -655,7 +665,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.wait_progress:
             conn.wait_progress(args.ready_timeout - (time.monotonic() - began))
         left = args.ready_timeout - (time.monotonic() - began)
-        wait_ready(conn, pick_probes(args.names), left)
+        probes = json_list_flag(parser, "--probes", args.probes) if args.probes else []
+        wait_ready(conn, probes or pick_probes(args.names), left)
 
         def search(query: str, limit: int) -> Rows:
             answer = conn.request("workspace/symbol", {"query": query})
