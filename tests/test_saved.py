@@ -6,14 +6,21 @@ import orjson
 import pytest
 from conftest import ROOT, needs_ctags, run_cli
 
-from recall import saved
+from recall.analysis.model import Hit, QueryResult, RunResult
 from recall.cache import keep_file, read_file
-from recall.corpus import Pin
-from recall.engine import parse_engine, resolve_engine
 from recall.errors import RecallError
-from recall.model import Hit, QueryResult, RunResult
-from recall.queryset import QueryRow
-from recall.saved import cached_run, data_key, load_against, run_key, save_runs, store_run
+from recall.finders.engine import parse_engine, resolve_engine
+from recall.inputs.corpus import Pin
+from recall.inputs.queryset import QueryRow
+from recall.running import results_cache as saved
+from recall.running.results_cache import (
+    cached_run,
+    data_key,
+    load_against,
+    run_key,
+    save_runs,
+    store_run,
+)
 
 PINS = {
     "gin": Pin("gin", "https://github.com/gin-gonic/gin", "a" * 40, "go"),
@@ -294,7 +301,7 @@ def test_an_interpreter_running_code_outside_the_tree_is_unseen(bin_, query, why
 
 def test_a_kind_whose_worker_is_the_harnesss_own_keys_the_harnesss_code():
     """A python or lsp engine in a finder's repo other than recall's runs recall's own
-    worker (recall/peers/library.py, from the harness's folder): that code is part of what
+    worker (recall/finders/kinds/python.py, from the harness's folder): that code is part of what
     its numbers were made from, so its content is in the key; a plain process engine's
     numbers do not depend on it."""
     library = parse_engine(
