@@ -69,7 +69,7 @@ def locked_version(package: str, folder: Path = FOLDER) -> str:
 # flags, so the adapter reads its flags where it always does.
 BOOT = (
     "const fs = require('fs'), path = require('path');"
-    "const own = path.join(process.argv[1], 'recall', 'peers', 'node', 'adapter.js');"
+    "const own = path.join(process.argv[1], 'recall', 'finders', 'kinds', 'node', 'adapter.js');"
     "const adapter = fs.existsSync(own) ? own : process.argv[2];"
     "process.argv.splice(1, 2, adapter); require(adapter);"
 )
