@@ -3,7 +3,7 @@
 Checkouts, builds and kept indexes are large and rebuilt slowly, so prune removes only
 what is stale (a checkout no pin asks for, symbols of no current checkout, builds past
 --keep-builds, anything unused for --older-than days) and never an entry a running
-harness holds: runs keep a shared lock on <kind>/<key>.inuse (corpus.hold_in_use) that
+harness holds: runs keep a shared lock on <kind>/<key>.inuse (cache.hold_in_use) that
 prune must take exclusively, without waiting, before it deletes anything.
 """
 
@@ -22,17 +22,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from recall.cache import try_exclusive, use_lock
 from recall.commands._flags import add_common
 from recall.errors import EXIT_OK, RecallError
-from recall.inputs.corpus import (
-    MARKER,
-    Pin,
-    cache_root,
-    load_pins,
-    read_marker,
-    try_exclusive,
-    use_lock,
-)
+from recall.inputs.corpus import MARKER, Pin, cache_root, load_pins, read_marker
 from recall.inputs.symbols import ctags_identity, symbols_key
 
 KINDS = (
