@@ -26,7 +26,7 @@ from recall.cache import drop_file, keep_file, key_digest, read_file, warn
 from recall.errors import RecallError
 from recall.files import write_atomic
 from recall.finders.engine import Engine, finder_env
-from recall.finders.kinds.python import HARNESS_ROOT
+from recall.finders.kinds.adapter import HARNESS_ROOT
 from recall.inputs.corpus import Pin
 from recall.inputs.queryset import QueryRow, queries_digest
 from recall.inputs.symbols import ctags_identity
