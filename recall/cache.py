@@ -270,15 +270,7 @@ class FolderEntry:
 
     def drop(self) -> None:
         """Remove the entry: renamed aside first, so no half-removed entry is ever read."""
-        if not (self.path.exists() or self.path.is_symlink()):
-            return
-        if self.path.is_symlink() or not self.path.is_dir():
-            self.path.unlink()
-            return
-        trash = self.root / f".trash-{self.key}-{os.getpid()}"
-        shutil.rmtree(trash, ignore_errors=True)
-        self.path.rename(trash)
-        shutil.rmtree(trash, ignore_errors=True)
+        discard(self.path)
 
     def publish(self, make: Callable[[Path], object], note: str = "") -> None:
         """Make the entry: make(folder) fills a temporary folder beside it, whose digest is
@@ -302,7 +294,7 @@ class FolderEntry:
         its lock) and any other key's whose lock nobody holds (`.tmp-<key>-XXXX`, and a
         killed drop's `.trash-<key>-<pid>`)."""
         for stale in [*self.root.glob(".tmp-*"), *self.root.glob(".trash-*")]:
-            key = stale.name.split("-", 1)[1].rsplit("-", 1)[0]
+            key = leftover_key(stale.name)
             if key == self.key:
                 shutil.rmtree(stale, ignore_errors=True)
                 continue
@@ -339,6 +331,25 @@ class FolderEntry:
             warn(f"cannot keep cache entry {self.path} ({exc.strerror or exc}): not kept")
             return False
         return True
+
+
+def leftover_key(name: str) -> str:
+    """The key whose maker or dropper left a folder: `.tmp-<key>-XXXX` (mkdtemp's XXXX
+    holds no dash) or `.trash-<key>-<pid>`; the key's lock guards it while it is alive.
+    An older recall set a checkout being rebuilt aside as `.tmp-<key>-old-XXXX`."""
+    return name.split("-", 1)[1].rsplit("-", 1)[0].removesuffix("-old")
+
+
+def discard(path: Path) -> None:
+    """Remove an entry, a link as a link (never followed into), a folder renamed aside
+    first (`.trash-<name>-<pid>` beside it), so no half-removed entry is ever read."""
+    if path.is_symlink() or (path.exists() and not path.is_dir()):
+        path.unlink()
+    elif path.is_dir():
+        trash = path.with_name(f".trash-{path.name}-{os.getpid()}")
+        shutil.rmtree(trash, ignore_errors=True)
+        path.rename(trash)
+        shutil.rmtree(trash, ignore_errors=True)
 
 
 # File entries -------------------------------------------------------------------------
