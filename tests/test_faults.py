@@ -84,6 +84,7 @@ def _run_ok(world: dict, *extra: str) -> dict:
 
 @pytest.mark.parametrize("stage", ["build", "basebuild", "index", "query"])
 @needs_ctags
+@pytest.mark.slow
 def test_ctrl_c_at_each_stage_leaves_no_temporary_folder_and_the_next_run_works(world, stage):
     extra = ("--base", "HEAD") if "build" in stage else ()
     proc = _start(world, stage, *extra)
@@ -102,6 +103,7 @@ def test_ctrl_c_at_each_stage_leaves_no_temporary_folder_and_the_next_run_works(
 
 @pytest.mark.parametrize("stage", ["build", "basebuild", "index", "query", "batch"])
 @needs_ctags
+@pytest.mark.slow
 def test_sigterm_at_each_stage_kills_what_it_started_cleans_up_and_exits_143(world, stage):
     extra = ("--base", "HEAD") if "build" in stage else ()
     engine = world["finder"] / "recall.toml"
@@ -123,6 +125,7 @@ def test_sigterm_at_each_stage_kills_what_it_started_cleans_up_and_exits_143(wor
 
 
 @pytest.mark.parametrize("stage", ["build", "basebuild"])
+@pytest.mark.slow
 def test_a_build_past_build_timeout_is_killed_with_its_group_one_line_exit_2(world, stage):
     """The build that hangs hangs for ever, and it is the only build under the limit (the
     base's is tried with a candidate given by --bin, which builds nothing), so a loaded
@@ -143,6 +146,7 @@ def test_a_build_past_build_timeout_is_killed_with_its_group_one_line_exit_2(wor
     assert not list(world["cache"].glob("builds/*/.recall-built"))
 
 
+@pytest.mark.slow
 def test_explain_bounds_the_build_by_build_timeout_too(world):
     proc = run_recall(
         "explain", "alpha", "--repo", "tiny", "--finder", str(world["finder"]),
@@ -169,6 +173,7 @@ def test_a_build_timeout_of_zero_is_a_usage_error(world, command):
 
 @pytest.mark.parametrize("stage", ["build", "basebuild", "index", "query"])
 @needs_ctags
+@pytest.mark.slow
 def test_sigkill_at_each_stage_is_recovered_by_the_next_run(world, stage):
     extra = ("--base", "HEAD") if "build" in stage else ()
     proc = _start(world, stage, *extra)
@@ -185,6 +190,7 @@ def test_sigkill_at_each_stage_is_recovered_by_the_next_run(world, stage):
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_sigint_after_the_fetch_leaves_a_clean_checkout(world, tmp_path):
     """Interrupted just after the fetch (in the index stage): the checkout stays clean."""
     pin = json.loads(world["corpus"].read_text())["tiny"]
@@ -197,6 +203,7 @@ def test_sigint_after_the_fetch_leaves_a_clean_checkout(world, tmp_path):
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_finder_that_writes_into_the_checkout_is_named_and_the_checkout_rebuilt(world):
     proc = run_cli(*fault_args(world), cwd=world["finder"], env=fault_env(world, "dirty"))
     assert proc.returncode == 0, proc.stderr
@@ -217,6 +224,7 @@ AWKWARD = ["a b", 'it\'s "q"', "$HOME", "`id`", "x;y", "-rf", "--output=x", "naÃ
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_awkward_queries_reach_the_finder_unchanged_never_through_a_shell(world):
     hand = [f"tiny\t{q}\thand\t" for q in AWKWARD]
     with world["queries"].open("a", encoding="utf-8") as queries:
@@ -235,6 +243,7 @@ def _snapshot(folder: Path) -> list[tuple[str, int]]:
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_nothing_is_written_outside_the_cache_the_temporary_folder_and_the_report(world):
     repo = git.Repo(world["finder"])
     before = repo.git.status("--porcelain", "--ignored")
@@ -260,6 +269,7 @@ def test_html_to_a_fifo_is_refused_before_any_work_and_the_fifo_stays(world):
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_save_and_html_through_a_symlink_write_its_target_and_keep_the_link_and_mode(world):
     kept = world["tmp"].parent / "kept"
     kept.mkdir()
@@ -287,6 +297,7 @@ def test_a_file_where_the_cache_folder_should_be_is_one_line_exit_2(world):
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tiny tmpfs needs root")
+@pytest.mark.slow
 def test_a_full_cache_disk_is_one_line_exit_2(world, tmp_path):
     with tmpfs(tmp_path / "full", "64k") as mount:
         (mount / "filler").write_bytes(b"\0" * 60_000)
@@ -298,6 +309,7 @@ def test_a_full_cache_disk_is_one_line_exit_2(world, tmp_path):
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_two_runs_at_once_on_one_fresh_cache_agree(world):
     procs = [_start(world, "", "--base", "HEAD") for _ in range(2)]
     outs = [p.communicate(timeout=120) for p in procs]
@@ -326,6 +338,7 @@ def test_a_build_that_fails_or_produces_no_binary_is_one_line_exit_2(world, buil
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_names_holding_a_tab_or_newline_never_break_the_report(world):
     finder = 'import json\nprint(json.dumps([{"name": "bad\\tna\\nme"}, {"name": "BetaClass"}]))\n'
     (world["finder"] / "finder.py").write_text(finder)
@@ -344,6 +357,7 @@ def test_names_holding_a_tab_or_newline_never_break_the_report(world):
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_a_query_that_errors_in_the_candidate_counts_as_a_loss(world):
     repo = git.Repo(world["finder"])
     crash = FAULT_FINDER.replace(
@@ -365,6 +379,7 @@ def test_a_query_that_errors_in_the_candidate_counts_as_a_loss(world):
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_a_checkout_edited_by_hand_is_rebuilt_before_the_first_query(world):
     _run_ok(world)
     alpha = _checkout(world) / "lib" / "alpha.py"

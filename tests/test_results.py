@@ -226,6 +226,7 @@ def test_iterfzf_binary_through_the_fzf_preset_ranks_as_debian_fzf(real_cache, g
     }
 
 
+@pytest.mark.slow
 def test_results_command_writes_the_page_and_rerenders_it_byte_identically(tmp_path, real_cache):
     pytest.importorskip("frizbee")
     mirror = mirror_dir()
@@ -258,6 +259,7 @@ def test_results_command_writes_the_page_and_rerenders_it_byte_identically(tmp_p
     assert "| query jobs | 1 |" in page
 
 
+@pytest.mark.slow
 def test_results_measures_every_finder_now_and_states_the_jobs_its_seconds_had(
     tmp_path, real_cache
 ):
