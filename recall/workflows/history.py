@@ -31,8 +31,9 @@ from recall.finders.engine import Engine, resolve_engine
 from recall.inputs.corpus import Pin, cache_root, load_pins, mirror_root
 from recall.inputs.queryset import QueryRow, query_set_path, read_queries, select
 from recall.running.build import base_binary, build_key, finder_root, resolve_commit
+from recall.running.identity import data_key, unseen_code
 from recall.running.measure import check_answered, open_corpus, run_binary
-from recall.running.results_cache import cached_run, data_key, run_key, store_run, unseen_code
+from recall.running.results_cache import cached_run, run_key, store_run
 from recall.running.values import Corpus
 from recall.terminal import progress
 from recall.workflows.run import check_sources, check_timeout
