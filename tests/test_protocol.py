@@ -333,6 +333,7 @@ def _serve(argv: list[str], lines: list[str]) -> list[dict]:
     return [json.loads(line) for line in proc.stdout.splitlines()]
 
 
+@pytest.mark.slow
 @needs_ctags
 def test_the_reference_finder_and_a_library_worker_refuse_bad_requests_alike(tmp_path):
     """One server loop (protocol.serve) behind both: the same bad line gets the same error
