@@ -25,6 +25,7 @@ import platformdirs
 
 from recall.cache import FolderEntry, sole_user
 from recall.errors import RecallError
+from recall.inputs.languages import LANGUAGES
 
 FROZEN_DATE = "2000-01-01T00:00:00Z"
 FROZEN_EPOCH = 946684800
@@ -39,24 +40,6 @@ FROZEN_IDENTITY = {
 PIN_REF = "refs/recall/pin"
 MARKER = "recall-pin.json"
 
-# corpus.json language word -> Universal Ctags language name.
-LANGUAGES = {
-    "c": "C",
-    "c++": "C++",
-    "csharp": "C#",
-    "go": "Go",
-    "java": "Java",
-    "javascript": "JavaScript",
-    "kotlin": "Kotlin",
-    "lua": "Lua",
-    "php": "PHP",
-    "python": "Python",
-    "ruby": "Ruby",
-    "rust": "Rust",
-    "scala": "Scala",
-    "swift": "Swift",
-    "typescript": "TypeScript",
-}
 URL_SCHEMES = ("https", "http", "ssh", "git", "file")
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
 _SHA = re.compile(r"[0-9a-f]{40}")

@@ -19,7 +19,6 @@ from recall.finders.protocol import Search, serve
 
 # The folder that holds the harness's own `recall` package: after {tree} on a worker's
 # path, so a tree that is recall runs its own worker and any other tree runs this one.
-HARNESS_ROOT = str(Path(__file__).resolve().parents[3])
 
 
 def kind_tables(

@@ -42,8 +42,8 @@ import orjson
 
 from recall import __version__
 from recall.errors import RecallError
+from recall.finders.kinds import HARNESS_ROOT
 from recall.finders.kinds.adapter import (
-    HARNESS_ROOT,
     json_argument,
     json_object_flag,
     kind_tables,

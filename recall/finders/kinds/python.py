@@ -37,8 +37,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from recall.errors import RecallError
+from recall.finders.kinds import HARNESS_ROOT
 from recall.finders.kinds.adapter import (
-    HARNESS_ROOT,
     json_argument,
     json_object_flag,
     kind_tables,
