@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from recall.commands._flags import add_common
+from recall.commands._flags import add_common, locate_flags
 from recall.errors import EXIT_OK, RecallError
 from recall.inputs.corpus import (
     MARKER,
@@ -263,6 +263,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    locate_flags(args)
     if args.verb == "list":
         sys.stdout.write(render_list(entries(cache_root(args.cache))))
         return EXIT_OK

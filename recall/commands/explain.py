@@ -16,6 +16,7 @@ from recall.commands._flags import (
     add_common,
     add_finder,
     add_queries,
+    locate_flags,
 )
 from recall.errors import EXIT_OK
 from recall.finders.engine import finder_env, resolve_engine
@@ -54,6 +55,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    locate_flags(args)
     check_timeout(args.timeout)
     check_build_timeout(args.build_timeout)
     corpus, queries = Path(args.corpus), query_set_path(args.queries)

@@ -1,10 +1,16 @@
-"""`recall run`, the default command: its flags. The run itself (build, measure, report,
-exit status) is recall/run.py's cmd_run."""
+"""`recall run`, the default command: its flags, turned into RunOptions, and the report
+printed as asked, with its exit status. The run itself (build, measure, report) is
+recall/workflows/run.py's."""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
+import orjson
+
+from recall.analysis.model import Report
 from recall.commands._flags import (
     add_baseline,
     add_build_timeout,
@@ -16,9 +22,15 @@ from recall.commands._flags import (
     add_selection,
     add_split,
     add_timeout,
+    data_of,
     shard_spec,
 )
+from recall.errors import EXIT_LOSS, EXIT_OK, RecallError
+from recall.files import write_atomic
+from recall.render.html import render_html
+from recall.render.text import render
 from recall.workflows import run as running
+from recall.workflows.options import Output, RunOptions
 
 
 class _Candidate(argparse.Action):
@@ -94,4 +106,59 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    return running.cmd_run(args)
+    options, output = options_of(args), output_of(args)
+    running.check_run(options, output)
+    measurement = running.measure(options)
+    if options.shard:
+        k, n = options.shard
+        rows = measurement.plan.rows
+        repos = ", ".join(dict.fromkeys(row.repo for row in rows))
+        print(
+            f"recall: shard {k}/{n} ({repos}): {len(rows)} rows, {len(measurement.measured)} "
+            f"runs saved to {options.save}; recall merge with the other shards' files makes "
+            "the report"
+        )
+        return EXIT_OK
+    report = running.report(measurement)
+    return print_report(report, output)
+
+
+def options_of(args: argparse.Namespace) -> RunOptions:
+    return RunOptions(
+        data=data_of(args), split=args.split, strict_queries=args.strict_queries,
+        finder=args.finder, candidates=tuple(args.candidates), base=args.base,
+        base_bin=args.base_bin, against=args.against, same_program_ok=args.same_program_ok,
+        jobs=args.jobs, timeout=args.timeout, build_timeout=args.build_timeout,
+        no_cache=args.no_cache, allow_empty=args.allow_empty, bench=args.bench,
+        accept=args.accept, regress=args.regress, no_regress=args.no_regress,
+        misses=args.misses, save=args.save, shard=args.shard,
+    )  # fmt: skip
+
+
+def output_of(args: argparse.Namespace) -> Output:
+    """How the report is printed (add_report_flags): run and merge print alike."""
+    return Output(
+        json=args.json, markdown=args.markdown, html=args.html, fail_on_loss=args.fail_on_loss
+    )
+
+
+def print_report(report: Report, output: Output) -> int:
+    """The report, printed as asked (and written as a page with --html), and the exit
+    status: 1 for a loss with --fail-on-loss, else 0. A run and `recall merge` of its
+    shards print alike."""
+    if output.html:
+        try:
+            write_atomic(Path(output.html), render_html(report.to_json()).encode("utf-8"))
+        except OSError as exc:
+            raise RecallError(
+                f"--html {output.html}: cannot write: {exc.strerror or exc}"
+            ) from None
+    if output.json:
+        data = report.to_json()
+        sys.stdout.buffer.write(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
+    else:
+        sys.stdout.write(render(report, markdown=output.markdown))
+    sys.stdout.flush()
+    if output.fail_on_loss and any(d.is_loss for d in report.diffs):
+        return EXIT_LOSS
+    return EXIT_OK
