@@ -139,6 +139,26 @@ class BisectOptions:
 
 
 @dataclass(frozen=True)
+class ExplainOptions:
+    """`recall explain`: one query of one pin through each binary (the working tree's
+    engine, a --bin, and a baseline), its source looked up in the query set unless given
+    (with its type). Of `data`, the suite files and caches serve; the pin is `repo`."""
+
+    query: str
+    repo: str
+    data: Data = Data()
+    source: str | None = None
+    type: str | None = None
+    finder: str | None = None
+    engine: str | None = None
+    bin: str | None = None
+    base: str | None = None
+    base_bin: str | None = None
+    timeout: float = QUERY_TIMEOUT_S
+    build_timeout: float = BUILD_TIMEOUT_S
+
+
+@dataclass(frozen=True)
 class ResultsOptions:
     """`recall results`: every peer finder and the reference over one query set; `only`
     narrows the peers to these presets, `reports` keeps (or, render_only, reads) each

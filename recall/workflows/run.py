@@ -148,14 +148,17 @@ class Measurement:
     measured: list[Measured]
     has_base: bool
     meta: dict
+    ceiling: CeilingSummary | None  # None for a shard, which makes no report
     bench: BenchSummary | None = None
 
 
 def report(measurement: Measurement) -> Report:
-    """The report of what was measured."""
+    """The report of what was measured: analysis alone, no file read and no process run."""
+    if measurement.ceiling is None:
+        raise RecallError("--shard: a shard makes no report; recall merge makes it")
     return _analyse(
         measurement.plan, measurement.measured, has_base=measurement.has_base,
-        meta=measurement.meta, bench=measurement.bench,
+        meta=measurement.meta, ceiling=measurement.ceiling, bench=measurement.bench,
     )  # fmt: skip
 
 
@@ -267,12 +270,14 @@ def measure(options: RunOptions) -> Measurement:
         pins, rows, cases, skipped, accepted, cache, mirror, corpora, unknown, data,
         regress_file, options.split, options.misses,
     )  # fmt: skip
+    if options.shard:
+        return Measurement(plan, measured, has_base, meta, None)
     bench = None
     if options.bench:
         _fetch_corpora(hand, pins, cache, mirror, corpora)
         binaries = [side.binary for side in sides]
         bench = run_bench(binaries, hand, corpora, options.bench, options.timeout)
-    return Measurement(plan, measured, has_base, meta, bench)
+    return Measurement(plan, measured, has_base, meta, _ceiling(plan), bench)
 
 
 @dataclass(frozen=True)
@@ -295,13 +300,19 @@ class Plan:
     show_misses: bool = False  # list every source not ranked #1
 
 
+def _ceiling(plan: Plan) -> CeilingSummary:
+    """The ceiling of the plan's rows, a foreign file's unknown sources not found."""
+    unknown = [QueryRow(u.repo, u.query, u.type, u.source) for u in plan.unknown]
+    return query_set_ceiling(plan.rows, plan.pins, plan.cache, plan.mirror, plan.corpora, unknown)
+
+
 def _analyse(
     plan: Plan, measured: list[Measured], *, has_base: bool, meta: dict,
-    bench: BenchSummary | None,
+    ceiling: CeilingSummary, bench: BenchSummary | None,
 ) -> Report:  # fmt: skip
-    """The plan's part of the analysis: the ceiling of the rows, the regress file, the
-    explain flags of each diff; `report.analyse` does the rest. Shared by a run and by
-    `recall merge` of its shards, so both report the same."""
+    """The plan's part of the analysis: the regress file, the explain flags of each diff,
+    the rows no finder can be judged on; `report.analyse` does the rest. Shared by a run
+    and by `recall merge` of its shards, so both report the same."""
     rows, cases = plan.rows, plan.cases
     regress = (
         RegressSection(plan.regress_file, len(cases), plan.skipped)
@@ -318,9 +329,7 @@ def _analyse(
         meta, plan.pins, rows, [not_found(m.run, rows, unknown) for m in measured],
         baseline=has_base, cases=cases, case_results=[m.cases for m in measured],
         regress=regress, accepted=plan.accepted, explain_flags=explain_flags,
-        ceiling=query_set_ceiling(
-            rows, plan.pins, plan.cache, plan.mirror, plan.corpora, unknown
-        ),
+        ceiling=ceiling,
         bench=bench, show_misses=plan.show_misses, split=plan.split,
         unknown_sources=UnknownSources(len(plan.unknown), plan.unknown[:UNKNOWN_SHOWN]),
     )  # fmt: skip
@@ -381,7 +390,10 @@ def merge(options: MergeOptions) -> Report:
         pins, rows, cases, skipped, accepted, cache, mirror, corpora, unknown, data,
         options.regress or DEFAULT_REGRESS, options.split, options.misses,
     )  # fmt: skip
-    return _analyse(plan, measured, has_base=merged.baseline, meta=merged.meta, bench=None)
+    return _analyse(
+        plan, measured, has_base=merged.baseline, meta=merged.meta, ceiling=_ceiling(plan),
+        bench=None,
+    )  # fmt: skip
 
 
 def shard_rows(rows: list[QueryRow], k: int, n: int) -> list[QueryRow]:
