@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT, mirror_dir, needs_ctags, run_cli
+from conftest import ROOT, mirror_dir, needs_ctags, needs_mirror, run_cli
 
 import recall
 
@@ -75,3 +75,23 @@ def test_import_recall_loads_neither_numpy_nor_gitpython_until_an_api_name_is_us
 def test_a_name_the_api_does_not_have_is_an_attribute_error():
     with pytest.raises(AttributeError, match="has no attribute 'walk'"):
         recall.walk  # noqa: B018
+
+
+def _without_index_seconds(data: dict) -> dict:
+    for side in data["sides"]:
+        del side["index_s"]
+    return data
+
+
+@needs_mirror
+def test_explain_from_python_gives_the_json_the_cli_prints(gin, real_cache, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    options = recall.ExplainOptions(
+        query="tstcnt", repo="gin", engine="reference", data=recall.Data(cache=str(real_cache))
+    )
+    explained = recall.explain(options)
+    flags = ("--repo", "gin", "--engine", "reference", "--cache", str(real_cache))
+    proc = run_cli("explain", "tstcnt", *flags, "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert _without_index_seconds(explained.data) == _without_index_seconds(json.loads(proc.stdout))
+    assert explained.sides[0].result.rank == explained.data["sides"][0]["rank"]
