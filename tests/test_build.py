@@ -16,7 +16,7 @@ from conftest import ROOT, SUBSEQUENCE_FINDER, commit_files, make_repo, needs_mi
 from recall.errors import RecallError
 from recall.finders.engine import load_engine
 from recall.inputs.corpus import release_in_use
-from recall.running import build
+from recall.running import identity
 from recall.running.build import build_base, extract_archive, tree_identity, unsafe_member
 from recall.running.interpreter import finder_python
 
@@ -301,7 +301,7 @@ def test_a_base_build_is_kept_by_its_world_not_only_its_commit(tmp_path, monkeyp
     assert _build(root, commit, cache) == "cc=clang builder=2"
     assert log.read_text().count("built") == 3
     (tmp_path / "rustc-version").write_text("fakerustc 2.0\n")  # a new toolchain
-    build._probe.cache_clear()  # probed once per run: this is the next run
+    identity._probe.cache_clear()  # probed once per run: this is the next run
     _build(root, commit, cache)
     assert log.read_text().count("built") == 4
     monkeypatch.setenv("RUSTFLAGS", "-O")  # not passed: the build never sees it

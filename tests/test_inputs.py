@@ -21,14 +21,8 @@ from recall.inputs.derive import load_settings
 from recall.inputs.queryset import QueryRow
 from recall.inputs.symbols import checkout_symbols
 from recall.running import results_cache as saved
-from recall.running.results_cache import (
-    cached_run,
-    data_key,
-    decode_run,
-    encode_run,
-    load_against,
-    store_run,
-)
+from recall.running.identity import data_key
+from recall.running.results_cache import cached_run, decode_run, encode_run, load_against, store_run
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from recall.inputs.corpus import load_pins
 from recall.inputs.queryset import QueryRow
 from recall.render.escape import markdown
 from recall.running import results_cache as saved
-from recall.running.results_cache import data_key
+from recall.running.identity import data_key
 from recall.terminal import Progress, safe_output, shown
 
 NAME = "bad\x1b[2J\x07\x00\x7f\x85\x9bname"

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import io
 import os
 import shutil
 import subprocess
 import tarfile
-import tempfile
 from pathlib import Path, PurePosixPath
 
 import git
@@ -18,15 +16,14 @@ import git
 from recall.cache import FolderEntry, key_digest
 from recall.errors import RecallError
 from recall.finders.engine import Engine, build_env, expand, fill
+from recall.running.identity import build_world
 from recall.running.interpreter import finder_python
 from recall.running.proc import kill_group
-from recall.running.results_cache import program_identity
 from recall.running.values import FinderBuild
 
 TAIL_LINES = 15
 KIND = "builds"  # <cache>/builds/<key>/tree
 MARKER = ".recall-built"
-PROBE_TIMEOUT_S = 60.0  # a toolchain probe prints a version; a minute is ample
 BUILD_TIMEOUT_S = 3600.0  # a cold release build of a large finder, with room to spare
 
 
@@ -63,45 +60,6 @@ def build_key(commit: str, engine: Engine) -> str:
     """A base build is cached by its commit and everything else that decides what the
     build makes: the engine description, and the build's world (build_world)."""
     return key_digest({"commit": commit, "engine": engine.digest, **build_world(engine)}, 24)
-
-
-def build_world(engine: Engine) -> dict[str, object]:
-    """What outside the tree decides a build: its environment as declared
-    (engine.build_env), the content of the program the build command starts (from PATH:
-    make, cargo, cc; or by its path), and the output of the engine's `toolchain` probes (`rustc
-    --version`), run in that environment. Empty for an engine without a build."""
-    if not engine.build and not engine.toolchain:
-        return {}
-    env = build_env(engine, os.environ)
-    programs = {}
-    program = engine.build[0] if engine.build else ""
-    if program and "{" not in program:  # a program in the tree is the commit's
-        path = program if "/" in program else shutil.which(program, path=env.get("PATH"))
-        if path and os.path.isfile(path):
-            programs[program] = program_identity(path)
-    probes = [_probe(argv, tuple(sorted(env.items())), engine.source) for argv in engine.toolchain]
-    return {"build env": env, "build programs": programs, "toolchain": probes}
-
-
-@functools.cache
-def _probe(argv: tuple[str, ...], env: tuple[tuple[str, str], ...], source: str) -> str:
-    """A toolchain probe's stdout, once per run; a probe that cannot run or fails is an
-    error: a key without its output would not say which toolchain builds."""
-    try:
-        proc = subprocess.run(
-            argv, env=dict(env), cwd=tempfile.gettempdir(), stdin=subprocess.DEVNULL,
-            capture_output=True, timeout=PROBE_TIMEOUT_S, check=False,
-        )  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise RecallError(
-            f"{source}: [engine] toolchain {' '.join(argv)}: cannot run: {exc}"
-        ) from None
-    if proc.returncode != 0:
-        raise RecallError(
-            f"{source}: [engine] toolchain {' '.join(argv)}: exit {proc.returncode}: "
-            f"{proc.stderr.decode('utf-8', 'replace').strip()[-200:]}"
-        )
-    return proc.stdout.decode("utf-8", "replace")
 
 
 def build_base(

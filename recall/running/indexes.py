@@ -6,8 +6,8 @@ A kept index stands in for running the index argv, so it is known by everything 
 could change what that argv writes: the build (its cache identity, as a result's key
 has it; for a working tree, its content: build.tree_identity), the engine description
 and its index argv, the corpus pin, the names file, ctags's identity and Python's version, and
-the environment, programs, files and packages the engine runs (saved.environment_key),
-and the world its build ran in (build.build_world). It is one entry of recall.cache:
+the environment, programs, files and packages the engine runs (identity.environment_key),
+and the world its build ran in (identity.build_world). It is one entry of recall.cache:
 indexed in the session, copied into a temporary folder beside the entry, then renamed
 into place with its digest, under the entry's lock; a failed index is never kept, and
 a kept one edited on disk is dropped and made again. Each session gets its own copy, so
@@ -29,8 +29,7 @@ from recall.errors import RecallError
 from recall.finders.engine import Engine
 from recall.inputs.corpus import Pin
 from recall.inputs.symbols import ctags_identity
-from recall.running.build import build_world
-from recall.running.results_cache import environment_key
+from recall.running.identity import build_world, environment_key
 
 KIND = "indexes"  # <cache>/indexes/<key>/db, as `recall cache` lists it
 MARKER = ".recall-indexed"  # written last, inside the entry: a folder without it is not one

@@ -37,8 +37,9 @@ from recall.running.build import (
     finder_root,
     resolve_commit,
 )
+from recall.running.identity import data_key, unseen_code
 from recall.running.measure import check_answered, open_corpus, run_binary
-from recall.running.results_cache import cached_run, data_key, run_key, store_run, unseen_code
+from recall.running.results_cache import cached_run, run_key, store_run
 from recall.running.values import Corpus
 from recall.terminal import progress
 from recall.workflows.options import CommitOptions, HistoryOptions, listed

@@ -32,6 +32,7 @@ from recall.files import write_atomic
 from recall.inputs.corpus import Pin
 from recall.inputs.queryset import QueryRow
 from recall.inputs.symbols import ctags_version
+from recall.running.identity import environment_key
 from recall.running.results_cache import (
     FORMAT,
     HISTORY_KIND,
@@ -39,7 +40,6 @@ from recall.running.results_cache import (
     decode_rows,
     decode_run,
     encode_run,
-    environment_key,
     read_saved,
 )
 from recall.workflows.history import (

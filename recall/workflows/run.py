@@ -60,18 +60,16 @@ from recall.running.build import (
     tree_identity,
     with_bin,
 )
+from recall.running.identity import data_key, file_identity, unseen_code
 from recall.running.interpreter import finder_python
 from recall.running.measure import check_answered, open_corpus, run_binary
 from recall.running.results_cache import (
     Flags,
     cached_run,
-    data_key,
-    file_identity,
     load_against,
     run_key,
     save_runs,
     store_run,
-    unseen_code,
 )
 from recall.running.values import Corpus, FinderBuild
 from recall.workflows.bench import run_bench
