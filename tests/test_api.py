@@ -95,3 +95,29 @@ def test_explain_from_python_gives_the_json_the_cli_prints(gin, real_cache, monk
     assert proc.returncode == 0, proc.stderr
     assert _without_index_seconds(explained.data) == _without_index_seconds(json.loads(proc.stdout))
     assert explained.sides[0].result.rank == explained.data["sides"][0]["rank"]
+
+
+def _without_timing(history: dict) -> dict:
+    """A history's JSON without what a second measure of the same commits changes."""
+    for commit in history["commits"]:
+        for key in [k for k in commit if k.endswith("_s") or k in ("built", "cached")]:
+            del commit[key]
+    return history
+
+
+@needs_mirror
+def test_history_from_python_gives_the_json_the_cli_prints(fzy, real_cache, monkeypatch):
+    mirror = str(mirror_dir())
+    monkeypatch.chdir(ROOT)
+    data = recall.Data(cache=str(real_cache), mirror=mirror, repos=("gin",), types=("abbr3",))
+    options = recall.HistoryOptions(
+        commits=recall.CommitOptions(data=data, finder=str(fzy)), tags="*1.1"
+    )
+    history = recall.history(options)
+    flags = ("--finder", str(fzy), "--cache", str(real_cache), "--mirror", mirror)
+    proc = run_cli(
+        "history", "--tags", "*1.1", *flags, "--repo", "gin", "--type", "abbr3", "--json"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert _without_timing(history) == _without_timing(json.loads(proc.stdout))
+    assert [c["refs"] for c in history["commits"]] == [["1.1", "v1.1"]]
