@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from recall.running.build import BUILD_TIMEOUT_S
 
 DEFAULT_REGRESS = "regress.tsv"  # the regress cases a run reads when present
-QUERY_TIMEOUT_S = 30.0
+QUERY_TIMEOUT_S = 30.0  # seconds a query may take before it counts as an error
+CORES = os.cpu_count() or 1  # parallel queries: the cores
 
 
 def listed(values: tuple[str, ...] | None) -> list[str] | None:
@@ -52,7 +53,7 @@ class RunOptions:
     base_bin: str | None = None
     against: str | None = None
     same_program_ok: bool = False
-    jobs: int = os.cpu_count() or 1
+    jobs: int = CORES
     timeout: float = QUERY_TIMEOUT_S
     build_timeout: float = BUILD_TIMEOUT_S
     no_cache: bool = False
@@ -105,7 +106,7 @@ class CommitOptions:
     data: Data = Data()
     finder: str | None = None
     engine: str | None = None
-    jobs: int = os.cpu_count() or 1
+    jobs: int = CORES
     timeout: float = QUERY_TIMEOUT_S
     build_timeout: float = BUILD_TIMEOUT_S
     no_cache: bool = False
