@@ -51,6 +51,7 @@ def _cache(where: Path, *args: str):
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_list_shows_every_checkout_build_symbols_and_results_entry_with_size_and_use(filled):
     where, _, pins = filled
     proc = _cache(where, "list")
@@ -67,6 +68,7 @@ def test_list_shows_every_checkout_build_symbols_and_results_entry_with_size_and
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_prune_removes_unpinned_checkouts_their_symbols_and_surplus_builds_only(filled):
     where, cache, pins = filled
     demo, gone = checkout_key(pins["demo"]), checkout_key(pins["gone"])
@@ -94,6 +96,7 @@ def test_prune_removes_unpinned_checkouts_their_symbols_and_surplus_builds_only(
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_prune_older_than_removes_entries_unused_that_long(filled):
     _, cache, pins = filled
     os.utime(cache / "results" / "r1.json", (OLD, OLD))
@@ -105,6 +108,7 @@ def test_prune_older_than_removes_entries_unused_that_long(filled):
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_prune_skips_an_entry_a_running_harness_holds(filled):
     where, cache, pins = filled
     gone = checkout_key(pins["gone"])
@@ -132,6 +136,7 @@ def test_prune_skips_an_entry_a_running_harness_holds(filled):
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_explain_marks_its_checkout_in_use(filled):
     where, cache, pins = filled
     mark = cache / "corpora" / f"{checkout_key(pins['demo'])}.inuse"
