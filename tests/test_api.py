@@ -26,6 +26,7 @@ def _without_seconds(report: dict) -> dict:
     return report
 
 
+@pytest.mark.slow
 @needs_ctags
 def test_the_worked_example_reports_what_the_cli_prints_for_gin_abbr3(
     real_cache, monkeypatch, capsys
@@ -61,6 +62,7 @@ def test_bad_options_raise_the_message_the_cli_prints(monkeypatch):
     assert run_cli("run", "--jobs", "0").stderr == "recall: --jobs 0: give 1 or more\n"
 
 
+@pytest.mark.slow
 def test_import_recall_loads_neither_numpy_nor_gitpython_until_an_api_name_is_used():
     code = (
         "import sys, recall; print(sorted(m for m in ('numpy', 'git') if m in sys.modules)); "
