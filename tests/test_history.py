@@ -78,7 +78,10 @@ def test_history_of_release_tags_is_one_row_per_commit_oldest_first(fzy: Path, r
     text = recall(fzy, real_cache, "history", "--tags", "0.[4-6]").stdout
     assert "e62a3c6 (0.4)  2016-05-19  Version 0.4  73 (86.9%)" in text
     markdown = recall(fzy, real_cache, "history", "--markdown", "--by", "type", "0.6", "0.4")
-    assert "| commit | date | subject | #1 | top 10 | found | MRR | nDCG@10 | errors |" in markdown.stdout
+    assert (
+        "| commit | date | subject | #1 | top 10 | found | MRR | nDCG@10 | errors |"
+        in markdown.stdout
+    )
     assert "## type abbr3" in markdown.stdout
     assert markdown.stdout.index("(0.4)") < markdown.stdout.index("(0.6)")  # oldest first
 

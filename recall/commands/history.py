@@ -5,15 +5,12 @@ render/history.py's)."""
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-import orjson
-
 from recall.commands._flags import add_commits_run, commit_options, shard_spec
-from recall.errors import EXIT_FAILURE, EXIT_OK, RecallError
-from recall.files import target, write_atomic
-from recall.render import history as history_page
+from recall.commands._output import print_history
+from recall.errors import EXIT_OK, RecallError
+from recall.files import target
 from recall.running.build import check_build_timeout
 from recall.workflows import history, history_shards
 from recall.workflows.options import HistoryOptions
@@ -110,19 +107,3 @@ def _shard(args: argparse.Namespace, plan: history.Plan, commits: list[history.C
         "with the other shards' files makes the history"
     )
     return EXIT_OK
-
-
-def print_history(args: argparse.Namespace, data: dict) -> int:
-    """The history as --json, --markdown or text (and --html), and its exit status: 0
-    unless every commit failed."""
-    if args.html:
-        page = history_page.render_html(data, by=args.by).encode("utf-8")
-        try:
-            write_atomic(Path(args.html), page)
-        except OSError as exc:
-            raise RecallError(f"--html {args.html}: cannot write: {exc.strerror or exc}") from None
-    if args.json:
-        sys.stdout.buffer.write(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
-    else:
-        sys.stdout.write(history_page.render(data, by=args.by, markdown=args.markdown))
-    return EXIT_OK if any(commit["error"] is None for commit in data["commits"]) else EXIT_FAILURE

@@ -17,8 +17,7 @@ from recall.commands._flags import (
     data_of,
     locate_flags,
 )
-from recall.commands.history import print_history
-from recall.commands.run import output_of, print_report
+from recall.commands._output import output_of, print_history, print_report
 from recall.errors import RecallError
 from recall.inputs.queryset import SPLITS, query_set_path
 from recall.running.results_cache import HISTORY_KIND, SAVED_KIND, read_saved

@@ -5,12 +5,7 @@ recall/workflows/run.py's."""
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
-import orjson
-
-from recall.analysis.model import Report
 from recall.commands._flags import (
     add_baseline,
     add_build_timeout,
@@ -25,12 +20,10 @@ from recall.commands._flags import (
     data_of,
     shard_spec,
 )
-from recall.errors import EXIT_LOSS, EXIT_OK, RecallError
-from recall.files import write_atomic
-from recall.render.html import render_html
-from recall.render.text import render
+from recall.commands._output import output_of, print_report
+from recall.errors import EXIT_OK
 from recall.workflows import run as running
-from recall.workflows.options import Output, RunOptions
+from recall.workflows.options import RunOptions
 
 
 class _Candidate(argparse.Action):
@@ -133,32 +126,3 @@ def options_of(args: argparse.Namespace) -> RunOptions:
         accept=args.accept, regress=args.regress, no_regress=args.no_regress,
         misses=args.misses, save=args.save, shard=args.shard,
     )  # fmt: skip
-
-
-def output_of(args: argparse.Namespace) -> Output:
-    """How the report is printed (add_report_flags): run and merge print alike."""
-    return Output(
-        json=args.json, markdown=args.markdown, html=args.html, fail_on_loss=args.fail_on_loss
-    )
-
-
-def print_report(report: Report, output: Output) -> int:
-    """The report, printed as asked (and written as a page with --html), and the exit
-    status: 1 for a loss with --fail-on-loss, else 0. A run and `recall merge` of its
-    shards print alike."""
-    if output.html:
-        try:
-            write_atomic(Path(output.html), render_html(report.to_json()).encode("utf-8"))
-        except OSError as exc:
-            raise RecallError(
-                f"--html {output.html}: cannot write: {exc.strerror or exc}"
-            ) from None
-    if output.json:
-        data = report.to_json()
-        sys.stdout.buffer.write(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
-    else:
-        sys.stdout.write(render(report, markdown=output.markdown))
-    sys.stdout.flush()
-    if output.fail_on_loss and any(d.is_loss for d in report.diffs):
-        return EXIT_LOSS
-    return EXIT_OK

@@ -21,11 +21,10 @@ from recall.inputs.queryset import HAND, QueryRow, is_committed_set, query_set_p
 from recall.inputs.suite import locate
 from recall.running.build import check_build_timeout, finder_root, make_binaries
 from recall.running.measure import open_corpus
-from recall.running.session import Session
+from recall.running.session import Session, check_timeout
 from recall.running.values import Corpus, FinderBuild
 from recall.terminal import safe_output, shown
 from recall.workflows.options import ExplainOptions
-from recall.workflows.run import check_timeout
 
 
 @dataclass(frozen=True)

@@ -38,12 +38,17 @@ from recall.running.build import (
     resolve_commit,
 )
 from recall.running.identity import data_key, unseen_code
-from recall.running.measure import check_answered, open_corpus, run_binary
+from recall.running.measure import (
+    check_answered,
+    check_sources,
+    open_corpus,
+    run_binary,
+)
 from recall.running.results_cache import cached_run, run_key, store_run
+from recall.running.session import check_timeout
 from recall.running.values import Corpus
 from recall.terminal import progress
 from recall.workflows.options import CommitOptions, HistoryOptions, listed
-from recall.workflows.run import check_sources, check_timeout
 
 SCHEMA = 1
 KIND = "recall-history"

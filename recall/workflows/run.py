@@ -62,7 +62,13 @@ from recall.running.build import (
 )
 from recall.running.identity import data_key, file_identity, unseen_code
 from recall.running.interpreter import finder_python
-from recall.running.measure import check_answered, open_corpus, run_binary
+from recall.running.measure import (
+    check_answered,
+    check_sources,
+    open_corpus,
+    run_binary,
+    unknown_sources,
+)
 from recall.running.results_cache import (
     Flags,
     cached_run,
@@ -71,12 +77,12 @@ from recall.running.results_cache import (
     save_runs,
     store_run,
 )
+from recall.running.session import check_timeout
 from recall.running.values import Corpus, FinderBuild
 from recall.workflows.bench import run_bench
 from recall.workflows.merge import merge_saved
 from recall.workflows.options import DEFAULT_REGRESS, MergeOptions, Output, RunOptions, listed
 
-MAX_TIMEOUT_S = 86400.0  # a day: poll() and time_t overflow long before inf
 NOTHING_PRINTED = Output()  # the API's: it returns the report
 LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
 
@@ -455,15 +461,6 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
-def check_timeout(seconds: float) -> None:
-    """A per-query timeout is a finite number of seconds: NaN compares false with every
-    bound, and inf (or 1e300) overflows the clock arithmetic that waits on a finder."""
-    if not 0 < seconds <= MAX_TIMEOUT_S:
-        raise RecallError(
-            f"--timeout {seconds:g}: give seconds above 0 and at most {MAX_TIMEOUT_S:g}"
-        )
-
-
 def _regress_cases(
     no_regress: bool, regress: str | None, default: str, pins: dict[str, Pin],
     rows: list[QueryRow],
@@ -655,33 +652,6 @@ def _baseline(
     binary, commit = base_binary(root, options.base, engine, cache, options.build_timeout)
     cacheable = unseen_code(engine) is None  # a commit covers the tree, not a script outside it
     return Side(binary, f"commit:{commit}", cacheable, (*engine_flag, ("--base", commit)))
-
-
-def unknown_sources(
-    rows: list[QueryRow], corpora: dict[str, Corpus], all_rows: list[QueryRow]
-) -> tuple[UnknownSource, ...]:
-    """The sourced rows whose source is not a name of their corpus at its pin, with their
-    lines in the file (rows are unique; line 1 is the header)."""
-    names = {repo: set(corpus.names) for repo, corpus in corpora.items()}
-    lines = {row: i + 2 for i, row in enumerate(all_rows)}
-    return tuple(
-        UnknownSource(row.repo, row.query, row.type, row.source, lines[row])
-        for row in rows
-        if row.sourced and row.source not in names[row.repo]
-    )
-
-
-def check_sources(
-    rows: list[QueryRow], corpora: dict[str, Corpus], path: Path, all_rows: list[QueryRow]
-) -> None:
-    """Every source of a strict query set (a committed one, or any with --strict-queries)
-    must be a name of its corpus at its pin: a source that is not (a typo in a hand-kept
-    row, a trailing space, a pin moved without regenerating) would count as the finder's
-    miss. Checked once the names are known, that is, before a binary runs."""
-    for row in unknown_sources(rows, corpora, all_rows)[:1]:
-        raise RecallError(
-            f"{path}:{row.line}: source {row.source!r} is not a name of {row.repo} at its pin"
-        )
 
 
 def query_set_ceiling(
