@@ -197,14 +197,11 @@ def test_the_language_servers_run_on_the_corpora_of_their_languages_only():
 
 def test_clangd_runs_with_a_timeout_that_holds_its_wait_for_the_index():
     (clangd,) = [peer for peer in default_peers() if peer.preset == "clangd"]
-    args = argparse.Namespace(
-        queries="queries.tsv", corpus="corpus.json", jobs=1, mirror=None, cache=None,
-        split=None,
-    )  # fmt: skip
-    argv = peer_argv(clangd, args, ["redis", "fmt"])
+    options = ResultsOptions(corpus="corpus.json")
+    argv = peer_argv(clangd, options, ["redis", "fmt"])
     assert argv[argv.index("--timeout") + 1] == "3600"
     assert argv.count("--repo") == 2
-    assert "--timeout" not in peer_argv(Peer("fzf", "fzf", "defaults"), args, None)
+    assert "--timeout" not in peer_argv(Peer("fzf", "fzf", "defaults"), options, None)
 
 
 def test_a_bundled_binary_is_shown_by_its_package_folder_not_this_machines_path():
