@@ -24,7 +24,7 @@ from recall.symbols import Symbol, distinct_names, is_searchable
 
 DEFAULT_SEED = 1
 MIN_LETTERS = 5
-RECIPE_SETS = ("default", "typed")
+RECIPE_SETS = ("default", "typed", "paths")
 VOWELS = frozenset("aeiou")
 
 # A word inside an alphanumeric run: a capital run before a capitalised word, a

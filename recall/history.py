@@ -30,6 +30,7 @@ from recall.engine import Engine, resolve_engine
 from recall.errors import RecallError
 from recall.measure import check_answered, open_corpus, run_binary
 from recall.model import Corpus, QueryResult, RunResult
+from recall.paths import domain_of
 from recall.queryset import QueryRow, query_set_path, read_queries, select
 from recall.run import check_sources, check_timeout
 from recall.saved import cached_run, data_key, run_key, store_run, unseen_code
@@ -271,8 +272,9 @@ def _open_corpora(plan: Plan, rows: list[QueryRow]) -> None:
     new = [repo for repo in dict.fromkeys(row.repo for row in rows) if repo not in plan.corpora]
     if not new:
         return
+    domain = domain_of(rows)
     for repo in new:
-        plan.corpora[repo] = open_corpus(plan.pins[repo], plan.cache, plan.mirror)
+        plan.corpora[repo] = open_corpus(plan.pins[repo], plan.cache, plan.mirror, domain)
     fresh = [row for row in rows if row.repo in new]
     check_sources(fresh, plan.corpora, plan.queries_path, plan.all_rows)
 

@@ -18,10 +18,14 @@ DERIVED_TYPES = ("abbr3", "abbr2", "first+last", "consonants", "typo", "glob")
 LITERAL_TYPES = ("exact", "case", "qualified")
 # The typed set (typed.tsv): queries as people type them; docs/queries.md has the recipes.
 TYPED_TYPES = ("prefix", "word", "words", "qualified", "drop", "double", "neighbour", "case")
+# The path set (paths.tsv): file-picker queries whose source is a tracked path (recall.paths).
+PATH_TYPES = (
+    "baseprefix", "wordstarts", "dirinitials", "fragment", "extfirst", "basetypo", "basecase",
+)  # fmt: skip
 HAND = "hand"
-TYPES = tuple(dict.fromkeys((*DERIVED_TYPES, *LITERAL_TYPES, *TYPED_TYPES, HAND)))
+TYPES = tuple(dict.fromkeys((*DERIVED_TYPES, *LITERAL_TYPES, *TYPED_TYPES, *PATH_TYPES, HAND)))
 # The order reports list the types of a query set in: the recipe tables' (docs/queries.md).
-TYPE_ORDER = (*DERIVED_TYPES, *TYPED_TYPES)
+TYPE_ORDER = (*DERIVED_TYPES, *TYPED_TYPES, *PATH_TYPES)
 
 
 # The committed query sets by name, each with the derive settings that make it: `--queries
@@ -29,6 +33,7 @@ TYPE_ORDER = (*DERIVED_TYPES, *TYPED_TYPES)
 QUERY_SETS = {
     "default": ("queries.tsv", "derive.json"),
     "typed": ("typed.tsv", "derive-typed.json"),
+    "paths": ("paths.tsv", "derive-paths.json"),
 }
 
 

@@ -27,6 +27,7 @@ from recall.engine import Engine, finder_env
 from recall.errors import RecallError
 from recall.files import write_atomic
 from recall.model import TOP, Hit, QueryResult, RunResult
+from recall.paths import LISTING, PATHS, domain_of
 from recall.peers.library import HARNESS_ROOT
 from recall.queryset import QueryRow, queries_digest
 from recall.symbols import ctags_identity
@@ -202,10 +203,13 @@ def _program(path: str, _mtime_ns: int, _size: int) -> str:
 
 def data_key(pins: dict[str, Pin], rows: list[QueryRow]) -> dict:
     """The part of a key that says what was asked: the pins of the repos used, the rows."""
-    return {
+    key = {
         "pins": {repo: pins[repo].as_json() for repo in sorted({r.repo for r in rows})},
         "queries": queries_digest(rows),
     }
+    if domain_of(rows) == PATHS:  # the candidates are the paths the listing rule keeps
+        key["paths"] = LISTING
+    return key
 
 
 def file_identity(path: Path) -> str:

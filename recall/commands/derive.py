@@ -23,6 +23,8 @@ from recall.derive import (
 )
 from recall.errors import EXIT_LOSS, EXIT_OK, RecallError
 from recall.files import write_atomic
+from recall.path_recipes import derive_all_paths, path_recipes
+from recall.paths import checkout_paths
 from recall.queryset import QUERY_SETS, format_queries, read_queries
 from recall.symbols import checkout_symbols
 
@@ -87,6 +89,8 @@ def _recipes(args: argparse.Namespace) -> int:
     for name in args.names:
         if args.recipe_set == "typed":
             made = typed_recipes(name, args.seed, args.owner, args.language)
+        elif args.recipe_set == "paths":
+            made = path_recipes(name, args.seed)
         else:
             made = recipes(name, args.seed)
         for kind, query in made:
@@ -98,6 +102,11 @@ def _source(pin: Pin, args: argparse.Namespace) -> NameSource:
     cache = cache_root(args.cache)
     checkout = fetch(pin, cache, mirror_root(args.mirror))
     return name_source(checkout_symbols(checkout, cache), pin.language)
+
+
+def _paths(pin: Pin, args: argparse.Namespace) -> list[str]:
+    cache = cache_root(args.cache)
+    return checkout_paths(fetch(pin, cache, mirror_root(args.mirror)), cache)
 
 
 def _sample(args: argparse.Namespace) -> int:
@@ -123,10 +132,14 @@ def _all(args: argparse.Namespace) -> int:
         settings = load_settings(settings_path, pins)
         recipe_set = read_recipe_set(settings_path)
         existing = read_queries(queries, set(pins)) if queries.exists() else []
-        for repo in settings:
-            if repo not in sources:
-                sources[repo] = _source(pins[repo], args)
-        data = format_queries(derive_all(sources, settings, existing, recipe_set))
+        if recipe_set == "paths":
+            paths = {repo: _paths(pins[repo], args) for repo in settings}
+            data = format_queries(derive_all_paths(paths, settings, existing))
+        else:
+            for repo in settings:
+                if repo not in sources:
+                    sources[repo] = _source(pins[repo], args)
+            data = format_queries(derive_all(sources, settings, existing, recipe_set))
         current = queries.read_bytes() if queries.exists() else b""
         count = data.count(b"\n") - 1
         if args.check:

@@ -23,6 +23,7 @@ from recall.corpus import cache_root, load_pins, mirror_root, select_pins
 from recall.engine import finder_env, resolve_engine
 from recall.errors import EXIT_OK
 from recall.measure import open_corpus
+from recall.paths import domain_of
 from recall.queryset import is_committed_set, query_set_path, read_queries
 from recall.run import check_timeout
 from recall.terminal import safe_output
@@ -63,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     cache = cache_root(args.cache)
     root = finder_root(Path(args.finder))
     engine = resolve_engine(args.engine, root)
-    target = open_corpus(pin, cache, mirror_root(args.mirror))
+    target = open_corpus(pin, cache, mirror_root(args.mirror), domain_of([row]))
     strict = is_committed_set(args.queries)
     explain.check_source(row, target.names, bool(args.source), rows, queries, strict)
     binaries = make_binaries(
