@@ -38,9 +38,7 @@ def likelihoods(
     return found
 
 
-def row_ceilings(
-    rows: list[QueryRow], paths: dict[str, list[str]]
-) -> dict[QueryRow, RowCeiling]:
+def row_ceilings(rows: list[QueryRow], paths: dict[str, list[str]]) -> dict[QueryRow, RowCeiling]:
     """The ceiling of every sourced path row the recipes can model. A row whose source is
     a path of its corpus that its recipe cannot turn into its query (a hand-typed row of a
     foreign file) has none, and the report leaves it out of both sides, as for names; a row

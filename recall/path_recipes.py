@@ -12,13 +12,15 @@ stem ButtonGroup; extension tsx):
 
 | type | recipe | example |
 |---|---|---|
-| baseprefix | the lowercased basename's first N characters, N drawn from 3 to 8 (below its length) | `butto` |
+| baseprefix | the lowercased basename's first N characters, N drawn from 3 to 8 | `butto` |
 | wordstarts | the first letter of each word of the stem (two words or more) | `bg` |
-| dirinitials | each folder's first letter or digit, then the stem's first 3 characters | `scbut` |
+| dirinitials | each folder's first letter or digit, then the stem's first 3 | `scbut` |
 | fragment | the last folder's first 4 characters, `/`, the basename's first 4 | `comp/butt` |
 | extfirst | `.`, the extension, a space, the stem's first 4 characters | `.tsx butt` |
-| basetypo | the lowercased stem with two adjacent, different characters swapped, drawn | `butotngroup` |
-| basecase | the stem in the other case: lowercased if it has a capital, else capitalised | `buttongroup` |
+| basetypo | the lowercased stem, two adjacent different characters swapped | `butotngroup` |
+| basecase | the stem lowercased if it has a capital, else capitalised | `buttongroup` |
+
+(N at most the basename's length less one; the swap's position drawn.)
 """
 
 from __future__ import annotations

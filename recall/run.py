@@ -50,6 +50,7 @@ from recall.model import (
     UnknownSource,
     UnknownSources,
 )
+from recall.paths import PATHS, domain_of
 from recall.queryset import (
     HAND,
     QUERY_SETS,
@@ -60,7 +61,6 @@ from recall.queryset import (
     read_queries,
     select,
 )
-from recall.paths import PATHS, domain_of
 from recall.regress import Case, read_cases
 from recall.render.html import render_html
 from recall.render.text import render

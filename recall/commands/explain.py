@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     cache = cache_root(args.cache)
     root = finder_root(Path(args.finder))
     engine = resolve_engine(args.engine, root)
-    target = open_corpus(pin, cache, mirror_root(args.mirror), domain_of([row]))
+    target = open_corpus(pin, cache, mirror_root(args.mirror), domain_of([*rows, row]))
     strict = is_committed_set(args.queries)
     explain.check_source(row, target.names, bool(args.source), rows, queries, strict)
     binaries = make_binaries(

@@ -1,0 +1,105 @@
+import json
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+from conftest import ROOT, SUBSEQUENCE_ENGINE, SUBSEQUENCE_FINDER, commit_files, make_repo, run_cli
+
+from recall.cache import keep_file
+from recall.derive import load_settings
+from recall.errors import RecallError
+from recall.path_recipes import derive_path_rows
+from recall.paths import NAMES, PATHS, cached_paths, checkout_paths, domain_of, list_paths
+from recall.queryset import QueryRow, read_queries
+
+
+def test_the_candidates_are_the_tracked_files_without_submodules(tmp_path):
+    repo = make_repo(tmp_path / "r", {"src/b.py": "b\n", "a.md": "a\n", "z/tab\there": "x\n"})
+    (tmp_path / "r" / "untracked.py").write_text("u\n")
+    sha = repo.head.commit.hexsha
+    repo.git.update_index("--add", "--cacheinfo", f"160000,{sha},vendor/sub")
+    assert list_paths(tmp_path / "r") == ["a.md", "src/b.py"]
+
+
+def test_the_paths_are_kept_by_tree_and_a_corrupt_entry_is_listed_again(tmp_path, capsys):
+    make_repo(tmp_path / "r", {"one.py": "1\n"})
+    cache = tmp_path / "cache"
+    assert cached_paths(tmp_path / "r", "tree-1", cache) == ["one.py"]
+    make_repo(tmp_path / "other", {"two.py": "2\n"})
+    assert cached_paths(tmp_path / "other", "tree-1", cache) == ["one.py"]  # kept, not listed
+    (entry,) = (cache / "paths").glob("*.json")
+    keep_file(entry, orjson.dumps({"not": "a list"}))  # its digest right, its content not
+    assert cached_paths(tmp_path / "other", "tree-1", cache) == ["two.py"]
+    assert "paths" in capsys.readouterr().err
+
+
+def test_a_query_set_is_in_one_domain_and_mixing_them_is_refused():
+    name = QueryRow("gin", "ctx", "abbr3", "Context")
+    path = QueryRow("gin", "Context", "basecase", "context.go")
+    hand = QueryRow("gin", "x", "hand", "")
+    assert domain_of([name, hand]) == NAMES
+    assert domain_of([path, hand]) == PATHS
+    with pytest.raises(RecallError, match=r"mixes path rows .* with name rows"):
+        domain_of([name, path], "q.tsv")
+
+
+def test_the_committed_path_set_is_what_its_settings_make_from_gins_paths(real_cache, gin, pins):
+    paths = checkout_paths(gin, real_cache)
+    assert "context.go" in paths and all(not p.startswith(".git/") for p in paths)
+    settings = load_settings(ROOT / "derive-paths.json", pins)["gin"]
+    committed = [r for r in read_queries(ROOT / "paths.tsv") if r.repo == "gin"]
+    assert committed == derive_path_rows("gin", paths, settings.n, settings.seed)
+
+
+def _paths_run(finder: Path, cache: Path, *extra: str):
+    return run_cli(
+        "--finder", str(finder), "--corpus", str(ROOT / "corpus.json"), "--queries", "paths",
+        "--cache", str(cache), "--repo", "gin", "--type", "basecase", *extra, cwd=finder,
+    )  # fmt: skip
+
+
+def test_a_diff_on_paths_fails_on_a_lost_path_and_passes_on_no_change(real_cache, gin, tmp_path):
+    repo = make_repo(
+        tmp_path / "f", {"finder.py": SUBSEQUENCE_FINDER, "recall.toml": SUBSEQUENCE_ENGINE}
+    )
+    worse = SUBSEQUENCE_FINDER.replace("(len(n), n)", "(-len(n), n)")
+    commit_files(repo, {"finder.py": worse}, "longest path first")
+    proc = _paths_run(tmp_path / "f", real_cache, "--base", "HEAD~1", "--fail-on-loss")
+    assert proc.returncode == 1, proc.stderr
+    lost = proc.stdout.split("Lost #1:")[1]
+    assert "basecase" in lost and ".go" in lost  # the sources named are paths
+
+    commit_files(repo, {"finder.py": worse + "# a comment\n"}, "no ranking change")
+    proc = _paths_run(tmp_path / "f", real_cache, "--base", "HEAD~1", "--fail-on-loss", "--json")
+    assert proc.returncode == 0, proc.stderr
+    diff = json.loads(proc.stdout)["diff"]
+    assert (diff["up"], diff["down"], diff["top10_changed"]) == (0, 0, 0)
+
+
+def test_the_reference_path_mode_against_itself_shows_no_change(real_cache, gin, tmp_path):
+    wrapper = tmp_path / "paths.sh"
+    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} -m recall.finder.paths "$@"\n')
+    wrapper.chmod(0o755)
+    proc = run_cli(
+        "--engine", "reference-paths", "--queries", "paths", "--cache", str(real_cache),
+        "--repo", "gin", "--type", "fragment", "--base-bin", str(wrapper), "--json",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    base, candidate = report["runs"]
+    assert (report["diff"]["up"], report["diff"]["down"], report["diff"]["top10_changed"]) == (
+        0, 0, 0,
+    )  # fmt: skip
+    assert base["first"] == candidate["first"] > candidate["n"] / 2
+    assert set(candidate["by_type"]) == {"fragment"}
+    assert 0 < report["ceiling"]["first"] <= report["ceiling"]["n"]
+
+
+def test_a_language_server_is_refused_for_the_path_set(tmp_path):
+    proc = run_cli(
+        "--engine", "gopls", "--queries", "paths", "--repo", "gin", "--cache", str(tmp_path)
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1
+    assert "kind lsp ranks symbol names, not file paths" in proc.stderr
