@@ -31,6 +31,7 @@ from recall.errors import RecallError
 from recall.files import write_atomic
 from recall.model import SCHEMA
 from recall.peers.node import TREE_FOLDER, locked_version
+from recall.queryset import query_set_path, read_queries
 from recall.terminal import progress
 
 TAIL = 400
@@ -198,7 +199,7 @@ def _first_line(argv: list[str]) -> str:
 
 def finder_version(peer: Peer, engine: Engine, root: Path) -> str:
     """What exactly ran: the program's own version line, the package or the commit."""
-    if peer.preset == "reference":
+    if peer.preset in ("reference", "reference-paths"):
         with git.Repo(root) as repo:
             dirty = " with uncommitted changes" if repo.is_dirty() else ""
             return f"recall commit {repo.head.commit.hexsha[:12]}{dirty}"
@@ -370,9 +371,20 @@ def measured_jobs(entries: list[dict]) -> str:
     return jobs.pop()
 
 
+def is_path_set(queries: str) -> bool:
+    """Does --queries name a set of paths (recall.paths), whose page has the file pickers?"""
+    from recall.paths import PATHS, domain_of
+
+    path = query_set_path(queries)
+    return path.exists() and domain_of(read_queries(path)) == PATHS
+
+
 def peer_entries(args: argparse.Namespace) -> list[dict]:
+    from recall.path_peers import path_peers
+
     root = finder_root(Path("."))
-    peers = [p for p in default_peers() if not args.only or p.preset in args.only]
+    every = path_peers() if is_path_set(args.queries) else default_peers()
+    peers = [p for p in every if not args.only or p.preset in args.only]
     if not peers:
         raise RecallError(f"--only {', '.join(args.only)}: no such peer")
     folder = Path(args.reports) if args.reports else None

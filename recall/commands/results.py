@@ -53,7 +53,13 @@ def run(args: argparse.Namespace) -> int:
     target(Path(args.out))  # a FIFO or a device there is refused before any work
     entries = results.peer_entries(args)
     results.check_comparable(entries)
-    page = render_results(entries, {**results.machine(), "jobs": results.measured_jobs(entries)})
+    host = {**results.machine(), "jobs": results.measured_jobs(entries)}
+    if results.is_path_set(args.queries):
+        from recall.path_peers import render_paths_page
+
+        page = render_paths_page(entries, host)
+    else:
+        page = render_results(entries, host)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(out, page.encode("utf-8"))
