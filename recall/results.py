@@ -379,9 +379,18 @@ def is_path_set(queries: str) -> bool:
     return path.exists() and domain_of(read_queries(path)) == PATHS
 
 
-def peer_entries(args: argparse.Namespace) -> list[dict]:
-    from recall.path_peers import path_peers
+def path_peers() -> list[Peer]:
+    """The file pickers of the paths page (recall/path_peers.py)."""
+    from recall.path_peers import PATH_PEERS
 
+    bundled = iterfzf_fzf() or "iterfzf/fzf"
+    return [
+        Peer(p.label, p.preset, p.note, bundled if p.bundled_fzf else None, p.package, p.npm)
+        for p in PATH_PEERS
+    ]
+
+
+def peer_entries(args: argparse.Namespace) -> list[dict]:
     root = finder_root(Path("."))
     every = path_peers() if is_path_set(args.queries) else default_peers()
     peers = [p for p in every if not args.only or p.preset in args.only]

@@ -103,3 +103,29 @@ def test_a_language_server_is_refused_for_the_path_set(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1
     assert "kind lsp ranks symbol names, not file paths" in proc.stderr
+
+
+def test_pin_with_queries_paths_samples_the_pins_tracked_paths(tmp_path):
+    files = {
+        "src/components/ButtonGroup.py": "def group():\n    pass\n",
+        "src/lib/router_table.py": "def route():\n    pass\n",
+        "docs/getting_started.md": "# start\n",
+    }
+    upstream = make_repo(tmp_path / "upstream", files)
+    where = tmp_path / "project"
+    where.mkdir()
+    proc = run_cli(
+        "pin", "demo", (tmp_path / "upstream").as_uri(), upstream.head.commit.hexsha,
+        "--language", "python", "--n", "3", "--queries", "paths",
+        "--cache", str(tmp_path / "cache"), cwd=where,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    rows = read_queries(where / "paths.tsv")
+    assert {r.source for r in rows} == set(files)
+    assert {r.type for r in rows} == {
+        "baseprefix", "wordstarts", "dirinitials", "fragment", "extfirst", "basetypo", "basecase",
+    }  # fmt: skip
+    assert json.loads((where / "derive-paths.json").read_text())["recipes"] == "paths"
+    check = run_cli("derive", "all", "--check", "--cache", str(tmp_path / "cache"), cwd=where)
+    assert check.returncode == 0, check.stderr + check.stdout
+    assert "paths.tsv: up to date" in check.stdout

@@ -33,8 +33,11 @@ from recall.derive import (
 )
 from recall.errors import EXIT_OK, RecallError
 from recall.files import Staged, stage
+from recall.path_recipes import derive_path_rows
+from recall.paths import checkout_paths
 from recall.queryset import (
     DERIVED_TYPES,
+    PATH_TYPES,
     QUERY_SETS,
     TYPED_TYPES,
     QueryRow,
@@ -67,6 +70,8 @@ def intended_name(row: QueryRow) -> str:
 
 def derived_types(recipe_set: str) -> tuple[str, ...]:
     """The types a set's recipes make (the rest of its rows are kept as written)."""
+    if recipe_set == "paths":
+        return PATH_TYPES
     return TYPED_TYPES if recipe_set == "typed" else DERIVED_TYPES
 
 
@@ -138,7 +143,11 @@ def _pin_locked(
     checkout = fetch(pin, cache, mirror)
     source = name_source(checkout_symbols(checkout, cache), pin.language)
     names = source.names
-    fresh = derive_set_rows(recipe_set, pin.name, source, entry["n"], entry["seed"])
+    if recipe_set == "paths":  # the path set samples the pin's tracked paths
+        paths = checkout_paths(checkout, cache)
+        fresh = derive_path_rows(pin.name, paths, entry["n"], entry["seed"])
+    else:
+        fresh = derive_set_rows(recipe_set, pin.name, source, entry["n"], entry["seed"])
 
     old_derived = [r for r in existing if r.repo == pin.name and r.type in derived]
     if not fresh and entry["n"] > 0 and not force:
