@@ -49,3 +49,67 @@ def test_results_over_a_path_set_runs_the_path_presets_and_words_the_page(tmp_pa
     assert "| ceiling | 30 |" in page
     assert "Rank is by path" in page and "recall commit" in page
     assert "recall/finder/paths.py" in page
+
+
+# Each package called with keys as its README shows, apart from the adapter: argv is the
+# node_modules folder, the package, a paths file and a queries file (a JSON string a line).
+DIRECT_KEYS = r"""
+const fs = require("fs");
+const path = require("path");
+const [modules, pkg, pathsFile, queriesFile] = process.argv.slice(2);
+const paths = fs.readFileSync(pathsFile, "utf8").split("\n").filter((n) => n !== "");
+const records = paths.map((p) => ({ path: p, base: p.split("/").pop() }));
+const queries = fs.readFileSync(queriesFile, "utf8").split("\n").filter((q) => q).map(JSON.parse);
+let search;
+if (pkg === "fuse.js") {
+  const Fuse = require(path.join(modules, "fuse.js"));
+  const keys = [{ name: "base", weight: 2 }, { name: "path", weight: 1 }];
+  const fuse = new Fuse(records, { includeScore: true, keys });
+  search = (q) => fuse.search(q).map((r) => r.item.path);
+} else {
+  const fuzzysort = require(path.join(modules, "fuzzysort"));
+  const keys = ["base", "path"];
+  search = (q) => fuzzysort.go(q, records, { keys, limit: 0 }).map((r) => r.obj.path);
+}
+for (const q of queries) process.stdout.write(JSON.stringify(search(q)) + "\n");
+"""
+
+
+@pytest.mark.parametrize(
+    ("preset", "package"), [("fusejs-paths", "fuse.js"), ("fuzzysort-paths", "fuzzysort")]
+)
+def test_the_keyed_node_presets_rank_paths_as_the_package_called_with_keys(
+    preset, package, real_cache, gin, tmp_path
+):
+    import json
+    import subprocess
+
+    from recall.paths import checkout_paths
+    from recall.peers.node import FOLDER, node_modules
+
+    modules = node_modules(FOLDER, real_cache)
+    saved = tmp_path / "saved.json"
+    proc = run_cli(
+        "--engine", preset, "--queries", "paths", "--repo", "gin", "--type", "fragment",
+        "--type", "basecase", "--cache", str(real_cache), "--save", str(saved),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    document = json.loads(saved.read_text())
+    results = document["runs"][-1]["results"]
+    script, queries = tmp_path / "direct.js", tmp_path / "queries.jsonl"
+    script.write_text(DIRECT_KEYS)
+    queries.write_text("".join(json.dumps(row[1]) + "\n" for row in document["rows"]))
+    paths = tmp_path / "paths.txt"
+    paths.write_text("".join(f"{p}\n" for p in checkout_paths(gin, real_cache)))
+    ran = subprocess.run(
+        ["node", str(script), str(modules), package, str(paths), str(queries)],
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    direct = [json.loads(line) for line in ran.stdout.splitlines()]
+    assert len(direct) == len(results) == 62
+    for (_repo, query, _type, source), (rank, top, error, _off), hits in zip(
+        document["rows"], results, direct, strict=True
+    ):
+        assert error is None
+        assert rank == (hits.index(source) + 1 if source in hits else None), query
+        assert [row[0] for row in top] == hits[:10], query
