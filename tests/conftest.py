@@ -15,9 +15,9 @@ from pathlib import Path
 import git
 import pytest
 
-from recall.corpus import Checkout, Pin, fetch, load_pins
 from recall.errors import RecallError
-from recall.symbols import checkout_symbols, ctags_version, distinct_names
+from recall.inputs.corpus import Checkout, Pin, fetch, load_pins
+from recall.inputs.symbols import checkout_symbols, ctags_version, distinct_names
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -53,6 +53,18 @@ def pytest_configure(config: pytest.Config) -> None:
     mirror = mirror_dir()
     if mirror is not None:
         os.environ.setdefault("RECALL_MIRROR", str(mirror))
+
+
+# The fixtures whose users are slow by what the fixture does (index a real corpus with
+# ctags, copy and build fzy): their tests get the slow mark here, so a new test that asks
+# for one is left out of `make test-fast` without remembering to say so.
+SLOW_FIXTURES = frozenset({"gin", "all_names", "gin_source", "fzy_origin", "fzy"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
 
 
 needs_mirror = pytest.mark.skipif(
@@ -202,10 +214,10 @@ def _as_a_new_process(cwd: Path, env: dict | None) -> Iterator[None]:
     until its process exits."""
     import tempfile
 
-    from recall import corpus
+    from recall import cache
 
     saved_env, saved_cwd, saved_tempdir = dict(os.environ), os.getcwd(), tempfile.tempdir
-    held = len(corpus._HELD)
+    held = len(cache._HELD)
     _clear_recall_caches()
     try:
         os.environ.clear()
@@ -214,8 +226,8 @@ def _as_a_new_process(cwd: Path, env: dict | None) -> Iterator[None]:
         os.chdir(cwd)
         yield
     finally:
-        while len(corpus._HELD) > held:
-            corpus._HELD.pop().close()
+        while len(cache._HELD) > held:
+            cache._HELD.pop().close()
         os.chdir(saved_cwd)
         tempfile.tempdir = saved_tempdir
         os.environ.clear()
@@ -319,7 +331,7 @@ def all_names(real_cache: Path, pins: dict[str, Pin]) -> dict[str, list[str]]:
 @pytest.fixture(scope="session")
 def gin_source(real_cache: Path, gin: Checkout):
     """gin's names as the query generator sees them (with scope owners)."""
-    from recall.derive import name_source
+    from recall.inputs.derive import name_source
 
     return name_source(checkout_symbols(gin, real_cache), gin.pin.language)
 

@@ -1,23 +1,17 @@
 import pytest
 from conftest import ROOT
 
-from recall.derive import (
-    QWERTY_NEIGHBOURS,
+from recall.inputs.derive import (
     NameSource,
     PrefixIndex,
     derive_rows,
     derive_typed_rows,
-    double,
-    drop,
-    neighbour,
-    prefix,
     recipes,
     sample_names,
     typed_recipes,
-    typo,
-    words,
 )
-from recall.queryset import TYPED_TYPES, read_queries
+from recall.inputs.queryset import TYPED_TYPES, read_queries
+from recall.inputs.recipes import QWERTY_NEIGHBOURS, double, drop, neighbour, prefix, typo, words
 
 
 @pytest.mark.parametrize(

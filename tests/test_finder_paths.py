@@ -4,7 +4,7 @@ import sys
 
 from conftest import ROOT
 
-from recall.finder.paths import PathFinder, split_path
+from recall.finders.reference.paths import PathFinder, split_path
 
 PATHS = [
     ".github/FUNDING.yml",
@@ -74,7 +74,7 @@ def test_the_module_answers_the_batch_protocol_from_a_paths_file(tmp_path):
     requests = "".join(json.dumps({"id": i, "query": q, "limit": 2}) + "\n"
                        for i, q in enumerate(["comp/butt", "gif"]))  # fmt: skip
     proc = subprocess.run(
-        [sys.executable, "-m", "recall.finder.paths", "--names", str(names)],
+        [sys.executable, "-m", "recall.finders.reference.paths", "--names", str(names)],
         input=requests, capture_output=True, text=True, cwd=tmp_path,
         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, check=True,
     )  # fmt: skip

@@ -1,6 +1,6 @@
-from recall.path_ceiling import row_ceilings
-from recall.path_recipes import choices, eligible, path_recipes
-from recall.queryset import QueryRow
+from recall.analysis.path_ceiling import row_ceilings
+from recall.inputs.path_recipes import choices, eligible, path_recipes
+from recall.inputs.queryset import QueryRow
 
 PATHS = [
     "src/components/Button.tsx",

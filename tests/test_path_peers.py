@@ -1,10 +1,39 @@
 import pytest
 from conftest import ROOT, mirror_dir, run_cli
-from test_results import ENTRIES, HOST
 
 from recall.errors import RecallError
-from recall.path_peers import PATH_PEERS, WORDING, render_paths_page
-from recall.results import path_peers
+from recall.workflows.results_page import path_peers
+from recall.workflows.results_paths import PATH_PEERS, WORDING, render_paths_page
+
+
+def _counts(n: int, first: int) -> dict:
+    pct = round(100.0 * first / n, 1)
+    return {
+        "n": n, "first": first, "top10": first, "found": first, "errors": 0,
+        "first_pct": pct, "top10_pct": pct, "found_pct": pct, "mrr": 0.5, "ndcg10": 0.5,
+    }  # fmt: skip
+
+
+def _entry(label: str, first: int) -> dict:
+    """A finder's entry as `recall results` keeps it: one gin report of 4 basecase rows."""
+    counts = _counts(4, first)
+    run = {
+        "label": "candidate", "bin": "x", "index_s": 0.0, "query_s": 0.1, **counts,
+        "by_type": {"basecase": counts}, "by_repo": {"gin": counts},
+        "by_language": {"go": counts}, "error_rows": [],
+    }  # fmt: skip
+    report = {
+        "schema": 2,
+        "meta": {"recall": "0.1.0", "ctags": "5.9.0", "queries_sha256": "ab" * 32},
+        "corpus": {"gin": {"url": "u", "sha": "0" * 40, "language": "go"}},
+        "queries": 4, "sourced": 4, "runs": [run],
+    }  # fmt: skip
+    return {"label": label, "version": f"{label} 1.0", "command": f"{label} {{query}}",
+            "note": "defaults", "report": report}  # fmt: skip
+
+
+ENTRIES = [_entry("reference", 3), _entry("fzf (Debian)", 1)]
+HOST = {"cpus": "2", "cpu_model": "Test CPU", "system": "Linux", "python": "3.11.7", "jobs": "1"}
 
 
 def test_the_paths_page_has_every_file_picker_and_no_language_server():
@@ -25,9 +54,11 @@ def test_the_page_says_paths_where_the_names_page_says_names():
 
 
 def test_a_sentence_the_names_page_lost_is_an_error_not_a_half_worded_page(monkeypatch):
-    import recall.path_peers
+    import recall.workflows.results_paths
 
-    monkeypatch.setattr(recall.path_peers, "render_results", lambda e, h: "# Other title\n")
+    monkeypatch.setattr(
+        recall.workflows.results_paths, "render_results", lambda e, h: "# Other title\n"
+    )
     with pytest.raises(RecallError, match="no longer says"):
         render_paths_page(ENTRIES, HOST)
 
@@ -48,7 +79,7 @@ def test_results_over_a_path_set_runs_the_path_presets_and_words_the_page(tmp_pa
     assert "| reference | 30 |" in page and "| fzy | 30 |" in page
     assert "| ceiling | 30 |" in page
     assert "Rank is by path" in page and "recall commit" in page
-    assert "recall/finder/paths.py" in page
+    assert "recall/finders/reference/paths.py" in page
 
 
 # Each package called with keys as its README shows, apart from the adapter: argv is the
@@ -84,8 +115,8 @@ def test_the_keyed_node_presets_rank_paths_as_the_package_called_with_keys(
     import json
     import subprocess
 
-    from recall.paths import checkout_paths
-    from recall.peers.node import FOLDER, node_modules
+    from recall.finders.kinds.node import FOLDER, node_modules
+    from recall.inputs.paths import checkout_paths
 
     modules = node_modules(FOLDER, real_cache)
     saved = tmp_path / "saved.json"

@@ -1,4 +1,4 @@
-from recall.path_recipes import (
+from recall.inputs.path_recipes import (
     choices,
     derive_path_rows,
     eligible,
@@ -6,7 +6,7 @@ from recall.path_recipes import (
     path_recipes,
     sample_paths,
 )
-from recall.queryset import PATH_TYPES
+from recall.inputs.queryset import PATH_TYPES
 
 BUTTON = "src/components/Button.tsx"
 

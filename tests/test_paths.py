@@ -7,11 +7,11 @@ import pytest
 from conftest import ROOT, SUBSEQUENCE_ENGINE, SUBSEQUENCE_FINDER, commit_files, make_repo, run_cli
 
 from recall.cache import keep_file
-from recall.derive import load_settings
 from recall.errors import RecallError
-from recall.path_recipes import derive_path_rows
-from recall.paths import NAMES, PATHS, cached_paths, checkout_paths, domain_of, list_paths
-from recall.queryset import QueryRow, read_queries
+from recall.inputs.derive import load_settings
+from recall.inputs.path_recipes import derive_path_rows
+from recall.inputs.paths import NAMES, PATHS, cached_paths, checkout_paths, domain_of, list_paths
+from recall.inputs.queryset import QueryRow, read_queries
 
 
 def test_the_candidates_are_the_tracked_files_without_submodules(tmp_path):
@@ -79,7 +79,7 @@ def test_a_diff_on_paths_fails_on_a_lost_path_and_passes_on_no_change(real_cache
 
 def test_the_reference_path_mode_against_itself_shows_no_change(real_cache, gin, tmp_path):
     wrapper = tmp_path / "paths.sh"
-    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} -m recall.finder.paths "$@"\n')
+    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} -m recall.finders.reference.paths "$@"\n')
     wrapper.chmod(0o755)
     proc = run_cli(
         "--engine", "reference-paths", "--queries", "paths", "--cache", str(real_cache),

@@ -8,8 +8,10 @@ import sys
 from pathlib import Path
 
 from recall.commands._flags import add_common
-from recall.corpus import Pin, cache_root, fetch, load_pins, mirror_root, select_pins
-from recall.derive import (
+from recall.errors import EXIT_LOSS, EXIT_OK, RecallError
+from recall.files import write_atomic
+from recall.inputs.corpus import Pin, cache_root, fetch, load_pins, mirror_root, select_pins
+from recall.inputs.derive import (
     DEFAULT_SEED,
     RECIPE_SETS,
     NameSource,
@@ -21,12 +23,10 @@ from recall.derive import (
     recipes,
     typed_recipes,
 )
-from recall.errors import EXIT_LOSS, EXIT_OK, RecallError
-from recall.files import write_atomic
-from recall.path_recipes import derive_all_paths, path_recipes
-from recall.paths import checkout_paths
-from recall.queryset import QUERY_SETS, format_queries, read_queries
-from recall.symbols import checkout_symbols
+from recall.inputs.path_recipes import derive_all_paths, path_recipes
+from recall.inputs.paths import checkout_paths
+from recall.inputs.queryset import PATH_SET, QUERY_SETS, format_queries, read_queries
+from recall.inputs.symbols import checkout_symbols
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -39,7 +39,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--seed", type=int, default=DEFAULT_SEED, help="recipe seed (default: %(default)s)"
     )
     recipes_p.add_argument(
-        "--set", choices=RECIPE_SETS, default="default", dest="recipe_set",
+        "--set", choices=(*RECIPE_SETS, PATH_SET), default="default", dest="recipe_set",
         help="the query set's recipes (default: %(default)s)",
     )  # fmt: skip
     recipes_p.add_argument(
@@ -89,7 +89,7 @@ def _recipes(args: argparse.Namespace) -> int:
     for name in args.names:
         if args.recipe_set == "typed":
             made = typed_recipes(name, args.seed, args.owner, args.language)
-        elif args.recipe_set == "paths":
+        elif args.recipe_set == PATH_SET:
             made = path_recipes(name, args.seed)
         else:
             made = recipes(name, args.seed)
@@ -132,7 +132,7 @@ def _all(args: argparse.Namespace) -> int:
         settings = load_settings(settings_path, pins)
         recipe_set = read_recipe_set(settings_path)
         existing = read_queries(queries, set(pins)) if queries.exists() else []
-        if recipe_set == "paths":
+        if recipe_set == PATH_SET:
             paths = {repo: _paths(pins[repo], args) for repo in settings}
             data = format_queries(derive_all_paths(paths, settings, existing))
         else:

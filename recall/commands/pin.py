@@ -21,8 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from recall.commands._flags import add_common, add_queries
-from recall.corpus import Pin, cache_root, fetch, load_pins, mirror_root, validate_pin
-from recall.derive import (
+from recall.errors import EXIT_OK, RecallError
+from recall.files import Staged, stage
+from recall.inputs.corpus import Pin, cache_root, fetch, load_pins, mirror_root, validate_pin
+from recall.inputs.derive import (
     DEFAULT_SEED,
     RECIPE_SETS,
     RepoSettings,
@@ -31,12 +33,11 @@ from recall.derive import (
     name_source,
     read_recipe_set,
 )
-from recall.errors import EXIT_OK, RecallError
-from recall.files import Staged, stage
-from recall.path_recipes import derive_path_rows
-from recall.paths import checkout_paths
-from recall.queryset import (
+from recall.inputs.path_recipes import derive_path_rows
+from recall.inputs.paths import checkout_paths
+from recall.inputs.queryset import (
     DERIVED_TYPES,
+    PATH_SET,
     PATH_TYPES,
     QUERY_SETS,
     TYPED_TYPES,
@@ -45,7 +46,7 @@ from recall.queryset import (
     query_set_path,
     read_queries,
 )
-from recall.symbols import checkout_symbols
+from recall.inputs.symbols import checkout_symbols
 from recall.terminal import shown
 
 DEFAULT_N = 100
@@ -70,7 +71,7 @@ def intended_name(row: QueryRow) -> str:
 
 def derived_types(recipe_set: str) -> tuple[str, ...]:
     """The types a set's recipes make (the rest of its rows are kept as written)."""
-    if recipe_set == "paths":
+    if recipe_set == PATH_SET:
         return PATH_TYPES
     return TYPED_TYPES if recipe_set == "typed" else DERIVED_TYPES
 
@@ -143,7 +144,7 @@ def _pin_locked(
     checkout = fetch(pin, cache, mirror)
     source = name_source(checkout_symbols(checkout, cache), pin.language)
     names = source.names
-    if recipe_set == "paths":  # the path set samples the pin's tracked paths
+    if recipe_set == PATH_SET:  # the path set samples the pin's tracked paths
         paths = checkout_paths(checkout, cache)
         fresh = derive_path_rows(pin.name, paths, entry["n"], entry["seed"])
     else:
@@ -312,7 +313,7 @@ def run(args: argparse.Namespace) -> int:
         Pin(args.repo, args.url, args.sha, args.language), args.n,
         corpus=corpus, settings_path=settings, queries=queries,
         cache=cache_root(args.cache), mirror=mirror_root(args.mirror), force=args.force,
-        recipes=args.queries if args.queries in RECIPE_SETS else "default",
+        recipes=args.queries if args.queries in (*RECIPE_SETS, PATH_SET) else "default",
     )  # fmt: skip
     sys.stdout.write(render(change, corpus, queries))
     return EXIT_OK

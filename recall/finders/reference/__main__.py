@@ -1,0 +1,81 @@
+"""Command line of the reference finder, in the shape the engine description expects.
+
+    python -m recall.finders.reference index CORPUS_DIR --language L --db FILE
+    python -m recall.finders.reference query Q --db FILE [--json] [--limit N]
+    python -m recall.finders.reference query --batch --db FILE   (the batch protocol of
+        recall.finders.protocol: {"id": I, "query": Q, "limit": N} in, {"id": I,
+        "results": [...]} out, and a request without an id gets the bare list)
+
+NumPy, RapidFuzz and SQLite are imported only once a command needs them, so a usage
+error costs nothing and a query pays only for what it uses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from recall.errors import EXIT_FAILURE, EXIT_OK, RecallError
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m recall.finders.reference", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    index = sub.add_parser("index", help="index a corpus into an SQLite file")
+    index.add_argument("corpus", type=Path)
+    index.add_argument("--language", required=True)
+    index.add_argument("--db", required=True, type=Path)
+    query = sub.add_parser("query", help="rank the indexed names for a query")
+    query.add_argument("query", nargs="?")
+    query.add_argument("--db", required=True, type=Path)
+    query.add_argument("--json", action="store_true", help="one JSON list on one line")
+    query.add_argument("--limit", type=int, default=0, help="0 for every plausible name")
+    query.add_argument("--batch", action="store_true", help="JSON lines on stdin")
+    return parser
+
+
+def _query(args: argparse.Namespace) -> None:
+    from recall.finders.reference.rank import Finder
+    from recall.finders.reference.store import load
+
+    if args.limit < 0:
+        raise RecallError(f"--limit must be 0 or more, got {args.limit}")
+    if args.batch:
+        if args.query is not None:
+            raise RecallError("--batch reads queries from stdin; give no query argument")
+        from recall.finders.protocol import serve
+
+        finder = Finder(load(args.db))
+        serve(finder.search_json, sys.stdin.buffer, sys.stdout.buffer)
+        return
+    if args.query is None:
+        raise RecallError("query: give a query, or --batch")
+    finder = Finder(load(args.db))
+    if args.json:
+        sys.stdout.buffer.write(finder.search_json(args.query, args.limit) + b"\n")
+    else:
+        hits = finder.search(args.query, args.limit)
+        sys.stdout.write("".join(f"{h.name}\t{h.file}:{h.line}\n" for h in hits))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one command; a RecallError is one line on stderr and exit status 2."""
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "index":
+            from recall.finders.reference.store import build
+
+            build(args.corpus, args.language, args.db)
+        else:
+            _query(args)
+    except RecallError as exc:
+        print(f"recall.finders.reference: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    except BrokenPipeError:
+        return EXIT_OK
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

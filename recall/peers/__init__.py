@@ -1,1 +1,0 @@
-"""Adapters that let finders without a command line of their own speak the batch protocol."""
