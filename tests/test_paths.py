@@ -10,7 +10,15 @@ from recall.cache import keep_file
 from recall.errors import RecallError
 from recall.inputs.derive import load_settings
 from recall.inputs.path_recipes import derive_path_rows
-from recall.inputs.paths import NAMES, PATHS, cached_paths, checkout_paths, domain_of, list_paths
+from recall.inputs.paths import (
+    NAMES,
+    PATHS,
+    cached_paths,
+    checkout_paths,
+    domain_of,
+    list_paths,
+    paths_key,
+)
 from recall.inputs.queryset import QueryRow, read_queries
 
 
@@ -129,3 +137,25 @@ def test_pin_with_queries_paths_samples_the_pins_tracked_paths(tmp_path):
     check = run_cli("derive", "all", "--check", "--cache", str(tmp_path / "cache"), cwd=where)
     assert check.returncode == 0, check.stderr + check.stdout
     assert "paths.tsv: up to date" in check.stdout
+
+
+def test_cache_lists_paths_and_prune_removes_those_of_no_current_checkout(tmp_path):
+    from recall.cache import release_in_use
+    from recall.inputs.corpus import Pin, fetch
+
+    cache, pins = tmp_path / "cache", {}
+    for name in ("demo", "gone"):
+        repo = make_repo(tmp_path / name, {f"{name}/main.py": "x = 1\n"})
+        pins[name] = Pin(name, (tmp_path / name).as_uri(), repo.head.commit.hexsha, "python")
+        assert checkout_paths(fetch(pins[name], cache), cache) == [f"{name}/main.py"]
+    release_in_use()  # this test process is not a running harness
+    (tmp_path / "corpus.json").write_text(json.dumps({"demo": pins["demo"].as_json()}))
+    listed = run_cli("cache", "list", "--cache", str(cache), cwd=tmp_path)
+    assert [line.split("\t")[0] for line in listed.stdout.splitlines()].count("paths") == 2
+    proc = run_cli("cache", "prune", "--cache", str(cache), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    removed = [line.split("\t")[1] for line in proc.stdout.splitlines()[:-1]]
+    assert removed == ["corpora", "paths"]
+    (kept,) = (cache / "paths").glob("*.json")
+    demo = fetch(pins["demo"], cache)
+    assert kept.name == f"{paths_key(demo.tree)}.json"
