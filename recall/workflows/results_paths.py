@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from recall.errors import RecallError
+from recall.inputs.queryset import PATH_TYPES
 from recall.render.results_page import render_results
 
 # What the names' page says that a path page must say otherwise: (names' text, paths').
@@ -89,6 +90,13 @@ PATH_PEERS = (
         npm="fuzzysort",
     ),
 )
+
+
+def is_paths_page(entries: list[dict]) -> bool:
+    """Do the finders' reports rank paths: is every sourced type of theirs a path type?"""
+    by_type = entries[0]["report"]["runs"][0]["by_type"] if entries else {}
+    types = {kind for kind, counts in by_type.items() if counts["n"]}
+    return bool(types) and types <= set(PATH_TYPES)
 
 
 def render_paths_page(entries: list[dict], host: dict[str, str]) -> str:
