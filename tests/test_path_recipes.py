@@ -61,3 +61,13 @@ def test_every_row_is_one_of_its_recipes_choices_and_reproducible_from_the_seed(
 def test_growing_the_sample_only_appends():
     paths = [f"src/module_{i}/file_{i}.py" for i in range(50)]
     assert sample_paths(paths, 20, 1) == sample_paths(paths, 30, 1)[:20]
+
+
+def test_derive_recipes_with_the_path_set_prints_a_paths_rows():
+    from conftest import run_cli
+
+    proc = run_cli("derive", "recipes", "--set", "paths", "--seed", "3", BUTTON)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert f"{BUTTON}\tfragment\tcomp/butt" in lines and f"{BUTTON}\textfirst\t.tsx butt" in lines
+    assert lines == [f"{BUTTON}\t{kind}\t{query}" for kind, query in path_recipes(BUTTON, 3)]
