@@ -212,3 +212,20 @@ def test_a_finder_without_a_c_compiler_says_so_in_one_line(tmp_path, db):
         "recall.finder: the reference finder compiles kernel.c on first use and needs a C "
         "compiler: no `cc` on PATH (install gcc)"
     ]
+
+
+def test_the_arrays_built_a_few_names_at_a_time_equal_those_built_at_once(monkeypatch):
+    # the ranker builds its arrays CHUNK names at a time: where a run of names ends must
+    # show nowhere, in the codes, word starts, skip costs, offsets or masks
+    import numpy as np
+
+    from recall.finder import rank
+
+    names = [f"{w}_{v}Name{k}" for k in range(500) for w, v in (("test", "ÉtéFoo"), ("x", "ab"))]
+    names += ["", "__", "HTTPServer", "naïve_café", "Ωmega2go"]
+    whole = rank.Ranker(names)
+    monkeypatch.setattr(rank, "CHUNK", 997)
+    chunked = rank.Ranker(names)
+    for field in ("codes", "starts", "through", "offsets", "lengths", "masks"):
+        assert np.array_equal(getattr(chunked.packed, field), getattr(whole.packed, field)), field
+    assert whole.packed.through.dtype == np.float32 and whole.packed.codes.size > 1000

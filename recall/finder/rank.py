@@ -154,6 +154,42 @@ def parse_query(text: str) -> Query:
     return Query(raw, "".join(chars), tuple(stars), "*" in raw, owner)
 
 
+CHUNK = 1 << 16  # names per step of Ranker's build
+
+
+@dataclass(frozen=True)
+class _Chunk:
+    """Ranker's arrays for a run of names, and the running skip cost after them."""
+
+    codes: np.ndarray
+    starts: np.ndarray
+    through: np.ndarray
+    lengths: np.ndarray
+    masks: np.ndarray
+    carry: float
+
+
+class SortedText:
+    """Sorted strings kept as one UTF-8 buffer and offsets, for bisect: a few bytes per
+    string where a list of str objects takes some fifty more."""
+
+    def __init__(self, texts: list[str]) -> None:
+        self._buffer = "".join(texts).encode("utf-8")
+        sizes = np.fromiter(
+            (len(t) if t.isascii() else len(t.encode("utf-8")) for t in texts),
+            dtype=np.int64,
+            count=len(texts),
+        )
+        self._ends = np.cumsum(sizes)
+        self._starts = self._ends - sizes
+
+    def __len__(self) -> int:
+        return int(self._ends.size)
+
+    def __getitem__(self, i: int) -> str:
+        return self._buffer[int(self._starts[i]) : int(self._ends[i])].decode("utf-8")
+
+
 class Ranker:
     """Distinct names with what scoring needs of them, derived from the names alone: the
     folded codes of each name's letters and digits, its word starts and its running skip
@@ -169,8 +205,47 @@ class Ranker:
         kernel.library()  # built now if need be: a missing compiler fails here, not per query
         self.names = list(names)
         count = len(self.names)
-        flat = np.frombuffer(("\0".join(self.names) + "\0").encode("utf-32-le"), np.uint32)
-        kind, folded = self._classes(flat)
+        # Built CHUNK names at a time into arrays sized for every character, so that the
+        # temporaries of a step (several bytes per character each) stay small.
+        room = sum(map(len, self.names))
+        codes = np.empty(room, dtype=np.int32)
+        starts = np.empty(room, dtype=np.uint8)
+        through = np.empty(room, dtype=np.float32)
+        self.lengths = np.zeros(count, dtype=np.int64)
+        self.masks = np.zeros(count, dtype=np.uint64)
+        filled = 0
+        carry = 0.0  # the running skip cost over every name so far (see _chunk)
+        for lo in range(0, count, CHUNK):
+            part = self._chunk(self.names[lo : lo + CHUNK], carry)
+            size = part.codes.size
+            codes[filled : filled + size] = part.codes
+            starts[filled : filled + size] = part.starts
+            through[filled : filled + size] = part.through
+            self.lengths[lo : lo + CHUNK] = part.lengths
+            self.masks[lo : lo + CHUNK] = part.masks
+            filled += size
+            carry = part.carry
+        self.offsets = np.concatenate(([0], np.cumsum(self.lengths)[:-1])).astype(np.int64)
+        self.packed = kernel.Packed(
+            codes[:filled], starts[:filled], through[:filled], self.offsets, self.lengths,
+            self.masks,
+        )  # fmt: skip
+        # The lowercased names, sorted (stably), as one UTF-8 buffer: prefix lookup bisects
+        # it, and UTF-8's byte order is the code points' order.
+        lower = np.array([n.lower() for n in self.names], dtype=object)
+        self.lower_lengths = np.fromiter(map(len, lower), dtype=np.int64, count=count)
+        self.lower_order = np.argsort(lower, kind="stable").astype(np.int64)
+        self.sorted_lower = SortedText(lower[self.lower_order].tolist())
+
+    @staticmethod
+    def _chunk(names: list[str], carry: float) -> _Chunk:
+        """The arrays of a run of names. Each character's skip cost is summed over all
+        names in order, in float64, from carry (the sum over the names before these), and
+        each name's running sum is that less the sum at its start, in float32: the same
+        additions in the same order whatever the chunks, so scores never depend on them."""
+        count = len(names)
+        flat = np.frombuffer(("\0".join(names) + "\0").encode("utf-32-le"), np.uint32)
+        kind, folded = Ranker._classes(flat)
         alnum = kind != _OTHER
         prev = np.concatenate(([_OTHER], kind[:-1]))
         nxt = np.concatenate((kind[1:], [_OTHER]))
@@ -180,46 +255,26 @@ class Ranker:
             | ((kind == _UPPER) & (prev == _UPPER) & (nxt == _LOWER))
             | ((kind != _DIGIT) & (prev == _DIGIT))
         )
-        del prev, nxt
-        owner = np.cumsum(flat == 0, dtype=np.int64)  # name number of every character
-        owner -= flat == 0
-        keep = np.flatnonzero(alnum)
-        del alnum, kind
-        rows = owner[keep]
-        del owner
-        self.codes = folded[keep].astype(np.int32)
-        del folded
-        self.starts = starts[keep].astype(np.uint8)
-        del starts
+        ends = flat == 0
+        owner = np.cumsum(ends, dtype=np.int64) - ends  # name number of every character
+        rows = owner[alnum]
+        codes = folded[alnum].astype(np.int32)
         lens = np.bincount(rows, minlength=count).astype(np.int64)
-        self.offsets = np.concatenate(([0], np.cumsum(lens)[:-1])).astype(np.int64)
-        self.lengths = lens
-        # The skip cost summed up to and including each character, within its name: the
-        # running sum over all names in float64, less each name's start, in float32.
-        codes = self.codes
+        offsets = np.concatenate(([0], np.cumsum(lens)[:-1])).astype(np.int64)
         vowel = np.isin(codes, [ord(v) for v in _VOWELS])
-        run = np.cumsum(np.where(vowel, SKIP_VOWEL, SKIP_OTHER), dtype=np.float64)
-        del vowel
-        before = np.concatenate(([0.0], run))
-        start = before[self.offsets]
-        self.through = (run - start[rows]).astype(np.float32)
-        del run, before, start, rows
+        step = np.where(vowel, SKIP_VOWEL, SKIP_OTHER)
+        run = np.cumsum(np.concatenate(([carry], step)), dtype=np.float64)
+        start = run[offsets]  # run[0] is carry: the sum before each name
+        through = (run[1:] - start[rows]).astype(np.float32)
         lut = np.array([_char_bit(c) for c in range(128)], dtype=np.uint64)
         bits = np.where(codes < 128, lut[np.minimum(codes, 127)], 0).astype(np.uint64)
         for at in np.flatnonzero(codes >= 128).tolist():
             bits[at] = _char_bit(int(codes[at]))
-        self.masks = np.zeros(count, dtype=np.uint64)
+        masks = np.zeros(count, dtype=np.uint64)
         filled = lens > 0
-        if keep.size:
-            self.masks[filled] = np.bitwise_or.reduceat(bits, self.offsets[filled])
-        del bits, keep
-        self.packed = kernel.Packed(
-            self.codes, self.starts, self.through, self.offsets, self.lengths, self.masks
-        )
-        lower = [n.lower() for n in self.names]
-        self.lower_lengths = np.array([len(x) for x in lower], dtype=np.int64)
-        self.lower_order = np.array(sorted(range(count), key=lower.__getitem__), np.int64)
-        self.sorted_lower = [lower[i] for i in self.lower_order.tolist()]
+        if codes.size:
+            masks[filled] = np.bitwise_or.reduceat(bits, offsets[filled])
+        return _Chunk(codes, starts[alnum].astype(np.uint8), through, lens, masks, float(run[-1]))
 
     @staticmethod
     def _classes(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -396,7 +451,10 @@ class Finder:
         names = catalog.names
         # Ties break by shorter name, then name: distinct names make that a total order,
         # so the definition's path and line never have to be consulted.
-        order = sorted(range(len(names)), key=lambda i: (len(names[i]), names[i]))
+        # (Two stable sorts, by name then by length, in NumPy: no tuple per name.)
+        by_name = np.argsort(np.array(names, dtype=object), kind="stable")
+        lengths = np.fromiter(map(len, names), dtype=np.int64, count=len(names))
+        order = by_name[np.argsort(lengths[by_name], kind="stable")]
         self.tie_rank = np.empty(len(names), dtype=np.int64)
         self.tie_rank[order] = np.arange(len(names))
         # Each name's JSON row at its first definition, serialised on first use and kept:
@@ -433,11 +491,11 @@ class Finder:
 
     def search(self, text: str, limit: int = 0) -> list[Hit]:
         """The best `limit` names for the query (all plausible ones for 0), best first."""
-        names, defs = self.catalog.names, self.catalog.definitions
+        names, catalog = self.catalog.names, self.catalog
         hits = []
         for i, where, value in self.ranked(text, limit):
-            at = where or defs[i][0]
-            hits.append(Hit(names[i], at.path, at.line, value))
+            path, line = (where.path, where.line) if where else catalog.first(i)
+            hits.append(Hit(names[i], path, line, value))
         return hits
 
     def search_json(self, text: str, limit: int = 0) -> bytes:
@@ -446,10 +504,10 @@ class Finder:
         import orjson
 
         ids, chosen, _ = self._order(text, limit)
-        names, defs = self.catalog.names, self.catalog.definitions
+        names, catalog = self.catalog.names, self.catalog
         for i in ids[~self._have_row[ids]].tolist():
-            at = defs[i][0]
-            self._rows[i] = orjson.dumps({"name": names[i], "file": at.path, "line": at.line})
+            path, line = catalog.first(i)
+            self._rows[i] = orjson.dumps({"name": names[i], "file": path, "line": line})
         self._have_row[ids] = True
         parts = self._rows[ids].tolist()
         if chosen:
@@ -468,7 +526,7 @@ class Finder:
             if value <= WEAK:
                 continue
             best = 0.0
-            for d in self.catalog.definitions[i]:
+            for d in self.catalog.definitions(i):
                 if not d.scope:
                     continue
                 parts = [squash(p) for p in _QUALIFIER.split(d.scope) if p]
