@@ -105,7 +105,7 @@ def _build(folder: Path, target: Path) -> None:
 
 
 def _ptr(array: np.ndarray) -> int:
-    return int(array.ctypes.data)
+    return int(array.__array_interface__["data"][0])
 
 
 def match(
@@ -126,9 +126,8 @@ def match(
     exacts = ctypes.c_int64(0)
     found = library().rk_match(
         _ptr(qcodes), _ptr(star_before), _ptr(seg_starts), seg_starts.size - 1, is_glob,
-        qcodes.size, qmask, _ptr(names.masks), _ptr(names.offsets), _ptr(names.lengths),
-        _ptr(names.codes), _ptr(names.starts), _ptr(names.through), count, names.width,
-        _ptr(ids), _ptr(raw), _ptr(exact), ctypes.addressof(exacts),
+        qcodes.size, qmask, *names.pointers, count, names.width, _ptr(ids), _ptr(raw),
+        _ptr(exact), ctypes.addressof(exacts),
     )  # fmt: skip
     if found < 0:
         raise MemoryError("the finder's kernel ran out of memory")
@@ -141,8 +140,7 @@ def near(qcodes: np.ndarray, qmask: int, names: Packed) -> np.ndarray:
     count = names.masks.size
     ids = np.empty(count, np.int64)
     found = library().rk_near(
-        _ptr(qcodes), qcodes.size, qmask, _ptr(names.masks), _ptr(names.offsets),
-        _ptr(names.lengths), _ptr(names.codes), count, _ptr(ids),
+        _ptr(qcodes), qcodes.size, qmask, *names.pointers[:4], count, _ptr(ids),
     )  # fmt: skip
     if found < 0:
         raise MemoryError("the finder's kernel ran out of memory")
@@ -169,3 +167,8 @@ class Packed:
         self.lengths = np.ascontiguousarray(lengths, dtype=np.int64)
         self.masks = np.ascontiguousarray(masks, dtype=np.uint64)
         self.width = int(self.lengths.max(initial=0))
+        # the addresses rk_match takes, in its order (rk_near takes the first four)
+        self.pointers = tuple(
+            _ptr(a)
+            for a in (self.masks, self.offsets, self.lengths, self.codes, self.starts, self.through)
+        )
