@@ -509,10 +509,10 @@ class Finder:
         names, catalog = self.catalog.names, self.catalog
         for i in ids[~self._have_row[ids]].tolist():
             path, line = catalog.first(i)
-            row = orjson.dumps({"name": names[i], "file": path, "line": line})
+            serialised = orjson.dumps({"name": names[i], "file": path, "line": line})
             # a copy of its own size: orjson's bytes keep a buffer of 4 KB or so, which a
             # cache of a row per name would hold for every name
-            self._rows[i] = bytes(memoryview(row))
+            self._rows[i] = bytes(memoryview(serialised))
         self._have_row[ids] = True
         parts = self._rows[ids].tolist()
         if chosen:
