@@ -137,6 +137,16 @@ def finder_env(home: Path) -> dict[str, str]:
     return env
 
 
+def high_water(pid: int) -> int:
+    """A live process's peak RSS in bytes since its exec (VmHWM). Not wait4's ru_maxrss,
+    which keeps the high-water mark of the forking parent (this script, holding a million
+    names) across the exec."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise SystemExit(f"bench: no VmHWM in /proc/{pid}/status")
+
+
 def measure_size(tmp: Path, names: list[str], queries: list[str]) -> str:
     """Index names, then answer queries in one batch process: the figures' line."""
     tree, db = tmp / f"tree-{len(names)}", tmp / f"finder-{len(names)}.db"
@@ -168,11 +178,10 @@ def measure_size(tmp: Path, names: list[str], queries: list[str]) -> str:
             load_s = time.perf_counter() - started  # the first answer: load and one query
         else:
             times.append(time.perf_counter() - asked)
+    rss = high_water(proc.pid)
     proc.stdin.close()
-    _pid, status, usage = os.wait4(proc.pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
+    if proc.wait() != 0:
         raise SystemExit("bench: the batch process failed")
-    rss = usage.ru_maxrss * 1024
     per_name = rss / len(names)
     median, mean = (1000 * f(times) for f in (statistics.median, statistics.mean))
     return (
