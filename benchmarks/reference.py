@@ -5,7 +5,7 @@ speed: rails through the harness, `--jobs 1`, the reference finder and frizbee (
     each side's median query seconds per query, and their ratio (target: at most 1.2).
 scale: a synthetic corpus built here from the pinned corpora's names (their words
     recombined into new, distinct identifiers, seeded), written as Python files; the
-    finder indexes it (`python -m recall.finder index`: ctags and SQLite) and answers the
+    finder indexes it (`python -m recall.finders.reference index`: ctags and SQLite) and answers the
     committed query rows in one `query --batch` process, at 10k, 100k and 1M names:
     index seconds, the batch process's load seconds (reading the index, building the
     arrays) and peak RSS per name (target: at most 1 KB), and ms per query.
@@ -35,10 +35,10 @@ import orjson
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from recall.corpus import cache_root, fetch, load_pins, mirror_root  # noqa: E402
-from recall.derive import words as split_words  # noqa: E402
-from recall.queryset import read_queries  # noqa: E402
-from recall.symbols import checkout_symbols, distinct_names  # noqa: E402
+from recall.inputs.corpus import cache_root, fetch, load_pins, mirror_root  # noqa: E402
+from recall.inputs.derive import words as split_words  # noqa: E402
+from recall.inputs.queryset import read_queries  # noqa: E402
+from recall.inputs.symbols import checkout_symbols, distinct_names  # noqa: E402
 
 ROUNDS = 3
 SIZES = (10_000, 100_000, 1_000_000)
@@ -152,9 +152,9 @@ def measure_size(tmp: Path, names: list[str], queries: list[str]) -> str:
     tree, db = tmp / f"tree-{len(names)}", tmp / f"finder-{len(names)}.db"
     write_tree(tree, names)
     env = finder_env(tmp / "home")
-    finder = [sys.executable, "-P", "-m", "recall.finder"]
+    finder = [sys.executable, "-P", "-m", "recall.finders.reference"]
     # the kernel compiled beforehand, so that the compiler's memory is not the figure's
-    build = "from recall.finder import kernel; kernel.library()"
+    build = "from recall.finders.reference import kernel; kernel.library()"
     subprocess.run([sys.executable, "-P", "-c", build], env=env, check=True)
     started = time.perf_counter()
     subprocess.run([*finder, "index", str(tree), "--language", "python", "--db", str(db)],

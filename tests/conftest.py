@@ -16,9 +16,9 @@ from pathlib import Path
 import git
 import pytest
 
-from recall.corpus import Checkout, Pin, fetch, load_pins
 from recall.errors import RecallError
-from recall.symbols import checkout_symbols, ctags_version, distinct_names
+from recall.inputs.corpus import Checkout, Pin, fetch, load_pins
+from recall.inputs.symbols import checkout_symbols, ctags_version, distinct_names
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -58,6 +58,18 @@ def pytest_configure(config: pytest.Config) -> None:
     # preset passes RECALL_KERNEL_CACHE): else each run compiles it anew in its own folder.
     kernels = Path(tempfile.gettempdir()) / f"recall-tests-kernel-{os.getuid()}"
     os.environ.setdefault("RECALL_KERNEL_CACHE", str(kernels))
+
+
+# The fixtures whose users are slow by what the fixture does (index a real corpus with
+# ctags, copy and build fzy): their tests get the slow mark here, so a new test that asks
+# for one is left out of `make test-fast` without remembering to say so.
+SLOW_FIXTURES = frozenset({"gin", "all_names", "gin_source", "fzy_origin", "fzy"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
 
 
 needs_mirror = pytest.mark.skipif(
@@ -207,7 +219,7 @@ def _as_a_new_process(cwd: Path, env: dict | None) -> Iterator[None]:
     until its process exits."""
     import tempfile
 
-    from recall import corpus
+    from recall.inputs import corpus
 
     saved_env, saved_cwd, saved_tempdir = dict(os.environ), os.getcwd(), tempfile.tempdir
     held = len(corpus._HELD)
@@ -324,7 +336,7 @@ def all_names(real_cache: Path, pins: dict[str, Pin]) -> dict[str, list[str]]:
 @pytest.fixture(scope="session")
 def gin_source(real_cache: Path, gin: Checkout):
     """gin's names as the query generator sees them (with scope owners)."""
-    from recall.derive import name_source
+    from recall.inputs.derive import name_source
 
     return name_source(checkout_symbols(gin, real_cache), gin.pin.language)
 

@@ -10,7 +10,8 @@ import git
 import pytest
 from conftest import ROOT, make_repo, mirror_dir, needs_ctags, needs_mirror, run_cli
 
-from recall.corpus import (
+from recall.errors import RecallError
+from recall.inputs.corpus import (
     FROZEN_EPOCH,
     Pin,
     checkout_key,
@@ -21,7 +22,6 @@ from recall.corpus import (
     release_in_use,
     try_exclusive,
 )
-from recall.errors import RecallError
 
 
 @pytest.fixture
@@ -130,7 +130,7 @@ def test_leftover_temporary_folder_is_never_trusted(upstream, tmp_path):
 FETCH_SCRIPT = """
 import sys
 from pathlib import Path
-from recall.corpus import Pin, fetch
+from recall.inputs.corpus import Pin, fetch
 pin = Pin(sys.argv[1], sys.argv[2], sys.argv[3], "python")
 print(fetch(pin, Path(sys.argv[4]), None).path)
 """
@@ -145,6 +145,7 @@ def _spawn_fetch(pin: Pin, cache: Path) -> subprocess.Popen:
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_two_concurrent_fetches_end_with_one_good_checkout(upstream, tmp_path):
     path, sha = upstream
     pin = pin_for(path, sha)
@@ -159,6 +160,7 @@ def test_two_concurrent_fetches_end_with_one_good_checkout(upstream, tmp_path):
 
 
 @needs_mirror
+@pytest.mark.slow
 def test_sigkill_during_a_real_fetch_leaves_nothing_trusted(tmp_path, pins):
     rails = pins["rails"]
     mirror = mirror_dir() / "github.com" / "rails" / "rails.git"
@@ -209,6 +211,7 @@ def _two_pins_of_demo(tmp_path: Path) -> tuple[Path, Path]:
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_a_fetch_of_another_pin_of_the_same_repo_leaves_a_running_run_its_tree(tmp_path):
     """Issue 31 class 6: clone two fetches demo at another commit while clone one's run is
     in progress. The run still answers from its own pin (alpha_one #1, exit 0), and
@@ -256,13 +259,14 @@ def test_a_fetch_of_another_pin_of_the_same_repo_leaves_a_running_run_its_tree(t
 HOLD_SCRIPT = """
 import sys
 from pathlib import Path
-from recall.corpus import Pin, fetch
+from recall.inputs.corpus import Pin, fetch
 fetch(Pin(sys.argv[1], sys.argv[2], sys.argv[3], "python"), Path(sys.argv[4]))
 print("held", flush=True)
 sys.stdin.read()
 """
 
 
+@pytest.mark.slow
 def test_a_checkout_another_process_holds_is_never_rebuilt_under_it(upstream, tmp_path):
     """A run holds its checkout shared for its whole life; a rebuild needs it exclusively,
     so a checkout in use is refused, not rebuilt, and rebuilt once the holder is gone."""
@@ -289,6 +293,7 @@ def test_a_checkout_another_process_holds_is_never_rebuilt_under_it(upstream, tm
     release_in_use()
 
 
+@pytest.mark.slow
 def test_the_check_after_a_run_compares_the_sha_not_only_a_clean_tree(upstream, tmp_path):
     """A checkout folder that now holds another pin's tree, clean and frozen, is not clean
     for the pin the run asked for (the check a run makes after its binary)."""

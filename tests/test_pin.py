@@ -16,7 +16,7 @@ from conftest import (
     run_cli,
 )
 
-from recall.queryset import read_queries
+from recall.inputs.queryset import read_queries
 
 V1 = {
     "lib/app.py": "def parse_config_file():\n    pass\n\n\ndef render_template_string():\n"
@@ -137,6 +137,7 @@ def _start_pin(where: Path, *args: str) -> subprocess.Popen:
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_two_pins_of_different_repos_at_once_both_land(project):
     tmp, url, first, second = project
     where = tmp / "project"

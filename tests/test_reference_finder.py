@@ -23,7 +23,7 @@ def parse_conf(): pass
 
 def finder(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "recall.finder", *args], input=stdin, capture_output=True,
+        [sys.executable, "-m", "recall.finders.reference", *args], input=stdin, capture_output=True,
         text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120,
     )  # fmt: skip
 
@@ -64,6 +64,7 @@ def test_sloppy_queries_rank_the_intended_name_first(db, query, expected):
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_batch_answers_each_line_in_order_and_survives_a_bad_line(db):
     lines = [json.dumps({"query": "tesflolim", "limit": 0}), "not json",
              json.dumps({"query": "parcon", "limit": 2})]  # fmt: skip
@@ -79,6 +80,7 @@ def test_batch_answers_each_line_in_order_and_survives_a_bad_line(db):
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_batch_echoes_the_id_it_received_with_the_answer_or_the_error(db):
     lines = [json.dumps({"id": 7, "query": "tesflolim", "limit": 0}),
              json.dumps({"id": "x", "query": "parcon", "limit": -1}),
@@ -138,6 +140,7 @@ def TestErrorLogger(): pass
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_names_that_start_with_the_query_come_first_the_shorter_first(tmp_path_factory):
     # `testerro` is part way through typing a name: the names that start with it beat
     # TestErr, one edit away, and among them the shortest is the likeliest end
@@ -158,8 +161,8 @@ GOLDEN = ROOT / "tests" / "golden" / "reference-gin.tsv"
 def test_the_compiled_kernel_ranks_gin_byte_for_byte_as_the_numpy_ranker_did(gin, tmp_path):
     import hashlib
 
-    from recall.finder.rank import Finder
-    from recall.finder.store import build, load
+    from recall.finders.reference.rank import Finder
+    from recall.finders.reference.store import build, load
 
     build(gin.path, "go", tmp_path / "gin.db")
     finder = Finder(load(tmp_path / "gin.db"))
@@ -188,7 +191,7 @@ def test_the_compiled_kernel_is_kept_in_the_users_cache_dir_never_beside_the_cod
     built = []
     for args in (["index", str(tmp_path / "src"), "--language", "python"], ["query", "tesflo"]):
         proc = subprocess.run(
-            [sys.executable, "-P", "-m", "recall.finder", *args, "--db", db],
+            [sys.executable, "-P", "-m", "recall.finders.reference", *args, "--db", db],
             capture_output=True, text=True, env=env, timeout=300,
         )  # fmt: skip
         assert proc.returncode == 0, proc.stderr
@@ -204,13 +207,13 @@ def test_a_finder_without_a_c_compiler_says_so_in_one_line(tmp_path, db):
     env.update(PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(tmp_path / "cache"))
     env["PATH"] = str(tmp_path)  # no cc there
     proc = subprocess.run(
-        [sys.executable, "-P", "-m", "recall.finder", "query", "tesflo", "--db", str(db)],
-        capture_output=True, text=True, env=env, timeout=120,
+        [sys.executable, "-P", "-m", "recall.finders.reference", "query", "tesflo", "--db",
+         str(db)], capture_output=True, text=True, env=env, timeout=120,
     )  # fmt: skip
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
-        "recall.finder: the reference finder compiles kernel.c on first use and needs a C "
-        "compiler: no `cc` on PATH (install gcc)"
+        "recall.finders.reference: the reference finder compiles kernel.c on first use and "
+        "needs a C compiler: no `cc` on PATH (install gcc)"
     ]
 
 
@@ -219,7 +222,7 @@ def test_the_arrays_built_a_few_names_at_a_time_equal_those_built_at_once(monkey
     # show nowhere, in the codes, word starts, skip costs, offsets or masks
     import numpy as np
 
-    from recall.finder import rank
+    from recall.finders.reference import rank
 
     names = [f"{w}_{v}Name{k}" for k in range(500) for w, v in (("test", "ÉtéFoo"), ("x", "ab"))]
     names += ["", "__", "HTTPServer", "naïve_café", "Ωmega2go"]

@@ -11,10 +11,10 @@ from conftest import (
     run_cli,
 )
 
-from recall.corpus import load_pins
+from recall.analysis.model import FailingCase, Hit, QueryResult
+from recall.analysis.regress import Case, broken, read_cases, summarize, verdict
 from recall.errors import RecallError
-from recall.model import FailingCase, Hit, QueryResult
-from recall.regress import Case, broken, read_cases, summarize, verdict
+from recall.inputs.corpus import load_pins
 
 
 def _first(name: str, file: str | None = "lib/ctx.go", line: int | None = 12) -> QueryResult:
@@ -130,6 +130,7 @@ def _mine(project: Path, *extra: str):
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_the_default_regress_file_skips_cases_of_repos_the_corpus_does_not_pin_and_says_so(mine):
     committed = len(read_cases(ROOT / "regress.tsv", None))
     proc = _mine(mine, "--json")

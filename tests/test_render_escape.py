@@ -10,13 +10,13 @@ import git
 import pytest
 from conftest import needs_ctags, run_cli, tiny_suite
 
-from recall.bisect import Verdict
-from recall.bisect import render as bisect_render
-from recall.commandline import explain_command
-from recall.history import Commit
+from recall.render.commandline import explain_command
 from recall.render.escape import code_span, html, markdown
 from recall.render.history import render_html as render_history_html
 from recall.terminal import shown
+from recall.workflows.bisection import Verdict
+from recall.workflows.bisection import render as bisect_render
+from recall.workflows.history import Commit
 
 SCRIPT = "<script>alert(1)</script>"
 CELL_BREAK = "</td></tr></table>"
@@ -106,6 +106,7 @@ def test_a_code_span_holds_any_text_literally():
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_a_finders_names_and_stderr_stay_text_in_markdown_html_and_the_terminal(tiny, tmp_path):
     page = tmp_path / "report.html"
     text = _recall(tiny, "--misses", "--html", str(page))
@@ -133,6 +134,7 @@ def test_a_finders_names_and_stderr_stay_text_in_markdown_html_and_the_terminal(
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_a_commit_subject_stays_text_in_history_markdown_text_and_html(tiny, tmp_path):
     with git.Repo(tiny["finder"]) as repo:
         sha = repo.head.commit.hexsha
