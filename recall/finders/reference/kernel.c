@@ -52,10 +52,12 @@ static int glob_holds(const int32_t *q, const int64_t *seg, int64_t nseg, const 
  * query character, as rank.py's NumPy version computed it (see weights.py).
  *
  * Step i fills only the cells where q[i] can sit in a complete match (first[i] to
- * last[i]); the cells around them that step i + 1 reads are NEG. A cell outside the band
- * holds either NEG plus a little (no match path reaches it) or a value that no complete
- * match extends, and a complete match always exists here, scoring above -1e6 where NEG
- * is -1e9: so the band changes no result, only the work. */
+ * last[i]); the cells around them that step i + 1 reads are NEG, and so is a cell whose
+ * character is not q[i] (NumPy added NEG to what it would have held, and kept it at NEG
+ * or above). A value that no complete match reaches is NEG plus at most the bonuses of a
+ * query's length, below -9.9e8, and stays there; a complete match always exists here and
+ * scores above -1e6: so no such value is ever the maximum that decides a score, and
+ * where NumPy computed it exactly and this code puts NEG, no result changes. */
 static float align(const int32_t *q, const uint8_t *star, int is_glob, int64_t m,
                    const int32_t *s, const uint8_t *st, const float *through, int64_t n,
                    const int64_t *first, const int64_t *last, float *scratch, int64_t width) {
@@ -84,11 +86,8 @@ static float align(const int32_t *q, const uint8_t *star, int is_glob, int64_t m
     float total_cost = thr[n - 1], total_words = wrd[n - 1];
     int64_t lo = first[0], hi = last[0], reach_end = m > 1 ? last[1] : n - 1;
     for (int64_t j = 0; j < lo; j++) d[j] = neg;
-    for (int64_t j = lo; j <= hi; j++) {
-        float v = (F(BASE) + bonus[j]) - F(SKIP_LEAD) * bef[j];
-        if (s[j] != q[0]) v = v + neg;
-        d[j] = v;
-    }
+    for (int64_t j = lo; j <= hi; j++)
+        d[j] = s[j] == q[0] ? (F(BASE) + bonus[j]) - F(SKIP_LEAD) * bef[j] : neg;
     for (int64_t j = hi + 1; j < reach_end; j++) d[j] = neg;
     for (int64_t i = 1; i < m; i++) {
         int32_t qc = q[i];
@@ -106,15 +105,17 @@ static float align(const int32_t *q, const uint8_t *star, int is_glob, int64_t m
             for (int64_t j = lo; j <= hi; j++) {
                 float c = d[j - 1] + F(STAR_FACTOR) * thr[j - 1];
                 if (c > smax) smax = c;
+                if (s[j] != qc) {
+                    nd[j] = neg;
+                    continue;
+                }
                 float v = (smax - F(STAR_FACTOR) * bef[j]) + (F(BASE) + bonus[j]);
-                if (s[j] != qc) v = v + neg;
                 nd[j] = v > neg ? v : neg;
             }
         } else if (is_glob) {
             for (int64_t j = lo; j <= hi; j++) {
                 float v = d[j - 1] + cb[j];
-                if (s[j] != qc) v = v + neg;
-                nd[j] = v > neg ? v : neg;
+                nd[j] = s[j] == qc && v > neg ? v : neg;
             }
         } else {
             float rmax = neg, fmax = neg;
@@ -125,13 +126,20 @@ static float align(const int32_t *q, const uint8_t *star, int is_glob, int64_t m
                 if (f > fmax) fmax = f;
             }
             for (int64_t j = lo; j <= hi; j++) {
-                float best = d[j - 1] + cb[j];
                 if (j >= 2) {
                     int64_t k = j - 2;
                     float r = d[k] + thr[k];
                     if (r > rmax) rmax = r;
                     float f = d[k] + F(SKIP_WORD) * wrd[k];
                     if (f > fmax) fmax = f;
+                }
+                if (s[j] != qc) {
+                    nd[j] = neg;
+                    continue;
+                }
+                float best = d[j - 1] + cb[j];
+                if (j >= 2) {
+                    int64_t k = j - 2;
                     float x = rmax + arrive[j];
                     if (x > best) best = x;
                     x = fmax + land[j];
@@ -143,7 +151,6 @@ static float align(const int32_t *q, const uint8_t *star, int is_glob, int64_t m
                         if (x > best) best = x;
                     }
                 }
-                if (s[j] != qc) best = best + neg;
                 nd[j] = best > neg ? best : neg;
             }
         }
