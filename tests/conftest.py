@@ -219,10 +219,10 @@ def _as_a_new_process(cwd: Path, env: dict | None) -> Iterator[None]:
     until its process exits."""
     import tempfile
 
-    from recall.inputs import corpus
+    from recall import cache
 
     saved_env, saved_cwd, saved_tempdir = dict(os.environ), os.getcwd(), tempfile.tempdir
-    held = len(corpus._HELD)
+    held = len(cache._HELD)
     _clear_recall_caches()
     try:
         os.environ.clear()
@@ -231,8 +231,8 @@ def _as_a_new_process(cwd: Path, env: dict | None) -> Iterator[None]:
         os.chdir(cwd)
         yield
     finally:
-        while len(corpus._HELD) > held:
-            corpus._HELD.pop().close()
+        while len(cache._HELD) > held:
+            cache._HELD.pop().close()
         os.chdir(saved_cwd)
         tempfile.tempdir = saved_tempdir
         os.environ.clear()

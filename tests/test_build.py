@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, SUBSEQUENCE_FINDER, commit_files, make_repo, needs_mirror, run_cli
 
+from recall.cache import release_in_use
 from recall.errors import RecallError
 from recall.finders.engine import load_engine
-from recall.inputs.corpus import release_in_use
 from recall.running import identity
 from recall.running.build import build_base, extract_archive, tree_identity, unsafe_member
 from recall.running.interpreter import finder_python

@@ -10,6 +10,7 @@ import git
 import pytest
 from conftest import ROOT, make_repo, mirror_dir, needs_ctags, needs_mirror, run_cli
 
+from recall.cache import locked, release_in_use, try_exclusive
 from recall.errors import RecallError
 from recall.inputs.corpus import (
     FROZEN_EPOCH,
@@ -19,8 +20,6 @@ from recall.inputs.corpus import (
     fetch,
     is_clean,
     load_pins,
-    release_in_use,
-    try_exclusive,
 )
 
 
@@ -125,6 +124,24 @@ def test_leftover_temporary_folder_is_never_trusted(upstream, tmp_path):
     checkout = fetch(pin_for(path, sha), tmp_path / "cache")
     assert (checkout.path / "a.py").exists()
     assert not (corpora / f".tmp-{key}-abc").exists()
+
+
+def test_a_fetch_sweeps_what_killed_makers_of_other_checkouts_left_but_not_a_live_one(
+    upstream, tmp_path
+):
+    """The checkout's sweep is every cache entry's (recall.cache): another key's temporary
+    or set-aside folder goes once nobody holds that key's lock, a locked key's stays."""
+    path, sha = upstream
+    corpora = tmp_path / "cache" / "corpora"
+    corpora.mkdir(parents=True)
+    dead = [corpora / ".tmp-gone-aaaaaaaaaaaa-x1y2", corpora / ".trash-gone-aaaaaaaaaaaa-99"]
+    live = corpora / ".tmp-busy-bbbbbbbbbbbb-z3w4"
+    for folder in (*dead, live):
+        folder.mkdir()
+    with locked(corpora / "busy-bbbbbbbbbbbb.lock"):  # a maker of "busy" is at work
+        fetch(pin_for(path, sha), tmp_path / "cache")
+    assert [folder.exists() for folder in dead] == [False, False]
+    assert live.exists()
 
 
 FETCH_SCRIPT = """

@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from recall.commands._flags import add_common
+from recall.commands._flags import add_common, locate_flags
 from recall.errors import EXIT_LOSS, EXIT_OK, RecallError
 from recall.files import write_atomic
 from recall.inputs.corpus import Pin, cache_root, fetch, load_pins, mirror_root, select_pins
@@ -79,6 +79,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    locate_flags(args)
     verbs = {"recipes": _recipes, "sample": _sample, "all": _all}
     return verbs[args.verb](args)
 
