@@ -36,8 +36,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from recall.inputs.corpus import cache_root, fetch, load_pins, mirror_root  # noqa: E402
-from recall.inputs.derive import words as split_words  # noqa: E402
 from recall.inputs.queryset import read_queries  # noqa: E402
+from recall.inputs.recipes import words as split_words  # noqa: E402
 from recall.inputs.symbols import checkout_symbols, distinct_names  # noqa: E402
 
 ROUNDS = 3
