@@ -507,12 +507,14 @@ class Finder:
 
         ids, chosen, _ = self._order(text, limit)
         names, catalog = self.catalog.names, self.catalog
-        for i in ids[~self._have_row[ids]].tolist():
-            path, line = catalog.first(i)
+        new = ids[~self._have_row[ids]]
+        paths, lines = catalog.first_of(new)
+        rows = self._rows
+        for i, path, line in zip(new.tolist(), paths, lines, strict=True):
             serialised = orjson.dumps({"name": names[i], "file": path, "line": line})
             # a copy of its own size: orjson's bytes keep a buffer of 4 KB or so, which a
             # cache of a row per name would hold for every name
-            self._rows[i] = bytes(memoryview(serialised))
+            rows[i] = bytes(memoryview(serialised))
         self._have_row[ids] = True
         parts = self._rows[ids].tolist()
         if chosen:

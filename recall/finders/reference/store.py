@@ -80,6 +80,12 @@ class Catalog:
         at = int(self.start[i])
         return self.paths[self.path[at]], int(self.line[at])
 
+    def first_of(self, ids: np.ndarray) -> tuple[list[str], list[int]]:
+        """first() of many names at once: their paths and their lines."""
+        at = self.start[ids]
+        paths = self.paths
+        return [paths[p] for p in self.path[at].tolist()], self.line[at].tolist()
+
     def definitions(self, i: int) -> list[Definition]:
         """Every definition of name i, first by path and line."""
         lo, hi = int(self.start[i]), int(self.start[i + 1])
