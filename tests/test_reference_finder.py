@@ -232,3 +232,29 @@ def test_the_arrays_built_a_few_names_at_a_time_equal_those_built_at_once(monkey
     for field in ("codes", "starts", "through", "offsets", "lengths", "masks"):
         assert np.array_equal(getattr(chunked.packed, field), getattr(whole.packed, field)), field
     assert whole.packed.through.dtype == np.float32 and whole.packed.codes.size > 1000
+
+
+def test_a_damaged_kernel_in_the_cache_is_built_again(tmp_path, monkeypatch, db):
+    monkeypatch.setenv("RECALL_KERNEL_CACHE", str(tmp_path))
+    assert finder("query", "tesflo", "--db", str(db)).returncode == 0
+    (built,) = tmp_path.glob("kernel-*.so")
+    built.write_bytes(b"not a library")
+    proc = finder("query", "tesflo", "--db", str(db))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("test_float_limits\t")
+    assert built.read_bytes()[:4] == b"\x7fELF"
+
+
+def test_an_unwritable_kernel_cache_is_one_line_naming_it(tmp_path, monkeypatch):
+    from recall.errors import RecallError
+    from recall.finders.reference import kernel
+
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv("RECALL_KERNEL_CACHE", str(blocker / "kernels"))
+    kernel.library.cache_clear()
+    try:
+        with pytest.raises(RecallError, match=f"cannot write the compiled kernel into {blocker}"):
+            kernel.library()
+    finally:
+        kernel.library.cache_clear()

@@ -72,7 +72,11 @@ def library() -> ctypes.CDLL:
     target = folder / f"kernel-{key}.so"
     if not target.is_file():
         _build(folder, target)
-    lib = ctypes.CDLL(str(target))
+    try:
+        lib = ctypes.CDLL(str(target))
+    except OSError:  # not a library (damaged in the cache): built again, once
+        _build(folder, target)
+        lib = ctypes.CDLL(str(target))
     lib.rk_match.restype = _I
     lib.rk_match.argtypes = [_P, _P, _P, _I, ctypes.c_int32, _I, ctypes.c_uint64, *[_P] * 6,
                              _I, _I, _P, _P, _P, _P]  # fmt: skip
@@ -89,8 +93,11 @@ def _build(folder: Path, target: Path) -> None:
             f"the reference finder compiles {SOURCE.name} on first use and needs a C "
             "compiler: no `cc` on PATH (install gcc)"
         )
-    folder.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".kernel-", suffix=".so", dir=folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".kernel-", suffix=".so", dir=folder)
+    except OSError as exc:
+        raise RecallError(f"cannot write the compiled kernel into {folder}: {exc}") from None
     os.close(fd)
     try:
         proc = subprocess.run(
