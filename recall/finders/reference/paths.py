@@ -71,30 +71,23 @@ class _View:
         distinct = sorted(set(texts))
         where = {text: i for i, text in enumerate(distinct)}
         self.ranker = Ranker(distinct)
-        self.owners: list[list[int]] = [[] for _ in distinct]
-        for path_index, text in enumerate(texts):
-            self.owners[where[text]].append(path_index)
         self.of_path = np.array([where[text] for text in texts], dtype=np.int64)
 
+    def by_path(self, query: Query) -> np.ndarray:
+        """The ranker's score of query for every path, FLOOR where it does not match."""
+        scored = self.ranker.score(query)
+        return np.where(scored.present, scored.value, FLOOR)[self.of_path]
+
     def dense(self, query: Query) -> np.ndarray:
-        """The view's score of query for every path, FLOOR where it does not match (a
-        near miss, a WEAK score, is none)."""
-        by_text = np.full(len(self.owners), FLOOR)
-        for i, value in self.ranker.score(query).items():
-            if value > WEAK_BELOW:
-                by_text[i] = value
-        return by_text[self.of_path]
+        """by_path without the near misses (a WEAK score is no match here)."""
+        values = self.by_path(query)
+        return np.where(values > WEAK_BELOW, values, FLOOR)
 
     def scores(self, query: Query, bonus: float, into: np.ndarray, least: float = FLOOR) -> None:
-        """Raise into[path] to the view's score of query plus bonus, path by path, where
-        that score is above least."""
-        for i, value in self.ranker.score(query).items():
-            if value <= least:
-                continue
-            for path_index in self.owners[i]:
-                if value + bonus > into[path_index]:
-                    into[path_index] = value + bonus
-
+        """Raise into[path] to the view's score of query plus bonus, where that score is
+        above least."""
+        values = self.by_path(query)
+        np.maximum(into, np.where(values > least, values + bonus, FLOOR), out=into)
 
 class PathFinder:
     """Tracked paths and their views, built once per process; each query is arithmetic."""
