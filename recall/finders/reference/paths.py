@@ -89,6 +89,7 @@ class _View:
         values = self.by_path(query)
         np.maximum(into, np.where(values > least, values + bonus, FLOOR), out=into)
 
+
 class PathFinder:
     """Tracked paths and their views, built once per process; each query is arithmetic."""
 
