@@ -12,7 +12,7 @@ ARGS ?=
 # No "Entering directory" lines on stdout when make runs make.
 MAKEFLAGS += --no-print-directory
 
-.PHONY: recall fetch fetched results results-typed test test-fast test-install check derive-check clean bench
+.PHONY: recall fetch fetched results results-typed results-paths test test-fast test-install check derive-check clean bench
 
 # stdout holds what the target is for (`make recall ARGS=--json > x.json` parses): the
 # venv's set-up and the corpora's fetch speak on stderr, each command echoed there (say).
@@ -50,9 +50,15 @@ results: fetched
 results-typed: fetched
 	$(BIN)/recall results $(MIRROR_FLAG) --queries typed --out docs/RESULTS-typed.md $(ARGS)
 
-# What the harness itself costs (not part of `make test`): a few minutes.
+# The file pickers over the path set (docs/queries.md): docs/RESULTS-paths.md.
+results-paths: fetched
+	$(BIN)/recall results $(MIRROR_FLAG) --queries paths --out docs/RESULTS-paths.md $(ARGS)
+
+# What the harness itself costs, then the reference finder against frizbee and on a
+# synthetic million names (benchmarks/reference.py); not part of `make test`.
 bench: fetched
 	$(BIN)/python benchmarks/harness.py $(MIRROR_FLAG)
+	$(BIN)/python benchmarks/reference.py $(MIRROR_FLAG)
 
 # Two pytest-xdist workers, each test file whole on one of them (a file's module fixtures
 # are made once, and its tests keep their order); TEST_JOBS=0 runs the suite in one process.
