@@ -133,8 +133,8 @@ def rank_json(data: object, source: str, names: Collection[str] = ()) -> QueryRe
         raise ValueError("expected a JSON list of results")
     if not set(map(type, data)) <= {dict}:
         raise ValueError("expected objects with a string 'name'")
-    got = list(map(dict.get, data, repeat("name")))
-    if not set(map(type, got)) <= {str}:
+    got: list[str] = list(map(dict.get, data, repeat("name")))  # type: ignore[arg-type]
+    if not set(map(type, got)) <= {str}:  # so got is a list of str after all
         raise ValueError("expected objects with a string 'name'")
     named = not names or any(map(names.__contains__, got))
     try:
