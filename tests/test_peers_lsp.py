@@ -359,7 +359,7 @@ def test_the_clangd_and_javascript_server_presets_parse_and_name_what_they_run()
     js = load_preset("tsserver-js")
     assert js.languages == ("javascript",) and uses_node_modules(js)
     assert js.batch[js.batch.index("--open") + 1] == "src/jquery.js"
-    assert js.batch[js.batch.index("--probes") + 1] == '["jQuery"]'
+    assert js.batch[js.batch.index("--probes") + 1] == '["Callbacks"]'
 
 
 def test_unqualify_keeps_a_name_after_its_last_dot():
