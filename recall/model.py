@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from recall.corpus import Checkout
+from recall.effort import Effort
 from recall.engine import Engine, fill
 from recall.stats import ALPHA, Significance
 
@@ -560,6 +561,7 @@ class Report:
     misses: tuple[Miss, ...] | None = None  # with --misses: the last binary's
     unknown_sources: UnknownSources = UnknownSources()
     split: str | None = None  # --split: the side of the tune/holdout split shown; None: all
+    effort: Effort | None = None  # a typing set's keystrokes to the name (recall/effort.py)
 
     def to_json(self) -> dict:
         out: dict = {
@@ -582,4 +584,6 @@ class Report:
             out["bench"] = self.bench.to_json()
         if self.misses is not None:
             out["misses"] = [m.to_json() for m in self.misses]
+        if self.effort is not None:
+            out["effort"] = self.effort.to_json()
         return out

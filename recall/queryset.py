@@ -29,6 +29,7 @@ TYPE_ORDER = (*DERIVED_TYPES, *TYPED_TYPES)
 QUERY_SETS = {
     "default": ("queries.tsv", "derive.json"),
     "typed": ("typed.tsv", "derive-typed.json"),
+    "typing": ("typing.tsv", "derive-typing.json"),  # steps, not rows: recall/keystrokes.py
 }
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import git
 import orjson
 
-from recall import __version__, ceiling, derive, symbols
+from recall import __version__, ceiling, derive, keystrokes, symbols
 from recall.accept import Key, in_selection, read_accepted
 from recall.bench import run_bench
 from recall.build import (
@@ -35,6 +35,7 @@ from recall.engine import Engine, preset_names, resolve_engine
 from recall.errors import EXIT_LOSS, EXIT_OK, RecallError
 from recall.files import target, write_atomic
 from recall.interpreter import finder_python
+from recall.keystrokes import TypingRow
 from recall.measure import check_answered, open_corpus, run_binary
 from recall.merge import merge_saved
 from recall.model import (
@@ -77,6 +78,7 @@ from recall.saved import (
     unseen_code,
 )
 from recall.symbols import checkout_symbols, ctags_identity, ctags_version
+from recall.typing_run import prompt_answers, typing_report
 
 DEFAULT_REGRESS = "regress.tsv"
 MAX_TIMEOUT_S = 86400.0  # a day: poll() and time_t overflow long before inf
@@ -136,8 +138,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     for repo in args.repo or []:
         if repo not in pins:
             raise RecallError(f"--repo {repo}: not a pin in {corpus_path}")
-    all_rows = read_queries(queries_path, set(pins))
-    rows = select(all_rows, args.repo, args.type, args.split)
+    all_rows, rows, steps = selected_rows(args, queries_path, pins)
     strict = args.strict_queries or is_committed_set(args.queries)
     hand = [r for r in select(all_rows, args.repo, None) if r.type == HAND]
     if args.bench and not hand:
@@ -226,7 +227,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         binaries = [side.binary for side in sides]
         bench = run_bench(binaries, hand, corpora, args.bench, args.timeout)
     return finish(
-        args, Plan(pins, rows, cases, skipped, accepted, cache, mirror, corpora, unknown),
+        args, Plan(pins, rows, cases, skipped, accepted, cache, mirror, corpora, unknown, steps),
         measured, has_base=has_base, meta=meta, bench=bench,
     )  # fmt: skip
 
@@ -245,6 +246,7 @@ class Plan:
     mirror: Path | None
     corpora: dict[str, Corpus]
     unknown: tuple[UnknownSource, ...] = ()  # a foreign file's rows whose source is no name
+    steps: tuple[TypingRow, ...] = ()  # a typing set's steps, whose prompts `rows` are
 
 
 def finish(
@@ -286,7 +288,7 @@ def _analyse(
         else []
     )
     unknown = [QueryRow(u.repo, u.query, u.type, u.source) for u in plan.unknown]
-    return analyse(
+    report = analyse(
         meta, plan.pins, rows, [not_found(m.run, rows, unknown) for m in measured],
         baseline=has_base, cases=cases, case_results=[m.cases for m in measured],
         regress=regress, accepted=plan.accepted, explain_flags=explain_flags,
@@ -296,6 +298,15 @@ def _analyse(
         bench=bench, show_misses=args.misses, split=args.split,
         unknown_sources=UnknownSources(len(plan.unknown), plan.unknown[:UNKNOWN_SHOWN]),
     )  # fmt: skip
+    if not plan.steps:
+        return report
+    _fetch_corpora(rows, plan.pins, plan.cache, plan.mirror, plan.corpora)
+    runs = [(m.run.label, prompt_answers(rows, m.run)) for m in measured]
+    names = {repo: corpus.names for repo, corpus in plan.corpora.items()}
+    languages = {name: pin.language for name, pin in plan.pins.items()}
+    return typing_report(
+        report, plan.steps, runs, names, languages, baseline=has_base, where=args.queries
+    )
 
 
 def not_found(run: RunResult, rows: list[QueryRow], unknown: list[QueryRow]) -> RunResult:
@@ -316,8 +327,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     it (the seconds are the shards' sums)."""
     corpus_path, queries_path = Path(args.corpus), query_set_path(args.queries)
     pins = load_pins(corpus_path)
-    all_rows = read_queries(queries_path, set(pins))
-    rows = select(all_rows, args.repo, args.type, args.split)
+    all_rows, rows, steps = selected_rows(args, queries_path, pins)
     if not rows:
         raise RecallError(f"{queries_path}: no rows match the selection")
     cases, skipped = _regress_cases(args, pins, rows)
@@ -342,8 +352,25 @@ def cmd_merge(args: argparse.Namespace) -> int:
     if not (args.strict_queries or is_committed_set(args.queries)):
         _fetch_corpora(rows, pins, cache, mirror, corpora)
         unknown = unknown_sources(rows, corpora, all_rows)
-    plan = Plan(pins, rows, cases, skipped, accepted, cache, mirror, corpora, unknown)
+    plan = Plan(pins, rows, cases, skipped, accepted, cache, mirror, corpora, unknown, steps)
     return finish(args, plan, measured, has_base=merged.baseline, meta=merged.meta)
+
+
+def selected_rows(
+    args: argparse.Namespace, path: Path, pins: dict[str, Pin]
+) -> tuple[list[QueryRow], list[QueryRow], tuple[TypingRow, ...]]:
+    """The query set's rows, the selection's, and for a typing set (recall/keystrokes.py)
+    its selected steps, whose distinct prompts are the rows that run (each once)."""
+    if not keystrokes.is_typing_file(path):
+        all_rows = read_queries(path, set(pins))
+        return all_rows, select(all_rows, args.repo, args.type, args.split), ()
+    if getattr(args, "bench", None):
+        raise RecallError(f"--bench: {path} is a typing set, with no hand rows to time")
+    steps = keystrokes.select_typing(
+        keystrokes.read_typing(path, set(pins)), args.repo, args.type, args.split
+    )
+    rows = keystrokes.prompts(steps)
+    return rows, rows, tuple(steps)
 
 
 def shard_rows(rows: list[QueryRow], k: int, n: int) -> list[QueryRow]:

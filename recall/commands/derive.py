@@ -7,6 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from recall import keystrokes
 from recall.commands._flags import add_common
 from recall.corpus import Pin, cache_root, fetch, load_pins, mirror_root, select_pins
 from recall.derive import (
@@ -121,12 +122,15 @@ def _all(args: argparse.Namespace) -> int:
     status = EXIT_OK
     for queries, settings_path in sets:
         settings = load_settings(settings_path, pins)
-        recipe_set = read_recipe_set(settings_path)
-        existing = read_queries(queries, set(pins)) if queries.exists() else []
         for repo in settings:
             if repo not in sources:
                 sources[repo] = _source(pins[repo], args)
-        data = format_queries(derive_all(sources, settings, existing, recipe_set))
+        if keystrokes.is_typing_settings(settings_path):  # its own rows: steps of sequences
+            data = keystrokes.format_typing(keystrokes.derive_typing_all(sources, settings))
+        else:
+            recipe_set = read_recipe_set(settings_path)
+            existing = read_queries(queries, set(pins)) if queries.exists() else []
+            data = format_queries(derive_all(sources, settings, existing, recipe_set))
         current = queries.read_bytes() if queries.exists() else b""
         count = data.count(b"\n") - 1
         if args.check:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import quote, urlsplit
 
+from recall.render.effort import effort_html
 from recall.render.escape import html as _e
 from recall.stats import shown_p
 
@@ -358,6 +359,8 @@ def render_html(report: dict) -> str:
         _headline(runs, report.get("ceiling")),
         *_ceiling_notes(report.get("ceiling")),
     ]
+    if report.get("effort"):  # a typing set's run: keystrokes to the name
+        out += effort_html(report["effort"])
     for group, title in (("by_type", "type"), ("by_language", "language"), ("by_repo", "repo")):
         out += [f"<h2>By {_e(title)}</h2>", _legend(), bars(runs, group)]
         if report.get("ceiling"):

@@ -19,6 +19,7 @@ from recall.model import (
     Report,
     RunSummary,
 )
+from recall.render.effort import render_effort
 from recall.render.escape import markdown as markdown_text
 from recall.render.table import table
 from recall.stats import ALPHA, VERDICT_TEST, Verdict, shown_p
@@ -167,6 +168,8 @@ def render(report: Report, *, markdown: bool = False) -> str:
         out += ["", ABOVE_NOTE] if markdown else [ABOVE_NOTE]
     out += _left_out(top, markdown)
     out += _unknown_sources(report, markdown)
+    if report.effort is not None:  # a typing set: its prompts are hand rows, its numbers here
+        out += render_effort(report.effort, markdown)
     for run in runs:
         if run.cached:
             out += [

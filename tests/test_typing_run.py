@@ -1,0 +1,92 @@
+"""`recall run --queries typing` end to end, through the real CLI: the reference finder on
+gin's word-start sequences, its effort in text, JSON (valid against the schema) and HTML
+(the k-curve, drawn by Chromium), a self-diff with no change, and a weaker finder's diff
+listing the sources that now need more keystrokes."""
+
+import json
+import sys
+
+import jsonschema
+import numpy as np
+from conftest import ROOT, needs_chromium, run_cli
+from test_html import _chromium, _has, worse_clone  # noqa: F401 (a fixture)
+
+from recall.render.html import render_html
+
+SCHEMA = jsonschema.Draft202012Validator(
+    json.loads((ROOT / "docs" / "report.schema.json").read_text())
+)
+GIN_STARTS = ("--queries", "typing", "--repo", "gin", "--type", "starts", "--no-regress")
+CURVE_BLUE, CURVE_ORANGE = (8, 81, 156), (230, 85, 13)
+
+
+def test_a_self_diff_of_the_typing_set_shows_no_change_in_every_form(real_cache, gin, tmp_path):
+    wrapper = tmp_path / "finder.sh"
+    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} -m recall.finder "$@"\n')
+    wrapper.chmod(0o755)
+    flags = ("--cache", str(real_cache), *GIN_STARTS, "--base-bin", str(wrapper))
+    proc = run_cli(*flags, "--json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    SCHEMA.validate(report)
+    effort = report["effort"]
+    base, candidate = effort["runs"]
+    assert effort["sequences"] == candidate["n"] == 23  # gin's 25 names, 23 of two words
+    assert effort["prompts"] < effort["steps"]  # shared prefixes asked once
+    assert {k: v for k, v in base.items() if k != "label"} == {
+        k: v for k, v in candidate.items() if k != "label"
+    }
+    assert 0 < candidate["first"] <= candidate["n"] and candidate["curve"][-1] > 0
+    diff = effort["diffs"][0]
+    assert (diff["more"], diff["fewer"], diff["same"], diff["more_keys"]) == (0, 0, 23, [])
+    assert report["diff"]["top10_changed"] == 0
+
+    text = run_cli(*flags)
+    assert text.returncode == 0, text.stderr
+    assert "Keystrokes to the name: 23 typing sequences" in text.stdout
+    assert "Keystrokes to #1, candidate against base: 0 sequences need more, 0 fewer" in (
+        text.stdout
+    )
+    markdown = run_cli(*flags, "--markdown")
+    assert "## Share of sequences at #1 within k keystrokes (%)" in markdown.stdout
+
+
+@needs_chromium
+def test_a_weaker_finder_needs_more_keystrokes_and_the_page_draws_the_k_curve(
+    real_cache,
+    gin,
+    worse_clone,  # noqa: F811 (the fixture imported above)
+    tmp_path,
+):
+    page = tmp_path / "typing.html"
+    proc = run_cli(
+        "--cache", str(real_cache), *GIN_STARTS, "--finder", str(worse_clone),
+        "--base", "HEAD~1", "--json", "--html", str(page),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    SCHEMA.validate(report)
+    diff = report["effort"]["diffs"][0]
+    assert diff["more"] == len(diff["more_keys"]) > 0
+    for change in diff["more_keys"]:
+        assert len(change["base_query"]) == change["base_keys"]
+        assert change["new_keys"] is None or change["new_keys"] > change["base_keys"]
+    html = page.read_text()
+    assert html == render_html(report)
+    assert 'aria-label="k-curve"' in html and html.count("<polyline") == 3  # two runs, ceiling
+
+    pixels, console = _chromium(page, tmp_path)
+    assert console == []
+    assert _has(pixels, CURVE_BLUE) and _has(pixels, CURVE_ORANGE)
+    assert 0.02 < 1 - np.all(pixels == 255, axis=2).mean() < 0.9
+
+
+def test_a_typing_file_whose_source_is_no_name_of_its_corpus_is_refused(real_cache, gin, tmp_path):
+    path = tmp_path / "mine.tsv"
+    path.write_text("repo\tsequence\tstep\tquery\tsource\ngin\tprefix\t1\tb\tbindz\n")
+    proc = run_cli("--cache", str(real_cache), "--queries", str(path), "--no-regress")
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1] == (
+        f"recall: {path}: source 'bindz' (prefix) is not a name of gin at its pin"
+    )
+    assert "Keystrokes" not in proc.stdout
