@@ -278,3 +278,25 @@ class Effort:
             "curve_k": list(CURVE), "runs": [run.to_json() for run in self.runs],
             "ceiling": self.ceiling.to_json(), "diffs": [d.to_json() for d in self.diffs],
         }  # fmt: skip
+
+
+def counts_from_json(data: dict) -> EffortCounts:
+    """An effort counts object of a kept JSON report back as the model."""
+    return EffortCounts(
+        n=data["n"], first=data["first"], first_pct=data["first_pct"],
+        first_keys=data["first_keys"], top3=data["top3"], top3_pct=data["top3_pct"],
+        top3_keys=data["top3_keys"], saved=data["saved"], typed=data["typed"],
+        saved_pct=data["saved_pct"], curve=tuple(data["curve"]),
+    )  # fmt: skip
+
+
+def run_from_json(data: dict, label: str | None = None) -> EffortRun:
+    """An effort run of a kept JSON report back as the model (under another label)."""
+
+    def of(groups: dict) -> dict[str, EffortCounts]:
+        return {key: counts_from_json(c) for key, c in groups.items()}
+
+    return EffortRun(
+        label or data["label"], counts_from_json(data), of(data["by_sequence"]),
+        of(data["by_repo"]), of(data["by_language"]),
+    )  # fmt: skip

@@ -12,6 +12,7 @@ from conftest import ROOT, needs_chromium, run_cli
 from test_html import _chromium, _has, worse_clone  # noqa: F401 (a fixture)
 
 from recall.render.html import render_html
+from recall.render.results import render_results
 
 SCHEMA = jsonschema.Draft202012Validator(
     json.loads((ROOT / "docs" / "report.schema.json").read_text())
@@ -90,3 +91,20 @@ def test_a_typing_file_whose_source_is_no_name_of_its_corpus_is_refused(real_cac
         f"recall: {path}: source 'bindz' (prefix) is not a name of gin at its pin"
     )
     assert "Keystrokes" not in proc.stdout
+
+
+def test_the_results_page_of_a_typing_set_puts_each_finder_s_effort_side_by_side(real_cache, gin):
+    proc = run_cli("--cache", str(real_cache), *GIN_STARTS, "--json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    entries = [
+        {"label": label, "version": "1", "command": "c", "note": "", "report": report}
+        for label in ("reference", "again")
+    ]
+    page = render_results(entries, {"cpu": "x"})
+    assert page.startswith("# Results: keystrokes to the name")
+    overall = [line for line in page.splitlines() if line.startswith(("| reference", "| again"))]
+    mine = report["effort"]["runs"][0]
+    row = f"| {mine['n']} | {mine['first']} ({mine['first_pct']:.1f}%) |"
+    assert len(overall) >= 2 and all(row in line for line in overall[:2])
+    assert "| ceiling |" in page
