@@ -108,3 +108,10 @@ def test_the_results_page_of_a_typing_set_puts_each_finder_s_effort_side_by_side
     row = f"| {mine['n']} | {mine['first']} ({mine['first_pct']:.1f}%) |"
     assert len(overall) >= 2 and all(row in line for line in overall[:2])
     assert "| ceiling |" in page
+
+
+def test_bench_over_a_typing_set_is_refused_before_anything_runs(tmp_path):
+    proc = run_cli("--cache", str(tmp_path), "--queries", "typing", "--bench", "1")
+    assert proc.returncode == 2
+    assert "is a typing set, with no hand rows to time" in proc.stderr
+    assert not (tmp_path / "corpora").exists()
