@@ -27,7 +27,7 @@ from recall.engine import RUN_FOLDERS, QueryArgv, expand, fill, finder_env, uses
 from recall.errors import RecallError
 from recall.indexes import KeptIndex, index_key
 from recall.interpreter import cache_of
-from recall.model import Corpus, FinderBuild, QueryResult
+from recall.model import TOP, Corpus, FinderBuild, QueryResult
 from recall.peers.node import MODULES_ENV, session_env
 from recall.proc import AnswerReader, Piped, Spawner, communicate, kill_group, write_by
 from recall.queryset import QueryRow
@@ -223,7 +223,9 @@ class Session:
             raise RecallError(f"engine {self.engine.source}: cwd {self._cwd} {why}")
 
     def query_one(self, row: QueryRow) -> QueryResult:
-        code, out, err = self.run(self._query_argv.fill(row.query, "0"), self.timeout)
+        code, out, err = self.run(
+            self._query_argv.fill(row.query, str(limit_of(row))), self.timeout
+        )
         if code is None:
             return QueryResult(None, (), f"timed out after {self.timeout:g} s: {_tail(err)}")
         if code in self.engine.no_match_exit:
@@ -427,7 +429,9 @@ class BatchFeed:
         self.rows = rows
         # Serialised once: a request is its id (counted from 0 in each process) put in
         # front of this body, `"query":...,"limit":0}` and its newline.
-        self.bodies = [orjson.dumps({"query": row.query, "limit": 0})[1:] + b"\n" for row in rows]
+        self.bodies = [
+            orjson.dumps({"query": row.query, "limit": limit_of(row)})[1:] + b"\n" for row in rows
+        ]
         self._answers: list[QueryResult | None] = [None] * len(rows)
         self._drawn = 0
         self._guard = threading.Lock()
@@ -491,3 +495,10 @@ def sweep_stale_sessions() -> None:
                 shutil.rmtree(folder, ignore_errors=True)
         except OSError:
             continue
+
+
+def limit_of(row: QueryRow) -> int:
+    """What a row asks for: everything for a sourced row (its rank may be anywhere), the
+    top 10 for a hand row (no source to rank: its top 10 is all that is kept), so that a
+    typing set's short prefixes cost a finder ten answers, not thousands."""
+    return 0 if row.sourced else TOP

@@ -11,8 +11,10 @@ import numpy as np
 from conftest import ROOT, needs_chromium, run_cli
 from test_html import _chromium, _has, worse_clone  # noqa: F401 (a fixture)
 
+from recall.queryset import HAND, QueryRow
 from recall.render.html import render_html
 from recall.render.results import render_results
+from recall.session import BatchFeed, limit_of
 
 SCHEMA = jsonschema.Draft202012Validator(
     json.loads((ROOT / "docs" / "report.schema.json").read_text())
@@ -115,3 +117,12 @@ def test_bench_over_a_typing_set_is_refused_before_anything_runs(tmp_path):
     assert proc.returncode == 2
     assert "is a typing set, with no hand rows to time" in proc.stderr
     assert not (tmp_path / "corpora").exists()
+
+
+def test_a_hand_row_asks_for_the_top_10_and_a_sourced_row_for_everything():
+    """A prompt of the typing set (a hand row) has no rank to find, so a finder is asked for
+    the 10 names that are kept: a one-letter prefix costs it ten answers, not thousands."""
+    hand, sourced = QueryRow("gin", "t", HAND, ""), QueryRow("gin", "tfl", "abbr3", "tfl_x")
+    bodies = BatchFeed([hand, sourced]).bodies
+    assert [json.loads(b'{"id":0,' + body)["limit"] for body in bodies] == [10, 0]
+    assert (limit_of(hand), limit_of(sourced)) == (10, 0)
