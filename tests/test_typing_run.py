@@ -126,3 +126,13 @@ def test_a_hand_row_asks_for_the_top_10_and_a_sourced_row_for_everything():
     bodies = BatchFeed([hand, sourced]).bodies
     assert [json.loads(b'{"id":0,' + body)["limit"] for body in bodies] == [10, 0]
     assert (limit_of(hand), limit_of(sourced)) == (10, 0)
+
+
+def test_a_typing_run_saved_and_merged_reports_the_same_effort(real_cache, gin, tmp_path):
+    saved = tmp_path / "typing.save"
+    flags = ("--cache", str(real_cache), *GIN_STARTS)
+    ran = run_cli(*flags, "--save", str(saved), "--json")
+    assert ran.returncode == 0, ran.stderr
+    merged = run_cli("merge", *flags, str(saved), "--json")
+    assert merged.returncode == 0, merged.stderr
+    assert json.loads(merged.stdout)["effort"] == json.loads(ran.stdout)["effort"]
