@@ -32,15 +32,15 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from recall.build import extract_archive  # noqa: E402
-from recall.corpus import cache_root, fetch, load_pins, mirror_root  # noqa: E402
-from recall.interpreter import finder_python  # noqa: E402
-from recall.queryset import read_queries  # noqa: E402
+from recall.inputs.corpus import cache_root, fetch, load_pins, mirror_root  # noqa: E402
+from recall.inputs.queryset import read_queries  # noqa: E402
+from recall.running.build import extract_archive  # noqa: E402
+from recall.running.interpreter import finder_python  # noqa: E402
 
 
 @dataclass(frozen=True)
 class Tree:
-    """One finder under test: its label, the tree recall.finder is imported from, and a
+    """One finder under test: its label, the tree recall.finders.reference is imported from, and a
     scratch folder that is its HOME and working directory (-m puts the working directory
     ahead of PYTHONPATH, so a finder started from this checkout would run the checkout's
     code whatever the tree)."""
@@ -48,7 +48,7 @@ class Tree:
     label: str
     path: Path
     scratch: Path
-    python: str  # recall.interpreter's: no editable hook serves a module the tree lacks
+    python: str  # recall.running.interpreter's: no editable hook serves a module the tree lacks
 
     def env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("XDG_")}
@@ -62,7 +62,7 @@ class Tree:
         stdout: int | None = None,
         stderr: int | None = None,
     ) -> subprocess.Popen[bytes]:
-        argv = [self.python, "-P", "-m", "recall.finder", *args]
+        argv = [self.python, "-P", "-m", "recall.finders.reference", *args]
         return subprocess.Popen(
             argv, cwd=self.scratch, env=self.env(), stdin=stdin, stdout=stdout, stderr=stderr
         )

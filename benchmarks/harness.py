@@ -31,17 +31,17 @@ import orjson
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from recall import results  # noqa: E402
-from recall.build import extract_archive, resolve_commit  # noqa: E402
-from recall.corpus import cache_root, fetch, load_pins, mirror_root  # noqa: E402
-from recall.engine import load_engine  # noqa: E402
-from recall.interpreter import finder_python  # noqa: E402
-from recall.measure import run_binary  # noqa: E402
-from recall.model import Corpus, FinderBuild  # noqa: E402
-from recall.proc import Spawner, reap  # noqa: E402
-from recall.queryset import QueryRow, format_queries, read_queries  # noqa: E402
-from recall.session import AHEAD  # noqa: E402
-from recall.symbols import checkout_symbols, distinct_names  # noqa: E402
+from recall.finders.engine import load_engine  # noqa: E402
+from recall.inputs.corpus import cache_root, fetch, load_pins, mirror_root  # noqa: E402
+from recall.inputs.queryset import QueryRow, format_queries, read_queries  # noqa: E402
+from recall.inputs.symbols import checkout_symbols, distinct_names  # noqa: E402
+from recall.running.build import extract_archive, resolve_commit  # noqa: E402
+from recall.running.interpreter import finder_python  # noqa: E402
+from recall.running.measure import run_binary  # noqa: E402
+from recall.running.proc import Spawner, reap  # noqa: E402
+from recall.running.session import AHEAD  # noqa: E402
+from recall.running.values import Corpus, FinderBuild  # noqa: E402
+from recall.workflows import results_page as results  # noqa: E402
 
 ROUNDS = 3
 # main when issue 20 asked for verdicts in seconds: the harness item 6 is measured against
@@ -148,7 +148,7 @@ def verdict(ok: bool) -> str:
 def item_spawn(bench: Bench, jobs: int) -> None:
     """The raw limit is the fastest of three bare loops over the same spawns at the same
     parallelism, each capturing stdout and stderr as the harness does: subprocess.run,
-    os.posix_spawn with pipes, and the harness's own spawner (recall.proc) with nothing
+    os.posix_spawn with pipes, and the harness's own spawner (recall.running.proc) with nothing
     of the harness around it."""
     n = 2000
     rows = cycled([r for r in bench.rows if r.repo == "gin"], n)
@@ -195,7 +195,7 @@ def item_spawn(bench: Bench, jobs: int) -> None:
     finally:
         os.close(devnull)
     share = min(raw_s) / harness_s
-    names = ("subprocess.run", "os.posix_spawn", "recall.proc")
+    names = ("subprocess.run", "os.posix_spawn", "recall.running.proc")
     loops = ", ".join(f"{n / s:,.0f}/s ({name})" for name, s in zip(names, raw_s, strict=True))
     print(f"1. per-query mode, null finder, {n} queries, {jobs} jobs: harness {n / harness_s:,.0f} "
           f"queries/s; raw spawn loops {loops}: {100 * share:.0f}% of the fastest "
@@ -257,7 +257,7 @@ def item_reference(bench: Bench) -> None:
     print(f"3. default run of the reference finder (batch mode), {report['queries']} queries, "
           f"6 corpora, indexing included: {wall:.1f} s wall (index {run['index_s']:.1f} s, "
           f"queries {run['query_s']:.1f} s) (target under 60 s: {verdict(wall < 60)})")  # fmt: skip
-    preset = (ROOT / "recall" / "presets" / "reference.toml").read_text()
+    preset = (ROOT / "recall" / "finders" / "presets" / "reference.toml").read_text()
     per_query = bench.tmp / "reference-per-query.toml"
     per_query.write_text("".join(line + "\n" for line in preset.splitlines()
                                  if not line.startswith("batch")))  # fmt: skip

@@ -32,9 +32,9 @@ from pathlib import Path
 
 import orjson
 
-from recall.corpus import hold_in_use, locked, try_exclusive, use_lock
 from recall.errors import RecallError
 from recall.files import write_atomic
+from recall.inputs.corpus import hold_in_use, locked, try_exclusive, use_lock
 
 HEADER = b"recall-entry sha256:"  # a file entry's first line: this, the digest, "\n"
 STALE_TEMP_S = 86400.0  # a file entry's temporary file older than this was left by a kill

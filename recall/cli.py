@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         ordered = command_first(list(sys.argv[1:] if argv is None else argv))
         command = ordered[0] if ordered[0] in COMMANDS else None
         args = build_parser(command).parse_args(ordered)
-        from recall.suite import locate  # after --version and --help, which need no files
+        from recall.inputs.suite import locate  # after --version and --help, which need no files
 
         locate(args)
         return commands.module(args.command).run(args)

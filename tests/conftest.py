@@ -15,9 +15,9 @@ from pathlib import Path
 import git
 import pytest
 
-from recall.corpus import Checkout, Pin, fetch, load_pins
 from recall.errors import RecallError
-from recall.symbols import checkout_symbols, ctags_version, distinct_names
+from recall.inputs.corpus import Checkout, Pin, fetch, load_pins
+from recall.inputs.symbols import checkout_symbols, ctags_version, distinct_names
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -202,7 +202,7 @@ def _as_a_new_process(cwd: Path, env: dict | None) -> Iterator[None]:
     until its process exits."""
     import tempfile
 
-    from recall import corpus
+    from recall.inputs import corpus
 
     saved_env, saved_cwd, saved_tempdir = dict(os.environ), os.getcwd(), tempfile.tempdir
     held = len(corpus._HELD)
@@ -319,7 +319,7 @@ def all_names(real_cache: Path, pins: dict[str, Pin]) -> dict[str, list[str]]:
 @pytest.fixture(scope="session")
 def gin_source(real_cache: Path, gin: Checkout):
     """gin's names as the query generator sees them (with scope owners)."""
-    from recall.derive import name_source
+    from recall.inputs.derive import name_source
 
     return name_source(checkout_symbols(gin, real_cache), gin.pin.language)
 

@@ -11,11 +11,11 @@ from conftest import (
     run_cli,
 )
 
-from recall.accept import apply_accepted, in_selection, read_accepted
+from recall.analysis.accept import apply_accepted, in_selection, read_accepted
+from recall.analysis.model import Diff, Lost, Stale
+from recall.analysis.stats import compare
 from recall.errors import RecallError
-from recall.model import Diff, Lost, Stale
-from recall.queryset import QueryRow
-from recall.stats import compare
+from recall.inputs.queryset import QueryRow
 
 
 def _loss(query: str, source: str) -> Lost:

@@ -4,8 +4,8 @@ anywhere in the list; an answer that names nothing in the corpus is flagged."""
 
 import pytest
 
-from recall.answers import rank_by_name, rank_json
-from recall.model import Hit
+from recall.analysis.model import Hit
+from recall.finders.protocol import rank_by_name, rank_json
 
 
 def _rows(names: list[str]) -> list[dict]:

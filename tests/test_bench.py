@@ -5,7 +5,9 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, make_repo, run_cli
 
-from recall.bench import (
+from recall.analysis.model import MedianP90
+from recall.render.text import render_bench
+from recall.workflows.bench import (
     median_p90,
     parse_phases,
     per_query_medians,
@@ -14,8 +16,6 @@ from recall.bench import (
     spread,
     summarize_bench,
 )
-from recall.model import MedianP90
-from recall.render.text import render_bench
 
 
 def test_schedule_runs_a_warm_up_rep_then_every_query_through_every_binary():

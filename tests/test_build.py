@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, SUBSEQUENCE_FINDER, commit_files, make_repo, needs_mirror, run_cli
 
-from recall import build
-from recall.build import build_base, extract_archive, tree_identity, unsafe_member
-from recall.corpus import release_in_use
-from recall.engine import load_engine
 from recall.errors import RecallError
-from recall.interpreter import finder_python
+from recall.finders.engine import load_engine
+from recall.inputs.corpus import release_in_use
+from recall.running import identity
+from recall.running.build import build_base, extract_archive, tree_identity, unsafe_member
+from recall.running.interpreter import finder_python
 
 
 def _member(name: str, kind: bytes = tarfile.REGTYPE, link: str = "") -> tarfile.TarInfo:
@@ -125,12 +125,12 @@ def test_a_base_missing_a_module_fails_rather_than_importing_the_working_tree(tm
 @needs_mirror
 def test_a_base_with_no_finder_at_all_is_one_line_exit_2(tmp_path, real_cache):
     repo, path = _finder_repo(tmp_path)
-    shutil.rmtree(path / "recall" / "finder")
+    shutil.rmtree(path / "recall" / "finders" / "reference")
     repo.git.add("-A")
     repo.index.commit("no finder")
     proc = _run_base(path, real_cache, "HEAD")
     assert proc.returncode == 2
-    assert "has no module recall.finder" in proc.stderr and proc.stderr.count("\n") == 1
+    assert "has no module recall.finders.reference" in proc.stderr and proc.stderr.count("\n") == 1
 
 
 def test_a_finder_folder_that_is_missing_or_empty_is_refused(tmp_path, real_cache):
@@ -138,7 +138,7 @@ def test_a_finder_folder_that_is_missing_or_empty_is_refused(tmp_path, real_cach
     missing = run_cli("--cache", str(real_cache), "--finder", str(tmp_path / "nope"))
     empty = run_cli("--cache", str(real_cache), "--finder", str(tmp_path / "empty"))
     assert missing.returncode == 2 and "no such folder" in missing.stderr
-    assert empty.returncode == 2 and "has no module recall.finder" in empty.stderr
+    assert empty.returncode == 2 and "has no module recall.finders.reference" in empty.stderr
 
 
 def test_a_bin_that_is_not_executable_is_refused(tmp_path, real_cache):
@@ -196,7 +196,7 @@ def test_a_failed_base_build_says_the_same_whoever_started_it(tmp_path, real_cac
 def test_a_working_tree_is_known_by_the_content_of_the_files_it_runs(tmp_path):
     """tree_identity, which keeps a working tree's index: every listed file's content and
     mode, untracked ones too, and ignored files only where the engine names them."""
-    from recall.engine import load_engine
+    from recall.finders.engine import load_engine
 
     root = tmp_path / "finder"
     make_repo(root, {"a.py": "x = 1\n", ".gitignore": "out/\n"})
@@ -230,7 +230,7 @@ def test_a_working_tree_linking_outside_itself_is_known_by_what_the_link_reaches
     """A link the tree holds may reach a file outside it, which the finder then runs: its
     content is part of the tree's identity; a linked folder, whose files git does not
     list, leaves the tree with no identity, so its index is never kept."""
-    from recall.engine import load_engine
+    from recall.finders.engine import load_engine
 
     outside = tmp_path / "shared.py"
     outside.write_text("x = 1\n")
@@ -301,7 +301,7 @@ def test_a_base_build_is_kept_by_its_world_not_only_its_commit(tmp_path, monkeyp
     assert _build(root, commit, cache) == "cc=clang builder=2"
     assert log.read_text().count("built") == 3
     (tmp_path / "rustc-version").write_text("fakerustc 2.0\n")  # a new toolchain
-    build._probe.cache_clear()  # probed once per run: this is the next run
+    identity._probe.cache_clear()  # probed once per run: this is the next run
     _build(root, commit, cache)
     assert log.read_text().count("built") == 4
     monkeypatch.setenv("RUSTFLAGS", "-O")  # not passed: the build never sees it

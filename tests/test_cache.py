@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, commit_files, make_repo, needs_ctags, needs_mirror, run_cli
 
-from recall.build import build_base
 from recall.cache import FolderEntry, keep_file, read_file, sweep_files
 from recall.cache import _checked as checked
 from recall.commands.cache import entries, stale
-from recall.corpus import Pin, checkout_key, fetch, locked, release_in_use
-from recall.engine import load_engine
 from recall.errors import RecallError
-from recall.symbols import checkout_symbols, ctags_identity
+from recall.finders.engine import load_engine
+from recall.inputs.corpus import Pin, checkout_key, fetch, locked, release_in_use
+from recall.inputs.symbols import checkout_symbols, ctags_identity
+from recall.running.build import build_base
 
 ENGINE = '[engine]\nbin = ["{python}", "{tree}/finder.py"]\nquery = ["{bin}", "{query}"]\n'
 OLD = time.time() - 10 * 86400
@@ -110,7 +110,8 @@ def test_prune_skips_an_entry_a_running_harness_holds(filled):
     gone = checkout_key(pins["gone"])
     holder = subprocess.Popen(
         [sys.executable, "-c",
-         "import sys; from pathlib import Path; from recall.corpus import hold_in_use, use_lock;"
+         "import sys; from pathlib import Path;"
+         " from recall.inputs.corpus import hold_in_use, use_lock;"
          f"hold_in_use(use_lock(Path({str(cache)!r}), 'corpora', {gone!r})); print('held', "
          "flush=True); sys.stdin.read()"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT,

@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from recall.ceiling import (
+from recall.analysis.ceiling import (
     INVERTED,
     KINDS,
     RowCeiling,
@@ -16,7 +16,7 @@ from recall.ceiling import (
     standard_error,
     summary,
 )
-from recall.derive import (
+from recall.inputs.derive import (
     QWERTY_NEIGHBOURS,
     NameSource,
     derive_rows,
@@ -27,7 +27,7 @@ from recall.derive import (
     swap_positions,
     swapped,
 )
-from recall.queryset import QueryRow
+from recall.inputs.queryset import QueryRow
 
 NAMES = [
     "test_count", "TestContent", "test_counter", "tset_count", "test_cuont",
@@ -141,8 +141,8 @@ def test_the_report_s_ceiling_row_is_the_query_set_s_and_its_cache_is_never_trus
     from conftest import ROOT, run_cli
 
     from recall.cache import read_file
-    from recall.corpus import load_pins
-    from recall.queryset import read_queries, select
+    from recall.inputs.corpus import load_pins
+    from recall.inputs.queryset import read_queries, select
 
     def report() -> dict:
         flags = ("--repo", "gin", "--type", "abbr3", "--type", "typo", "--no-regress")

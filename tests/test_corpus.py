@@ -10,7 +10,8 @@ import git
 import pytest
 from conftest import ROOT, make_repo, mirror_dir, needs_ctags, needs_mirror, run_cli
 
-from recall.corpus import (
+from recall.errors import RecallError
+from recall.inputs.corpus import (
     FROZEN_EPOCH,
     Pin,
     checkout_key,
@@ -21,7 +22,6 @@ from recall.corpus import (
     release_in_use,
     try_exclusive,
 )
-from recall.errors import RecallError
 
 
 @pytest.fixture
@@ -130,7 +130,7 @@ def test_leftover_temporary_folder_is_never_trusted(upstream, tmp_path):
 FETCH_SCRIPT = """
 import sys
 from pathlib import Path
-from recall.corpus import Pin, fetch
+from recall.inputs.corpus import Pin, fetch
 pin = Pin(sys.argv[1], sys.argv[2], sys.argv[3], "python")
 print(fetch(pin, Path(sys.argv[4]), None).path)
 """
@@ -256,7 +256,7 @@ def test_a_fetch_of_another_pin_of_the_same_repo_leaves_a_running_run_its_tree(t
 HOLD_SCRIPT = """
 import sys
 from pathlib import Path
-from recall.corpus import Pin, fetch
+from recall.inputs.corpus import Pin, fetch
 fetch(Pin(sys.argv[1], sys.argv[2], sys.argv[3], "python"), Path(sys.argv[4]))
 print("held", flush=True)
 sys.stdin.read()

@@ -1,7 +1,7 @@
 import pytest
 from conftest import ROOT
 
-from recall.derive import (
+from recall.inputs.derive import (
     QWERTY_NEIGHBOURS,
     NameSource,
     PrefixIndex,
@@ -17,7 +17,7 @@ from recall.derive import (
     typo,
     words,
 )
-from recall.queryset import TYPED_TYPES, read_queries
+from recall.inputs.queryset import TYPED_TYPES, read_queries
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ from recall.commands.doctor import (
     check_sources,
     healthy,
 )
-from recall.corpus import Pin, checkout_path
+from recall.inputs.corpus import Pin, checkout_path
 
 
 def _doctor(cache: Path, *extra: str, env: dict | None = None):

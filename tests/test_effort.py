@@ -1,10 +1,10 @@
-"""Keystrokes to the name (recall/effort.py), pinned on small hand-made cases: where a
+"""Keystrokes to the name (recall/analysis/effort.py), pinned on small hand-made cases: where a
 sequence first reaches #1 and the top 3, the groups' numbers and the k-curve, the keystrokes
 saved, the ceiling over a corpus's names, and the diff of two runs."""
 
 import pytest
 
-from recall.effort import (
+from recall.analysis.effort import (
     Chances,
     TypedSequence,
     certain,
@@ -13,8 +13,8 @@ from recall.effort import (
     reach,
     typed_sequences,
 )
-from recall.keystroke_ceiling import TypedTexts, ceiling_chances, effort
-from recall.keystrokes import TypingRow
+from recall.analysis.keystroke_ceiling import TypedTexts, ceiling_chances, effort
+from recall.inputs.keystrokes import TypingRow
 
 BIND = TypedSequence("gin", "prefix", "bind", ("b", "bi", "bin", "bind"))
 ANSWERS = {

@@ -1,6 +1,7 @@
 import pytest
 
-from recall.engine import (
+from recall.errors import RecallError
+from recall.finders.engine import (
     QueryArgv,
     build_env,
     expand,
@@ -9,7 +10,6 @@ from recall.engine import (
     parse_engine,
     preset_names,
 )
-from recall.errors import RecallError
 
 MINIMAL = b'[engine]\nbin = ["f"]\nquery = ["{bin}", "{query}"]\n'
 

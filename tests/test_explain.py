@@ -13,9 +13,9 @@ from conftest import (
     run_cli,
 )
 
-from recall.explain import Side, pick_row, render
-from recall.model import Hit, QueryResult
-from recall.queryset import QueryRow
+from recall.analysis.model import Hit, QueryResult
+from recall.inputs.queryset import QueryRow
+from recall.workflows.explain import Side, pick_row, render
 
 FINDER, ENGINE = SUBSEQUENCE_FINDER, SUBSEQUENCE_ENGINE
 CORPUS = "".join(

@@ -15,7 +15,7 @@ import git
 import pytest
 from conftest import ROOT, commit_files, needs_ctags, run_cli, run_recall, tiny_suite, tmpfs
 
-from recall.corpus import Pin, checkout_path, fetch, is_clean, load_pins
+from recall.inputs.corpus import Pin, checkout_path, fetch, is_clean, load_pins
 
 BUILD = """
 import os, pathlib, subprocess, time

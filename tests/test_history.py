@@ -13,8 +13,8 @@ import pytest
 from conftest import fzy_clone, mirror_dir, needs_ctags, needs_mirror, run_cli
 from test_html import FIRST_BLUE, _chromium, needs_chromium
 
-from recall.history import Commit, github_commit_url, is_range, thin
 from recall.render.history import render_html
+from recall.workflows.history import Commit, github_commit_url, is_range, thin
 
 pytestmark = [needs_mirror, needs_ctags]
 SELECTION = ("--repo", "gin", "--type", "abbr3")

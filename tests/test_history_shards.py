@@ -13,8 +13,8 @@ import pytest
 from conftest import commit_files, fzy_clone, mirror_dir, needs_ctags, needs_mirror, run_cli
 
 from recall.errors import RecallError
-from recall.history import Commit
-from recall.history_shards import shard_pairs
+from recall.workflows.history import Commit
+from recall.workflows.history_shards import shard_pairs
 
 SELECTION = ("--repo", "gin", "--repo", "ripgrep", "--type", "abbr3")  # 84 + 72 rows
 

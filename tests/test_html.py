@@ -85,7 +85,7 @@ def worse_clone(tmp_path: Path) -> Path:
     """This repo's finder, one commit later with a weaker word-start bonus."""
     clone = tmp_path / "clone"
     repo = git.Repo.clone_from(ROOT, clone)
-    rank = clone / "recall" / "finder" / "rank.py"
+    rank = clone / "recall" / "finders" / "reference" / "rank.py"
     text = rank.read_text()
     assert "BONUS_WORD = 2.5" in text
     rank.write_text(text.replace("BONUS_WORD = 2.5", "BONUS_WORD = 0.5"))

@@ -1,23 +1,35 @@
-"""The direction of imports inside `recall`: data flows one way (docs/architecture.md), so
-the model and the rendering import nothing that runs a finder, a build or a git command,
-and no two modules import each other, however indirectly."""
+"""The direction of imports inside `recall` (docs/architecture.md): data flows one way, from
+inputs through finders and running to analysis and render, so each folder imports only the
+folders below it, and no two modules import each other, however indirectly."""
 
 import ast
 import functools
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
 from conftest import ROOT
 
 PACKAGE = ROOT / "recall"
-# The modules that run things: finder processes and sessions, builds, git, subprocesses,
-# and the commands that drive them (with the names the split into proc/session and
-# commands/ gives them).
-EXECUTION = {
-    "recall.measure", "recall.proc", "recall.session", "recall.spawn", "recall.build",
-    "recall.interpreter", "recall.explain", "recall.bench", "recall.run", "recall.cli",
-    "recall.results", "recall.history", "recall.bisect", "recall.doctor", "recall.init",
-    "recall.pin", "recall.cache", "recall.commands", "recall.peers",
-}  # fmt: skip
+# What each folder must never reach, even through other modules: analysis and render
+# import nothing that runs a finder, a build or a workflow; inputs imports no finder; the
+# finders' protocol may name the model's plain results (Hit, QueryResult), nothing above.
+EXECUTION = (
+    "recall.running",
+    "recall.finders",
+    "recall.workflows",
+    "recall.commands",
+    "recall.cli",
+)
+NEVER = {
+    "recall.analysis": EXECUTION,
+    "recall.render": EXECUTION,
+    "recall.inputs": ("recall.finders", "recall.running", "recall.analysis", *EXECUTION[2:]),
+    "recall.finders": ("recall.running", "recall.render", *EXECUTION[2:]),
+    "recall.running": ("recall.workflows", "recall.render", "recall.commands", "recall.cli"),
+    "recall.workflows": ("recall.commands", "recall.cli"),
+}
 
 
 def _name(path: Path) -> str:
@@ -72,22 +84,36 @@ def _reach(graph: dict[str, set[str]], start: str) -> set[str]:
     return seen
 
 
-def _is_execution(module: str) -> bool:
-    return any(module == e or module.startswith(e + ".") for e in EXECUTION)
+def _within(module: str, folder: str) -> bool:
+    return module == folder or module.startswith(folder + ".")
 
 
-def test_the_model_and_the_rendering_import_no_execution_module_even_indirectly():
+@pytest.mark.parametrize("folder", sorted(NEVER))
+def test_a_folder_reaches_no_folder_above_it_even_indirectly(folder):
     graph = _graph()
-    pure = [m for m in graph if m == "recall.model" or m.startswith("recall.render")]
-    assert "recall.render.text" in pure and "recall.render.html" in pure
-    bad = {m: sorted(filter(_is_execution, _reach(graph, m))) for m in pure}
+    inside = [m for m in graph if _within(m, folder)]
+    assert inside, f"{folder} is no folder of recall"
+    bad = {
+        m: sorted(r for r in _reach(graph, m) if any(_within(r, f) for f in NEVER[folder]))
+        for m in inside
+    }
     assert {m: found for m, found in bad.items() if found} == {}
 
 
-def test_the_analysis_imports_no_execution_module_even_indirectly():
+def test_the_rule_names_only_folders_and_modules_that_exist():
     graph = _graph()
-    bad = sorted(filter(_is_execution, _reach(graph, "recall.report")))
-    assert bad == []
+    named = set(NEVER) | {f for never in NEVER.values() for f in never}
+    assert sorted(f for f in named if not any(_within(m, f) for m in graph)) == []
+
+
+def test_the_renderers_and_the_model_load_no_git():
+    """`import recall.render.text` stays light: the report's text needs no git."""
+    code = (
+        "import sys, recall.render.text, recall.render.html, recall.analysis.model; "
+        "print(sorted(m for m in sys.modules if m == 'git' or m.startswith('git.')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.stdout.strip() == "[]", out.stderr
 
 
 def test_no_recall_module_imports_itself_through_others():
@@ -98,7 +124,7 @@ def test_no_recall_module_imports_itself_through_others():
 
 def test_the_cycle_check_sees_a_lazy_import_inside_a_function(tmp_path):
     path = tmp_path / "m.py"
-    path.write_text("def f():\n    from recall.run import cmd_run\n")
-    assert _imports(path, {"recall.run"}) == {"recall.run"}
+    path.write_text("def f():\n    from recall.workflows.run import cmd_run\n")
+    assert _imports(path, {"recall.workflows.run"}) == {"recall.workflows.run"}
     path.write_text("if __name__ == '__main__':\n    from recall.cli import main\n")
     assert _imports(path, {"recall.cli"}) == set()

@@ -10,12 +10,12 @@ import pytest
 from conftest import ROOT, make_repo, run_cli
 
 from recall.cache import _checked as checked
-from recall.engine import load_engine
-from recall.indexes import KIND, MARKER
-from recall.measure import run_binary
-from recall.model import Corpus, FinderBuild
-from recall.queryset import QueryRow
-from recall.symbols import checkout_symbols, distinct_names
+from recall.finders.engine import load_engine
+from recall.inputs.queryset import QueryRow
+from recall.inputs.symbols import checkout_symbols, distinct_names
+from recall.running.indexes import KIND, MARKER
+from recall.running.measure import run_binary
+from recall.running.values import Corpus, FinderBuild
 
 # The index step logs each run, then writes the names, sorted, into {db}; FAIL makes it
 # write half an index and fail. A query reads only {db}, and the query "scribble" writes
@@ -266,7 +266,7 @@ def test_a_base_and_an_unchanged_working_tree_reuse_their_kept_indexes(tmp_path,
 def test_recall_cache_lists_a_kept_index_and_prune_removes_it_once_unused(finder, corpus, tmp_path):
     import os
 
-    from recall.corpus import release_in_use
+    from recall.inputs.corpus import release_in_use
 
     _run(finder, corpus, "file:one")
     release_in_use()  # this test process is not a running harness

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, make_repo, needs_ctags, needs_mirror, run_cli
 
-from recall.engine import load_engine, load_preset, preset_names
+from recall.finders.engine import load_engine, load_preset, preset_names
 
 OPTIONAL = ("build", "index", "batch", "profile", "cwd", "stdin", "env", "pass_env",
             "env_remove", "inputs", "toolchain", "output", "no_match_exit")  # fmt: skip
@@ -137,7 +137,7 @@ def test_a_base_that_runs_the_program_the_candidate_runs_is_refused_unless_meant
     if shutil.which("fzy") is None:
         pytest.skip("fzy is not installed (apt-get install fzy; .ci/run installs it)")
     engine = load_preset("fzy")
-    text = (ROOT / "recall" / "presets" / "fzy.toml").read_text()
+    text = (ROOT / "recall" / "finders" / "presets" / "fzy.toml").read_text()
     assert engine.bin == ("fzy",)
     make_repo(tmp_path / "finder", {"recall.toml": text, "x.c": "int x;\n"})
     flags = ("--base", "HEAD", "--repo", "gin", "--type", "abbr3", "--no-regress",

@@ -11,17 +11,18 @@ from conftest import make_repo, needs_ctags, run_cli, tiny_suite
 from test_faults import BUILD, ENGINE, FINDER, _args, _env
 from test_faults import ROWS as TINY_ROWS
 
-from recall import saved
+from recall.analysis.model import Hit, QueryResult, RunResult
 from recall.cache import keep_file
 from recall.commands.cache import entries, stale
-from recall.corpus import MARKER, Pin, checkout_key, fetch, load_pins
-from recall.derive import load_settings
-from recall.engine import parse_engine
 from recall.errors import RecallError
-from recall.model import Hit, QueryResult, RunResult
-from recall.queryset import QueryRow
-from recall.saved import cached_run, data_key, decode_run, encode_run, load_against, store_run
-from recall.symbols import checkout_symbols
+from recall.finders.engine import parse_engine
+from recall.inputs.corpus import MARKER, Pin, checkout_key, fetch, load_pins
+from recall.inputs.derive import load_settings
+from recall.inputs.queryset import QueryRow
+from recall.inputs.symbols import checkout_symbols
+from recall.running import results_cache as saved
+from recall.running.identity import data_key
+from recall.running.results_cache import cached_run, decode_run, encode_run, load_against, store_run
 
 
 @pytest.fixture

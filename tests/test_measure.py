@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, make_repo, needs_tool, run_cli
 
-from recall.answers import rank_by_name
-from recall.model import Hit
+from recall.analysis.model import Hit
+from recall.finders.protocol import rank_by_name
 
 FINDER = r"""
 import json, os, subprocess, sys, time
@@ -127,7 +127,7 @@ def test_engine_that_returns_nothing_is_suspect(misbehaving, tmp_path, real_cach
 def test_fzy_with_show_scores_reads_scores_as_names_and_is_refused(tmp_path, real_cache, gin):
     """Issue 31, class 7: every line is `SCORE<TAB>name`, and `output = "lines"` takes the
     score for the name, so both sides found 0% and --fail-on-loss exited 0."""
-    preset = (ROOT / "recall" / "presets" / "fzy.toml").read_text()
+    preset = (ROOT / "recall" / "finders" / "presets" / "fzy.toml").read_text()
     scores = preset.replace('"--show-matches={query}"', '"--show-scores", "--show-matches={query}"')
     assert scores != preset
     engine = tmp_path / "fzy-scores.toml"
@@ -175,11 +175,11 @@ for line in sys.stdin:
 
 
 def test_batch_faults_are_the_query_in_flight_and_the_rest_is_answered(tmp_path, real_cache, gin):
-    from recall.engine import load_engine
-    from recall.measure import run_binary
-    from recall.model import Corpus, FinderBuild
-    from recall.queryset import QueryRow
-    from recall.symbols import checkout_symbols, distinct_names
+    from recall.finders.engine import load_engine
+    from recall.inputs.queryset import QueryRow
+    from recall.inputs.symbols import checkout_symbols, distinct_names
+    from recall.running.measure import run_binary
+    from recall.running.values import Corpus, FinderBuild
 
     (tmp_path / "finder.py").write_text(BATCH_FINDER)
     (tmp_path / "engine.toml").write_text(

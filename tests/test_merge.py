@@ -9,8 +9,8 @@ import orjson
 import pytest
 from conftest import ROOT, mirror_dir, needs_ctags, run_cli
 
-from recall.queryset import QueryRow
-from recall.run import shard_rows
+from recall.inputs.queryset import QueryRow
+from recall.workflows.run import shard_rows
 
 SELECTION = ("--repo", "gin", "--repo", "pytest", "--repo", "tokio", "--type", "abbr3")
 SPLIT_SELECTION = ("--repo", "gin", "--repo", "tokio", "--type", "abbr3")  # two repos, two shards

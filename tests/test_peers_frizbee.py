@@ -17,7 +17,7 @@ def _adapter(tmp_path: Path, *args: str, stdin: str = "") -> subprocess.Complete
     names = tmp_path / "names.txt"
     names.write_text("".join(f"{n}\n" for n in NAMES))
     return subprocess.run(
-        [sys.executable, "-m", "recall.peers.frizbee", "--names", str(names), *args],
+        [sys.executable, "-m", "recall.finders.kinds.frizbee", "--names", str(names), *args],
         input=stdin, capture_output=True, text=True, timeout=60,
         env={"PYTHONPATH": str(ROOT)},
     )  # fmt: skip

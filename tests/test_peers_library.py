@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, run_cli
 
-from recall.engine import load_preset, parse_engine
 from recall.errors import RecallError
-from recall.peers.library import HARNESS_ROOT, read_names
-from recall.symbols import checkout_symbols, distinct_names
+from recall.finders.engine import load_preset, parse_engine
+from recall.finders.kinds.python import HARNESS_ROOT, read_names
+from recall.inputs.symbols import checkout_symbols, distinct_names
 
 NAMES = ["TestFloatLimits", "foo_bar", "test_float_limits", "tesla"]
 
@@ -24,7 +24,7 @@ def _worker(
     names = tmp_path / "names.txt"
     names.write_text("".join(f"{n}\n" for n in NAMES))
     return subprocess.run(
-        [sys.executable, "-P", "-m", "recall.peers.library", "--names", str(names), *args],
+        [sys.executable, "-P", "-m", "recall.finders.kinds.python", "--names", str(names), *args],
         input=stdin, capture_output=True, text=True, timeout=60,
         env={"PYTHONPATH": f"{ROOT}:{path}" if path else str(ROOT)},
     )  # fmt: skip
@@ -121,7 +121,7 @@ def test_a_python_engine_table_that_cannot_run_names_the_key(text, message):
 def test_a_python_engine_runs_the_worker_of_the_tree_under_test():
     engine = load_preset("rapidfuzz")
     assert engine.kind == "python"
-    assert engine.bin == ("{python}", "-P", "-m", "recall.peers.library")
+    assert engine.bin == ("{python}", "-P", "-m", "recall.finders.kinds.python")
     assert dict(engine.env)["PYTHONPATH"] == f"{{tree}}:{HARNESS_ROOT}"  # the tree's first
     assert "--callable" in engine.batch and "rapidfuzz.process:extract" in engine.batch
 

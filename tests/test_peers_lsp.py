@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, make_repo, run_cli
 
-from recall.engine import load_preset, parse_engine, uses_node_modules
 from recall.errors import RecallError
+from recall.finders.engine import load_preset, parse_engine, uses_node_modules
 
 HAVE_JEDI = importlib.util.find_spec("jedi_language_server") is not None
 needs_jedi = pytest.mark.skipif(
@@ -153,7 +153,7 @@ def _adapter(
     names = workspace.parent / f"{workspace.name}-names.txt"
     names.write_text("".join(f"{n}\n" for n in probes or NAMES))
     return subprocess.run(
-        [sys.executable, "-P", "-m", "recall.peers.lsp", "--workspace", str(workspace),
+        [sys.executable, "-P", "-m", "recall.finders.kinds.lsp", "--workspace", str(workspace),
          "--names", str(names), *args, "--", *server],
         input=stdin, capture_output=True, text=True, timeout=60, cwd=workspace,
         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", **(env or {})},
@@ -274,7 +274,7 @@ def test_typescript_language_server_answers_from_the_project_of_the_opened_file(
 ):
     """The tsserver preset's server from the tree's pinned npm packages: with one file
     open, symbols of the whole tsconfig project are answered."""
-    from recall.peers.node import FOLDER, node_modules
+    from recall.finders.kinds.node import FOLDER, node_modules
 
     modules = node_modules(FOLDER, real_cache)
     repo = tmp_path / "repo"
@@ -298,7 +298,7 @@ def test_typescript_language_server_answers_from_the_project_of_the_opened_file(
 
 
 def test_unqualify_keeps_a_name_after_its_last_dot():
-    from recall.peers.lsp import rows
+    from recall.finders.kinds.lsp import rows
 
     answer = [{"name": "Context.Copy"}, {"name": "gin.H"}, {"name": "plain"}, {"name": "x."}]
     names = [r["name"] for r in rows(answer, Path("/w"), 0, unqualify=True)]
@@ -312,7 +312,7 @@ def test_killing_the_adapter_takes_the_server_down_with_it(tmp_path):
     names = tmp_path / "probes.txt"
     names.write_text("foo_bar\n")
     adapter = subprocess.Popen(
-        [sys.executable, "-P", "-m", "recall.peers.lsp", "--workspace", str(tmp_path),
+        [sys.executable, "-P", "-m", "recall.finders.kinds.lsp", "--workspace", str(tmp_path),
          "--names", str(names), "--", *server],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, env={"PYTHONPATH": str(ROOT)},
     )  # fmt: skip
@@ -442,7 +442,7 @@ def test_an_lsp_engine_runs_the_adapter_of_the_tree_under_test_with_the_server_a
         "lsp.toml",
     )
     assert engine.kind == "lsp" and engine.languages == ("go",)
-    assert engine.bin == ("{python}", "-P", "-m", "recall.peers.lsp")
+    assert engine.bin == ("{python}", "-P", "-m", "recall.finders.kinds.lsp")
     assert dict(engine.env)["PYTHONPATH"].split(":")[0] == "{tree}"  # then the harness's
     assert engine.batch == (
         "{bin}", "--workspace", "{corpus}", "--names", "{names}", "--ready-timeout", "5",
@@ -491,7 +491,7 @@ def test_a_server_crashing_mid_run_costs_the_query_in_flight_only(real_cache, gi
 
 
 def test_a_language_server_is_started_once_per_corpus_whatever_the_jobs():
-    from recall.engine import load_preset
+    from recall.finders.engine import load_preset
 
     assert load_preset("jedi-lsp").batch_jobs is False
     assert load_preset("rapidfuzz").batch_jobs is True

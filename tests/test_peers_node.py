@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, commit_files, make_repo, needs_tool, run_cli
 
-from recall.engine import load_preset, parse_engine
 from recall.errors import RecallError
-from recall.peers.node import (
+from recall.finders.engine import load_preset, parse_engine
+from recall.finders.kinds.node import (
     BOOT,
     DRIVERS,
     FOLDER,
@@ -22,11 +22,11 @@ from recall.peers.node import (
     pinned,
     required,
 )
-from recall.symbols import checkout_symbols, distinct_names
+from recall.inputs.symbols import checkout_symbols, distinct_names
 
 pytestmark = [needs_tool("node", "nodejs"), needs_tool("npm")]
 
-ADAPTER = ROOT / "recall" / "peers" / "node" / "adapter.js"
+ADAPTER = ROOT / "recall" / "finders" / "kinds" / "node" / "adapter.js"
 FIXTURE = ROOT / "tests" / "fixtures" / "node-finder"  # a finder's package.json and lock
 NAMES = ["TestFloatLimits", "foo_bar", "test_float_limits", "tesla"]
 PRESETS = {
@@ -219,9 +219,9 @@ def test_a_failed_install_is_one_line_naming_npm_s_reason_and_leaves_nothing(tmp
 
 def test_the_lock_is_recall_s_in_its_tree_the_finder_s_where_it_names_the_package(tmp_path):
     recall_tree = tmp_path / "recall"
-    recall_tree.joinpath("recall/peers/node").mkdir(parents=True)
-    (recall_tree / "recall/peers/node/adapter.js").write_text("")
-    assert lock_folder(recall_tree, "fuzzy") == recall_tree / "recall/peers/node"
+    recall_tree.joinpath("recall/finders/kinds/node").mkdir(parents=True)
+    (recall_tree / "recall/finders/kinds/node/adapter.js").write_text("")
+    assert lock_folder(recall_tree, "fuzzy") == recall_tree / "recall/finders/kinds/node"
     finder = tmp_path / "finder"
     shutil.copytree(FIXTURE, finder)
     assert lock_folder(finder, "fuzzy") == finder
@@ -262,7 +262,7 @@ def test_the_packages_said_to_have_a_driver_are_the_adapter_s_drivers():
     keys = re.findall(r'^  (?:"([^"]+)"|(\w+)): \(mod, names, options\)', ADAPTER.read_text(), re.M)
     assert sorted(quoted or bare for quoted, bare in keys) == sorted(DRIVERS)
     assert required("fuzzy", ROOT) == (
-        f"package fuzzy is not pinned in {ROOT / 'recall/peers/node/package.json'}"
+        f"package fuzzy is not pinned in {ROOT / 'recall/finders/kinds/node/package.json'}"
     )
 
 
@@ -303,17 +303,17 @@ def test_a_base_runs_its_own_adapter(tmp_path, modules, real_cache, gin):
     """The base commit's adapter answers in reverse; the working tree's is recall's own:
     the base's numbers are its adapter's, not the working tree's."""
     files = {
-        f"recall/peers/node/{name}": (FOLDER / name).read_text()
+        f"recall/finders/kinds/node/{name}": (FOLDER / name).read_text()
         for name in ("adapter.js", "package.json", "package-lock.json")
     }
-    good = files["recall/peers/node/adapter.js"]
+    good = files["recall/finders/kinds/node/adapter.js"]
     reversed_cut = "return (limit ? list.slice(0, limit) : list).reverse();"
-    files["recall/peers/node/adapter.js"] = good.replace(
+    files["recall/finders/kinds/node/adapter.js"] = good.replace(
         "return limit ? list.slice(0, limit) : list;", reversed_cut
     )
-    assert reversed_cut in files["recall/peers/node/adapter.js"]
+    assert reversed_cut in files["recall/finders/kinds/node/adapter.js"]
     repo = make_repo(tmp_path / "finder", files, "an adapter that answers backwards")
-    commit_files(repo, {"recall/peers/node/adapter.js": good}, "the real adapter")
+    commit_files(repo, {"recall/finders/kinds/node/adapter.js": good}, "the real adapter")
     proc = run_cli(
         "--finder", str(tmp_path / "finder"), "--engine", "match-sorter", "--base", "HEAD~1",
         "--repo", "gin", "--type", "abbr3", "--cache", str(real_cache), "--json", "--no-regress",

@@ -16,7 +16,7 @@ from conftest import (
     run_cli,
 )
 
-from recall.queryset import read_queries
+from recall.inputs.queryset import read_queries
 
 V1 = {
     "lib/app.py": "def parse_config_file():\n    pass\n\n\ndef render_template_string():\n"

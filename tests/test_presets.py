@@ -60,7 +60,7 @@ def test_subsequence_presets_rank_real_names(preset, tmp_path, real_cache, gin):
 
 def test_rq_preset_through_a_stand_in(tmp_path, real_cache, gin):
     finder = tmp_path / "rq"
-    make_repo(finder, {"recall.toml": (ROOT / "recall/presets/rq.toml").read_text()})
+    make_repo(finder, {"recall.toml": (ROOT / "recall/finders/presets/rq.toml").read_text()})
     binary = finder / "rq-standin"
     binary.write_text(RQ_STANDIN)
     binary.chmod(0o755)
@@ -78,7 +78,7 @@ def test_rq_preset_through_a_stand_in(tmp_path, real_cache, gin):
 
 
 def test_reference_per_query_and_batch_modes_rank_alike(tmp_path, real_cache, gin):
-    text = (ROOT / "recall/presets/reference.toml").read_text()
+    text = (ROOT / "recall/finders/presets/reference.toml").read_text()
     per_query = tmp_path / "per-query.toml"
     per_query.write_text("\n".join(ln for ln in text.splitlines() if not ln.startswith("batch")))
     queries = tmp_path / "q.tsv"

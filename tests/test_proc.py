@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from recall.proc import Spawner, reap
+from recall.running.proc import Spawner, reap
 
 PROBE = r"""
 import json, os, signal, sys

@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from recall.engine import load_engine
+from recall.analysis.model import RunResult
 from recall.errors import RecallError
-from recall.measure import run_binary
-from recall.model import Corpus, FinderBuild, RunResult
-from recall.queryset import QueryRow
-from recall.symbols import checkout_symbols, distinct_names
+from recall.finders.engine import load_engine
+from recall.inputs.queryset import QueryRow
+from recall.inputs.symbols import checkout_symbols, distinct_names
+from recall.running.measure import run_binary
+from recall.running.values import Corpus, FinderBuild
 
 # MODE "ids": answers {"id": I, "results": [...]}, I counted by the finder itself from 0,
 # so a harness that expects any other numbering fails; "bare": the plain result list.
@@ -212,7 +213,7 @@ def test_a_batch_finder_that_stops_reading_times_out_on_that_query(tmp_path, gin
 
 
 def test_an_index_step_killed_by_a_signal_says_which(tmp_path, gin_corpus):
-    from recall.session import Session
+    from recall.running.session import Session
 
     (tmp_path / "engine.toml").write_text(
         '[engine]\nbin = ["{python}"]\nquery = ["{bin}", "{query}"]\n'

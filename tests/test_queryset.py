@@ -7,7 +7,7 @@ import pytest
 from conftest import ROOT, needs_mirror, run_cli
 
 from recall.errors import RecallError
-from recall.queryset import (
+from recall.inputs.queryset import (
     HOLDOUT,
     HOLDOUT_REPOS,
     TUNE,

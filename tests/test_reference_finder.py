@@ -22,7 +22,7 @@ def parse_conf(): pass
 
 def finder(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "recall.finder", *args], input=stdin, capture_output=True,
+        [sys.executable, "-m", "recall.finders.reference", *args], input=stdin, capture_output=True,
         text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120,
     )  # fmt: skip
 
@@ -154,7 +154,7 @@ def test_the_running_max_equals_accumulate_on_every_path(rows, cols):
     each must give np.maximum.accumulate exactly, ragged sizes and ties included."""
     import numpy as np
 
-    from recall.finder.rank import _running_max
+    from recall.finders.reference.rank import _running_max
 
     rng = np.random.default_rng(rows * 10_000 + cols)
     x = rng.integers(-3, 4, size=(rows, cols)).astype(np.float32)

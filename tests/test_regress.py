@@ -11,10 +11,10 @@ from conftest import (
     run_cli,
 )
 
-from recall.corpus import load_pins
+from recall.analysis.model import FailingCase, Hit, QueryResult
+from recall.analysis.regress import Case, broken, read_cases, summarize, verdict
 from recall.errors import RecallError
-from recall.model import FailingCase, Hit, QueryResult
-from recall.regress import Case, broken, read_cases, summarize, verdict
+from recall.inputs.corpus import load_pins
 
 
 def _first(name: str, file: str | None = "lib/ctx.go", line: int | None = 12) -> QueryResult:

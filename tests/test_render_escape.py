@@ -10,13 +10,13 @@ import git
 import pytest
 from conftest import needs_ctags, run_cli, tiny_suite
 
-from recall.bisect import Verdict
-from recall.bisect import render as bisect_render
-from recall.commandline import explain_command
-from recall.history import Commit
+from recall.render.commandline import explain_command
 from recall.render.escape import code_span, html, markdown
 from recall.render.history import render_html as render_history_html
 from recall.terminal import shown
+from recall.workflows.bisection import Verdict
+from recall.workflows.bisection import render as bisect_render
+from recall.workflows.history import Commit
 
 SCRIPT = "<script>alert(1)</script>"
 CELL_BREAK = "</td></tr></table>"

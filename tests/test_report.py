@@ -3,16 +3,23 @@ from pathlib import Path
 
 import pytest
 
-from recall.answers import rank_by_name
-from recall.ceiling import RowCeiling
-from recall.ceiling import summary as ceiling_summary
-from recall.corpus import Pin
-from recall.model import AgainstCeiling, Hit, QueryResult, RegressSection, Report, RunResult
-from recall.queryset import QueryRow
-from recall.regress import Case
+from recall.analysis.ceiling import RowCeiling
+from recall.analysis.ceiling import summary as ceiling_summary
+from recall.analysis.model import (
+    AgainstCeiling,
+    Hit,
+    QueryResult,
+    RegressSection,
+    Report,
+    RunResult,
+)
+from recall.analysis.regress import Case
+from recall.analysis.report import analyse, diff, move_bucket
+from recall.finders.protocol import rank_by_name
+from recall.inputs.corpus import Pin
+from recall.inputs.queryset import QueryRow
 from recall.render.html import render_html
 from recall.render.text import render
-from recall.report import analyse, diff, move_bucket
 
 ROWS = [QueryRow("gin", f"q{i}", "abbr3", f"name{i}") for i in range(6)]
 

@@ -12,12 +12,12 @@ import pytest
 from conftest import ROOT, SUBSEQUENCE_ENGINE, SUBSEQUENCE_FINDER, make_repo, run_cli
 from test_report import _golden_report
 
-from recall.bench import summarize_bench
-from recall.ceiling import summary as ceiling_summary
-from recall.corpus import Pin
-from recall.model import SCHEMA, QueryResult, Report, RunResult
-from recall.queryset import QueryRow
-from recall.report import analyse
+from recall.analysis.ceiling import summary as ceiling_summary
+from recall.analysis.model import SCHEMA, QueryResult, Report, RunResult
+from recall.analysis.report import analyse
+from recall.inputs.corpus import Pin
+from recall.inputs.queryset import QueryRow
+from recall.workflows.bench import summarize_bench
 
 SCHEMA_PATH = ROOT / "docs" / "report.schema.json"
 VALIDATOR = jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text()))
@@ -44,7 +44,7 @@ def _json(*args: str, cwd: Path = ROOT) -> dict:
 def reference_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The reference finder as a binary built by hand, for a baseline by --base-bin."""
     wrapper = tmp_path_factory.mktemp("bin") / "finder.sh"
-    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} -m recall.finder "$@"\n')
+    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} -m recall.finders.reference "$@"\n')
     wrapper.chmod(0o755)
     return wrapper
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from conftest import ROOT
 
-from recall.engine import load_preset
-from recall.requirements import _missing_modules, engine_needs, missing_parts, peer_pins
+from recall.finders.engine import load_preset
+from recall.finders.requirements import _missing_modules, engine_needs, missing_parts, peer_pins
 
 
 def _cut_path(tmp_path: Path, *programs: str) -> str:

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, Ran, mirror_dir, run_cli
 
-from recall.engine import load_preset
 from recall.errors import RecallError
-from recall.render.results import agreement, latency_ms, render_results
-from recall.results import (
+from recall.finders.engine import load_preset
+from recall.render.results_page import agreement, latency_ms, render_results
+from recall.workflows.results_page import (
     Peer,
     check_comparable,
     command_line,
@@ -199,7 +199,9 @@ def test_a_bundled_binary_is_shown_by_its_package_folder_not_this_machines_path(
     peer = Peer("fzf (iterfzf)", "fzf", "bundled", "/opt/site-packages/iterfzf/fzf")
     assert command_line(peer, load_preset("fzf")) == "iterfzf/fzf --filter={query} < {names}"
     batch = command_line(Peer("frizbee", "frizbee", "x"), load_preset("frizbee"))
-    assert batch.startswith("{python} -P -m recall.peers.frizbee --names {names} --max-typos 0")
+    assert batch.startswith(
+        "{python} -P -m recall.finders.kinds.frizbee --names {names} --max-typos 0"
+    )
 
 
 def _gin_abbr3(real_cache: Path, *extra: str) -> dict:
@@ -318,7 +320,7 @@ def test_the_agreement_matrix_counts_queries_two_finders_put_the_same_name_first
 
 
 def test_reports_measured_with_different_jobs_are_not_one_page():
-    from recall.results import measured_jobs
+    from recall.workflows.results_page import measured_jobs
 
     assert measured_jobs([{"jobs": 2}, {"jobs": 2}]) == "2"
     with pytest.raises(RecallError, match=r"measured with different --jobs \(1, 2\)"):

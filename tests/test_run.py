@@ -14,7 +14,7 @@ from conftest import (
     run_cli,
 )
 
-from recall.queryset import read_queries
+from recall.inputs.queryset import read_queries
 
 GOOD, ENGINE = SUBSEQUENCE_FINDER, SUBSEQUENCE_ENGINE
 
@@ -132,7 +132,7 @@ def test_reference_finder_against_itself_by_base_bin_json(real_cache, gin, tmp_p
     import sys
 
     wrapper = tmp_path / "finder.sh"
-    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} -m recall.finder "$@"\n')
+    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} -m recall.finders.reference "$@"\n')
     wrapper.chmod(0o755)
     proc = run_cli(
         "--cache", str(real_cache), "--repo", "gin", "--base-bin", str(wrapper), "--json",

@@ -6,14 +6,16 @@ import orjson
 import pytest
 from conftest import ROOT, needs_ctags, run_cli
 
-from recall import saved
+from recall.analysis.model import Hit, QueryResult, RunResult
 from recall.cache import keep_file, read_file
-from recall.corpus import Pin
-from recall.engine import parse_engine, resolve_engine
 from recall.errors import RecallError
-from recall.model import Hit, QueryResult, RunResult
-from recall.queryset import QueryRow
-from recall.saved import cached_run, data_key, load_against, run_key, save_runs, store_run
+from recall.finders.engine import parse_engine, resolve_engine
+from recall.inputs.corpus import Pin
+from recall.inputs.queryset import QueryRow
+from recall.running import identity
+from recall.running import results_cache as saved
+from recall.running.identity import data_key
+from recall.running.results_cache import cached_run, load_against, run_key, save_runs, store_run
 
 PINS = {
     "gin": Pin("gin", "https://github.com/gin-gonic/gin", "a" * 40, "go"),
@@ -75,11 +77,11 @@ def test_another_version_of_a_package_python_imports_or_of_a_program_on_path_mis
     reference = resolve_engine("reference", ROOT)
     store_run(tmp_path, _key(engine=reference), RUN)
     assert cached_run(tmp_path, _key(engine=reference), "base", ROWS) is not None
-    monkeypatch.setattr(saved, "_packages", lambda: "numpy==0.0 upgraded")
+    monkeypatch.setattr(identity, "_packages", lambda: "numpy==0.0 upgraded")
     assert cached_run(tmp_path, _key(engine=reference), "base", ROWS) is None
     on_path = parse_engine(b'[engine]\nbin = ["git"]\nquery = ["{bin}", "{query}"]\n', "t")
     store_run(tmp_path, _key(engine=on_path), RUN)  # git: a program on PATH, by content
-    monkeypatch.setattr(saved, "_program", lambda path, mtime, size: "file:" + "9" * 64)
+    monkeypatch.setattr(identity, "_program", lambda path, mtime, size: "file:" + "9" * 64)
     assert cached_run(tmp_path, _key(engine=on_path), "base", ROWS) is None
 
 
@@ -266,10 +268,10 @@ def test_every_file_an_argv_names_is_in_the_key_by_content(tmp_path):
     model.write_bytes(b"one")
     text = f'[engine]\nbin = ["/bin/cat"]\nquery = ["{{bin}}", "{model}", "{{query}}"]\n'
     engine = parse_engine(text.encode(), "t.toml")
-    before = saved.environment_key(engine)
+    before = identity.environment_key(engine)
     assert str(model) in before["files"]
     model.write_bytes(b"two, longer")
-    assert saved.environment_key(engine) != before
+    assert identity.environment_key(engine) != before
 
 
 @pytest.mark.parametrize(
@@ -285,21 +287,21 @@ def test_every_file_an_argv_names_is_in_the_key_by_content(tmp_path):
 )
 def test_an_interpreter_running_code_outside_the_tree_is_unseen(bin_, query, why):
     engine = parse_engine(f"[engine]\nbin = {bin_}\nquery = {query}\n".encode(), "t.toml")
-    reason = saved.unseen_code(engine)
+    reason = identity.unseen_code(engine)
     assert (reason is None) if why is None else (reason is not None and reason.startswith(why))
     if why is not None:
         declared = f"[engine]\nbin = {bin_}\nquery = {query}\ninputs = ['/bin/cat']\n"
-        assert saved.unseen_code(parse_engine(declared.encode(), "t.toml")) is None
+        assert identity.unseen_code(parse_engine(declared.encode(), "t.toml")) is None
 
 
 def test_a_kind_whose_worker_is_the_harnesss_own_keys_the_harnesss_code():
     """A python or lsp engine in a finder's repo other than recall's runs recall's own
-    worker (recall/peers/library.py, from the harness's folder): that code is part of what
+    worker (recall/finders/kinds/python.py, from the harness's folder): that code is part of what
     its numbers were made from, so its content is in the key; a plain process engine's
     numbers do not depend on it."""
     library = parse_engine(
         b'[engine]\nkind = "python"\ncallable = "rapidfuzz.process:extract"\n', "t"
     )
     plain = parse_engine(b'[engine]\nbin = ["git"]\nquery = ["{bin}", "{query}"]\n', "t")
-    assert len(saved.environment_key(library)["harness code"]) == 64
-    assert "harness code" not in saved.environment_key(plain)
+    assert len(identity.environment_key(library)["harness code"]) == 64
+    assert "harness code" not in identity.environment_key(plain)

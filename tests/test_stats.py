@@ -1,4 +1,4 @@
-"""Tests for recall.stats: every statistic against a value worked out by hand."""
+"""Tests for recall.analysis.stats: every statistic against a value worked out by hand."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from fractions import Fraction
 
 import pytest
 
-from recall import stats
-from recall.stats import (
+from recall.analysis import stats
+from recall.analysis.stats import (
     Significance,
     Verdict,
     compare,

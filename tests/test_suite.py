@@ -10,7 +10,7 @@ import os
 import git
 from conftest import ROOT, SUBSEQUENCE_ENGINE, make_repo, needs_ctags, needs_mirror, run_cli
 
-from recall.suite import CONFIG, find_config, locate, packaged, suite_file
+from recall.inputs.suite import CONFIG, find_config, locate, packaged, suite_file
 
 
 def test_every_top_level_suite_file_is_packaged_as_the_same_bytes():

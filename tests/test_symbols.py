@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, needs_ctags
 
-from recall import saved
-from recall.engine import resolve_engine
-from recall.symbols import (
+from recall.finders.engine import resolve_engine
+from recall.inputs.symbols import (
     cached_symbols,
     ctags_identity,
     ctags_version,
@@ -19,6 +18,7 @@ from recall.symbols import (
     extract,
     symbols_key,
 )
+from recall.running import results_cache as saved
 
 TREE = "0" * 40
 # One regex line of configuration: every `#tag NAME` comment becomes a definition.

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from conftest import needs_ctags, run_cli, tiny_suite
 
-from recall import saved
-from recall.corpus import load_pins
-from recall.model import Hit, QueryResult, RunResult
-from recall.queryset import QueryRow
+from recall.analysis.model import Hit, QueryResult, RunResult
+from recall.inputs.corpus import load_pins
+from recall.inputs.queryset import QueryRow
 from recall.render.escape import markdown
-from recall.saved import data_key
+from recall.running import results_cache as saved
+from recall.running.identity import data_key
 from recall.terminal import Progress, safe_output, shown
 
 NAME = "bad\x1b[2J\x07\x00\x7f\x85\x9bname"

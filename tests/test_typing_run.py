@@ -11,10 +11,10 @@ import numpy as np
 from conftest import ROOT, needs_chromium, run_cli
 from test_html import _chromium, _has, worse_clone  # noqa: F401 (a fixture)
 
-from recall.queryset import HAND, QueryRow
+from recall.inputs.queryset import HAND, QueryRow
 from recall.render.html import render_html
-from recall.render.results import render_results
-from recall.session import BatchFeed, limit_of
+from recall.render.results_page import render_results
+from recall.running.session import BatchFeed, limit_of
 
 SCHEMA = jsonschema.Draft202012Validator(
     json.loads((ROOT / "docs" / "report.schema.json").read_text())
@@ -25,7 +25,7 @@ CURVE_BLUE, CURVE_ORANGE = (8, 81, 156), (230, 85, 13)
 
 def test_a_self_diff_of_the_typing_set_shows_no_change_in_every_form(real_cache, gin, tmp_path):
     wrapper = tmp_path / "finder.sh"
-    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} -m recall.finder "$@"\n')
+    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} -m recall.finders.reference "$@"\n')
     wrapper.chmod(0o755)
     flags = ("--cache", str(real_cache), *GIN_STARTS, "--base-bin", str(wrapper))
     proc = run_cli(*flags, "--json")

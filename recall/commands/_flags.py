@@ -29,7 +29,7 @@ def add_common(parser: argparse.ArgumentParser) -> None:
 
 
 def add_build_timeout(parser: argparse.ArgumentParser) -> None:
-    from recall.build import BUILD_TIMEOUT_S
+    from recall.running.build import BUILD_TIMEOUT_S
 
     parser.add_argument(
         "--build-timeout", type=float, default=BUILD_TIMEOUT_S, metavar="SECONDS",
@@ -38,7 +38,7 @@ def add_build_timeout(parser: argparse.ArgumentParser) -> None:
 
 
 def add_queries(parser: argparse.ArgumentParser, what: str = "the query set") -> None:
-    from recall.queryset import QUERY_SETS
+    from recall.inputs.queryset import QUERY_SETS
 
     parser.add_argument(
         "--queries", metavar="SET",
@@ -78,7 +78,7 @@ def add_selection(parser: argparse.ArgumentParser) -> None:
 
 
 def add_split(parser: argparse.ArgumentParser) -> None:
-    from recall.queryset import SPLITS
+    from recall.inputs.queryset import SPLITS
 
     parser.add_argument(
         "--split", choices=SPLITS,
@@ -108,7 +108,7 @@ def add_timeout(parser: argparse.ArgumentParser) -> None:
 
 def add_report_flags(p: argparse.ArgumentParser) -> None:
     """How a report is printed and judged: run and merge print the same report."""
-    from recall.run import DEFAULT_REGRESS
+    from recall.workflows.run import DEFAULT_REGRESS
 
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print the report as one JSON object")

@@ -7,11 +7,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from recall import bisect as bisection
-from recall import history
-from recall.build import check_build_timeout
 from recall.commands._flags import add_commits_run
 from recall.errors import EXIT_OK, RecallError
+from recall.running.build import check_build_timeout
+from recall.workflows import bisection as bisection
+from recall.workflows import history
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

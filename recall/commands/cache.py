@@ -23,9 +23,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from recall.commands._flags import add_common
-from recall.corpus import MARKER, Pin, cache_root, load_pins, read_marker, try_exclusive, use_lock
 from recall.errors import EXIT_OK, RecallError
-from recall.symbols import ctags_identity, symbols_key
+from recall.inputs.corpus import (
+    MARKER,
+    Pin,
+    cache_root,
+    load_pins,
+    read_marker,
+    try_exclusive,
+    use_lock,
+)
+from recall.inputs.symbols import ctags_identity, symbols_key
 
 KINDS = (
     "corpora", "builds", "indexes", "interpreters", "node", "symbols", "results", "ceilings",
@@ -74,9 +82,9 @@ def entries(cache: Path) -> list[Entry]:
     written = {
         "corpora": Path(".git") / MARKER,
         "builds": Path(".recall-built"),
-        "indexes": Path(".recall-indexed"),  # recall.indexes.MARKER
+        "indexes": Path(".recall-indexed"),  # recall.running.indexes.MARKER
         "interpreters": Path(".recall-made"),
-        "node": Path(".recall-installed"),  # recall.peers.node.MARKER
+        "node": Path(".recall-installed"),  # recall.finders.kinds.node.MARKER
     }
     found: list[Entry] = []
     for kind in KINDS:

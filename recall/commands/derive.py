@@ -7,10 +7,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from recall import keystrokes
 from recall.commands._flags import add_common
-from recall.corpus import Pin, cache_root, fetch, load_pins, mirror_root, select_pins
-from recall.derive import (
+from recall.errors import EXIT_LOSS, EXIT_OK, RecallError
+from recall.files import write_atomic
+from recall.inputs import keystrokes
+from recall.inputs.corpus import Pin, cache_root, fetch, load_pins, mirror_root, select_pins
+from recall.inputs.derive import (
     DEFAULT_SEED,
     RECIPE_SETS,
     NameSource,
@@ -22,10 +24,8 @@ from recall.derive import (
     recipes,
     typed_recipes,
 )
-from recall.errors import EXIT_LOSS, EXIT_OK, RecallError
-from recall.files import write_atomic
-from recall.queryset import QUERY_SETS, format_queries, read_queries
-from recall.symbols import checkout_symbols
+from recall.inputs.queryset import QUERY_SETS, format_queries, read_queries
+from recall.inputs.symbols import checkout_symbols
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -22,20 +22,10 @@ from urllib.parse import urlsplit
 import git
 
 from recall import __version__
-from recall.build import finder_root
 from recall.commands._flags import add_common, add_finder, add_queries
 from recall.commands.cache import human, size
-from recall.corpus import (
-    FROZEN_EPOCH,
-    Pin,
-    cache_root,
-    checkout_path,
-    checkout_problem,
-    load_pins,
-    mirror_root,
-    mirror_source,
-)
-from recall.engine import (
+from recall.errors import EXIT_FAILURE, EXIT_OK, RecallError
+from recall.finders.engine import (
     Engine,
     build_env,
     fill,
@@ -44,9 +34,7 @@ from recall.engine import (
     preset_names,
     resolve_engine,
 )
-from recall.errors import EXIT_FAILURE, EXIT_OK, RecallError
-from recall.interpreter import SUPPORTED, finder_python
-from recall.peers.node import (
+from recall.finders.kinds.node import (
     ADAPTER,
     FOLDER,
     MARKER,
@@ -57,10 +45,22 @@ from recall.peers.node import (
     locked_version,
     pinned,
 )
-from recall.proc import method
-from recall.queryset import query_set_path, read_queries
-from recall.requirements import engine_needs, fillable, missing_parts
-from recall.symbols import ctags_version
+from recall.finders.requirements import engine_needs, fillable, missing_parts
+from recall.inputs.corpus import (
+    FROZEN_EPOCH,
+    Pin,
+    cache_root,
+    checkout_path,
+    checkout_problem,
+    load_pins,
+    mirror_root,
+    mirror_source,
+)
+from recall.inputs.queryset import query_set_path, read_queries
+from recall.inputs.symbols import ctags_version
+from recall.running.build import finder_root
+from recall.running.interpreter import SUPPORTED, finder_python
+from recall.running.proc import method
 
 OK, WARN, FAIL = "ok", "warn", "FAIL"
 PACKAGES = ("GitPython", "rapidfuzz", "orjson", "numpy", "platformdirs")

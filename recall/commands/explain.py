@@ -10,8 +10,6 @@ from pathlib import Path
 
 import orjson
 
-from recall import explain
-from recall.build import check_build_timeout, finder_root, make_binaries
 from recall.commands._flags import (
     add_baseline,
     add_build_timeout,
@@ -19,13 +17,15 @@ from recall.commands._flags import (
     add_finder,
     add_queries,
 )
-from recall.corpus import cache_root, load_pins, mirror_root, select_pins
-from recall.engine import finder_env, resolve_engine
 from recall.errors import EXIT_OK
-from recall.measure import open_corpus
-from recall.queryset import is_committed_set, query_set_path, read_queries
-from recall.run import check_timeout
+from recall.finders.engine import finder_env, resolve_engine
+from recall.inputs.corpus import cache_root, load_pins, mirror_root, select_pins
+from recall.inputs.queryset import is_committed_set, query_set_path, read_queries
+from recall.running.build import check_build_timeout, finder_root, make_binaries
+from recall.running.measure import open_corpus
 from recall.terminal import safe_output
+from recall.workflows import explain
+from recall.workflows.run import check_timeout
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -6,8 +6,8 @@ import argparse
 from pathlib import Path
 
 from recall.commands._flags import add_common
-from recall.corpus import cache_root, fetch, load_pins, mirror_root, select_pins
 from recall.errors import EXIT_OK
+from recall.inputs.corpus import cache_root, fetch, load_pins, mirror_root, select_pins
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import orjson
 
-from recall import history, history_shards
-from recall.build import check_build_timeout
 from recall.commands._flags import add_commits_run, shard_spec
 from recall.errors import EXIT_FAILURE, EXIT_OK, RecallError
 from recall.files import target, write_atomic
 from recall.render import history as history_page
+from recall.running.build import check_build_timeout
+from recall.workflows import history, history_shards
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from recall.build import finder_root
 from recall.commands._flags import add_finder
-from recall.engine import parse_engine, preset_names
 from recall.errors import EXIT_OK, RecallError
 from recall.files import stage
+from recall.finders.engine import parse_engine, preset_names
+from recall.running.build import finder_root
 
 FILENAME = "recall.toml"
 
@@ -194,7 +194,7 @@ def starter(preset: str | None, root: Path | None = None) -> bytes:
         raise RecallError(
             f"--preset {preset}: no such preset (presets: {', '.join(preset_names())})"
         )
-    body = (resources.files("recall") / "presets" / f"{preset}.toml").read_text("utf-8")
+    body = (resources.files("recall.finders") / "presets" / f"{preset}.toml").read_text("utf-8")
     header = (
         f"# recall.toml, started from recall's preset {preset!r}: adapt it to this repo.\n"
         "# Keys and placeholders: `recall init` without --preset writes them all out.\n"

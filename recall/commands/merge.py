@@ -8,8 +8,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from recall import history, history_shards
-from recall import run as running
 from recall.commands._flags import (
     add_common,
     add_queries,
@@ -19,8 +17,10 @@ from recall.commands._flags import (
 )
 from recall.commands.history import print_history
 from recall.errors import RecallError
-from recall.queryset import SPLITS, query_set_path
-from recall.saved import HISTORY_KIND, SAVED_KIND, read_saved
+from recall.inputs.queryset import SPLITS, query_set_path
+from recall.running.results_cache import HISTORY_KIND, SAVED_KIND, read_saved
+from recall.workflows import history, history_shards
+from recall.workflows import run as running
 
 NOUNS = {SAVED_KIND: "run", HISTORY_KIND: "history"}
 RUN_ONLY = ("fail_on_loss", "accept", "regress", "no_regress", "misses")

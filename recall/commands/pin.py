@@ -21,8 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from recall.commands._flags import add_common, add_queries
-from recall.corpus import Pin, cache_root, fetch, load_pins, mirror_root, validate_pin
-from recall.derive import (
+from recall.errors import EXIT_OK, RecallError
+from recall.files import Staged, stage
+from recall.inputs.corpus import Pin, cache_root, fetch, load_pins, mirror_root, validate_pin
+from recall.inputs.derive import (
     DEFAULT_SEED,
     RECIPE_SETS,
     RepoSettings,
@@ -31,9 +33,7 @@ from recall.derive import (
     name_source,
     read_recipe_set,
 )
-from recall.errors import EXIT_OK, RecallError
-from recall.files import Staged, stage
-from recall.queryset import (
+from recall.inputs.queryset import (
     DERIVED_TYPES,
     QUERY_SETS,
     TYPED_TYPES,
@@ -42,7 +42,7 @@ from recall.queryset import (
     query_set_path,
     read_queries,
 )
-from recall.symbols import checkout_symbols
+from recall.inputs.symbols import checkout_symbols
 from recall.terminal import shown
 
 DEFAULT_N = 100

@@ -7,11 +7,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from recall import results
 from recall.commands._flags import add_common, add_split
 from recall.errors import EXIT_OK, RecallError
 from recall.files import target, write_atomic
-from recall.render.results import render_results
+from recall.render.results_page import render_results
+from recall.workflows import results_page as results
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

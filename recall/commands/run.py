@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 
-from recall import run as running
 from recall.commands._flags import (
     add_baseline,
     add_build_timeout,
@@ -19,6 +18,7 @@ from recall.commands._flags import (
     add_timeout,
     shard_spec,
 )
+from recall.workflows import run as running
 
 
 class _Candidate(argparse.Action):

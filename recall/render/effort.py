@@ -1,10 +1,10 @@
-"""Keystrokes to the name (a typing set's run, recall/effort.py) as text, Markdown and HTML:
-the effort table of every finder and the ceiling, the k-curve, the groups, and the
-sequences a candidate now needs more keystrokes for."""
+"""Keystrokes to the name (a typing set's run, recall/analysis/effort.py) as text,
+Markdown and HTML: the effort table of every finder and the ceiling, the k-curve, the
+groups, and the sequences a candidate now needs more keystrokes for."""
 
 from __future__ import annotations
 
-from recall.effort import CHANGES_SHOWN, Effort, EffortCounts, EffortDiff
+from recall.analysis.effort import CHANGES_SHOWN, Effort, EffortCounts, EffortDiff
 from recall.render.escape import html as _e
 from recall.render.escape import markdown as markdown_text
 from recall.render.table import table

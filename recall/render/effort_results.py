@@ -3,7 +3,7 @@ keystrokes to the name side by side, from each finder's JSON report, with the ce
 
 from __future__ import annotations
 
-from recall.effort import Effort, run_from_json
+from recall.analysis.effort import Effort, run_from_json
 from recall.render.effort import render_effort
 
 

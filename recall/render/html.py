@@ -14,9 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import quote, urlsplit
 
+from recall.analysis.stats import shown_p
 from recall.render.effort import effort_html
 from recall.render.escape import html as _e
-from recall.stats import shown_p
 
 COLORS = {"found": "#c6dbef", "top10": "#6baed6", "first": "#08519c"}
 MOVE_COLORS = {"up": "#31a354", "found": "#006d2c", "same": "#969696", "down": "#de2d26",

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from recall.commandline import explain_command
-from recall.model import (
+from recall.analysis.model import (
     LEFT_OUT_SHOWN,
     NOISE_SPREAD,
     AgainstCeiling,
@@ -19,10 +18,11 @@ from recall.model import (
     Report,
     RunSummary,
 )
+from recall.analysis.stats import ALPHA, VERDICT_TEST, Verdict, shown_p
+from recall.render.commandline import explain_command
 from recall.render.effort import render_effort
 from recall.render.escape import markdown as markdown_text
 from recall.render.table import table
-from recall.stats import ALPHA, VERDICT_TEST, Verdict, shown_p
 from recall.terminal import safe_output, shown
 
 # With several candidates, each diff's lost and gained lists show this many rows in text and

@@ -1,0 +1,1 @@
+"""Analysis: numbers from results, with no I/O: the report, its statistics, the ceiling."""

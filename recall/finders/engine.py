@@ -1,0 +1,400 @@
+"""Engine descriptions: how to build, index and query a finder, as argv templates.
+
+A finder is data, not code: a TOML table of argv lists with placeholders, validated on
+load so that a typo in a key fails at once with the file and key named, not as a run in
+which every query quietly misses.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+from recall.errors import RecallError
+from recall.inputs.corpus import LANGUAGES
+
+PLACEHOLDERS = (
+    "tree", "bin", "python", "db", "corpus", "names", "language", "query", "limit",
+    "node_modules",
+)  # fmt: skip
+# {node_modules}: the tree's pinned npm packages (recall/finders/kinds/node), installed in the
+# cache when an engine names it, so that a kind = "lsp" server can be an npm package
+# (typescript-language-server) run by the Node on PATH; see session.Session.
+NODE_MODULES = "{node_modules}"
+_FIELD = re.compile(r"\{([a-z_]+)\}")
+_ARGV_KEYS = ("build", "bin", "index", "query", "batch", "profile")
+# What each command may refer to: {query} and {limit} only exist per query.
+_ALLOWED = {
+    "build": {"tree", "python"},
+    "bin": {"tree", "python"},
+    "index": {"tree", "bin", "python", "db", "corpus", "names", "language"},
+    "query": set(PLACEHOLDERS),
+    "batch": {"tree", "bin", "python", "db", "corpus", "names", "language", "node_modules"},
+    "profile": set(PLACEHOLDERS),
+    "cwd": {"tree", "db", "corpus"},
+    "stdin": {"tree", "db", "corpus", "names"},
+    "env": {"tree", "bin", "python", "db", "corpus", "names", "language", "node_modules"},
+}
+OUTPUTS = ("json", "lines")
+# Engine kinds other than "process", each the module whose process_table(table, source)
+# turns that kind's keys into a process engine's table (an adapter in recall/finders/kinds).
+KIND_MODULES = {
+    "python": "recall.finders.kinds.python",
+    "node": "recall.finders.kinds.node",
+    "lsp": "recall.finders.kinds.lsp",
+}
+
+
+@dataclass(frozen=True)
+class Engine:
+    source: str  # where it was read from: a file path or preset:NAME
+    digest: str  # sha256 of the description's bytes, part of every cache key
+    bin: tuple[str, ...]
+    query: tuple[str, ...]
+    build: tuple[str, ...] = ()
+    index: tuple[str, ...] = ()
+    batch: tuple[str, ...] = ()
+    profile: tuple[str, ...] = ()
+    cwd: str = "{corpus}"
+    stdin: str = ""
+    env: tuple[tuple[str, str], ...] = ()
+    env_remove: tuple[str, ...] = ()
+    output: str = "json"
+    no_match_exit: tuple[int, ...] = field(default=())
+    # up to --jobs batch processes per corpus drawing from its rows, sharing {db} read-only;
+    # false for a finder that writes into {db} while it answers, or that is costly to start
+    batch_jobs: bool = True
+    # the index argv writes the same {db} every time for the same build, corpus and names
+    # (and nothing in it depends on where {db} is): kept under the cache and reused
+    index_cache: bool = False
+    kind: str = "process"  # as written: process, python, node or lsp
+    languages: tuple[str, ...] = ()  # the corpus languages it serves; () for all
+    # names whose values the caller's environment gives the finder and its build; nothing
+    # else of the caller's reaches them (see finder_env)
+    pass_env: tuple[str, ...] = ()
+    # files or globs (relative to folder) holding code the finder runs that no argv names
+    inputs: tuple[str, ...] = ()
+    # argv lists whose output says which toolchain builds it (`rustc --version`)
+    toolchain: tuple[tuple[str, ...], ...] = ()
+    folder: str = ""  # the engine file's folder, which relative inputs start from
+
+
+def uses_node_modules(engine: Engine) -> bool:
+    """Whether an engine's processes need the tree's npm packages installed: a node
+    engine always, any other when a command or variable names {node_modules}."""
+    if engine.kind == "node":
+        return True
+    parts = [*engine.query, *engine.batch, *engine.profile, *(v for _, v in engine.env)]
+    return any(NODE_MODULES in part for part in parts)
+
+
+def preset_names() -> list[str]:
+    folder = resources.files("recall.finders") / "presets"
+    return sorted(
+        p.name.removesuffix(".toml") for p in folder.iterdir() if p.name.endswith(".toml")
+    )
+
+
+def resolve_engine(spec: str | None, finder_root: Path) -> Engine:
+    """--engine as a preset name or a file; else recall.toml in the finder's repo; else
+    the reference finder."""
+    if spec is None:
+        local = finder_root / "recall.toml"
+        return load_engine(local) if local.is_file() else load_preset("reference")
+    if spec in preset_names():
+        return load_preset(spec)
+    path = Path(spec)
+    if not path.is_file():
+        raise RecallError(
+            f"--engine {spec}: no such file or preset (presets: {', '.join(preset_names())})"
+        )
+    return load_engine(path)
+
+
+def load_preset(name: str) -> Engine:
+    data = (resources.files("recall.finders") / "presets" / f"{name}.toml").read_bytes()
+    return parse_engine(data, f"preset:{name}")
+
+
+def load_engine(path: Path) -> Engine:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise RecallError(f"{path}: cannot read: {exc.strerror}") from None
+    return parse_engine(data, str(path))
+
+
+def parse_engine(data: bytes, source: str) -> Engine:
+    try:
+        doc = tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise RecallError(f"{source}: not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib parses nested arrays and tables recursively
+        raise RecallError(f"{source}: not valid TOML: nested too deeply") from None
+    if set(doc) != {"engine"} or not isinstance(doc["engine"], dict):
+        raise RecallError(f"{source}: expected exactly one [engine] table")
+    table = dict(doc["engine"])
+    kind = table.pop("kind", "process")
+    languages = _languages(table.pop("languages", None), source)
+    declared = _declared(table, source)  # every kind's: read before a kind's own keys
+    if kind != "process":
+        table = _kind_table(kind, table, source)
+    known = {
+        *_ARGV_KEYS, "cwd", "stdin", "env", "env_remove", "output", "no_match_exit", "batch_jobs",
+        "index_cache",
+    }  # fmt: skip
+    for key in table:
+        if key not in known:
+            raise RecallError(f"{source}: [engine] unknown key {key!r}")
+    for key in ("bin", "query"):
+        if key not in table:
+            raise RecallError(f"{source}: [engine] missing key {key!r}")
+    values: dict[str, object] = {}
+    for key in _ARGV_KEYS:
+        if key in table:
+            argv = tuple(_string_list(table[key], source, key))
+            for element in argv:
+                _check_fields(element, source, key)
+            values[key] = argv
+    if not values["bin"]:
+        raise RecallError(f"{source}: [engine] bin must not be empty: it names the program")
+    for key in ("cwd", "stdin"):
+        if key in table:
+            if not isinstance(table[key], str):
+                raise RecallError(f"{source}: [engine] {key} must be a string")
+            _no_nul(table[key], source, key)
+            _check_fields(table[key], source, key)
+            values[key] = table[key]
+    if "env" in table:
+        env = table["env"]
+        if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
+            raise RecallError(f"{source}: [engine] env must be a table of strings")
+        for name, value in env.items():
+            if not name or "=" in name or "\0" in name:
+                raise RecallError(
+                    f"{source}: [engine] env: name {name!r} must be non-empty, without '=' or NUL"
+                )
+            _no_nul(value, source, f"env: {name}")
+            _check_fields(value, source, "env")
+        values["env"] = tuple(sorted(env.items()))
+    if "env_remove" in table:
+        values["env_remove"] = tuple(_string_list(table["env_remove"], source, "env_remove"))
+    _check_passed(declared["pass_env"], values, source)
+    output = table.get("output", "json")
+    if output not in OUTPUTS:
+        raise RecallError(f"{source}: [engine] output must be one of {', '.join(OUTPUTS)}")
+    values["output"] = output
+    codes = table.get("no_match_exit", [])
+    if not isinstance(codes, list) or not all(
+        isinstance(c, int) and not isinstance(c, bool) for c in codes
+    ):
+        raise RecallError(f"{source}: [engine] no_match_exit must be a list of integers")
+    values["no_match_exit"] = tuple(codes)
+    batch_jobs = table.get("batch_jobs", True)
+    if not isinstance(batch_jobs, bool):
+        raise RecallError(f"{source}: [engine] batch_jobs must be true or false")
+    values["batch_jobs"] = batch_jobs
+    index_cache = table.get("index_cache", False)
+    if not isinstance(index_cache, bool):
+        raise RecallError(f"{source}: [engine] index_cache must be true or false")
+    if index_cache and not values.get("index"):
+        raise RecallError(f"{source}: [engine] index_cache = true needs an index command")
+    values["index_cache"] = index_cache
+    query = values["query"]
+    if not (isinstance(query, tuple) and any("{query}" in element for element in query)):
+        raise RecallError(f"{source}: [engine] query must contain the placeholder {{query}}")
+    digest = hashlib.sha256(data).hexdigest()
+    values["kind"], values["languages"] = kind, languages
+    values.update(declared)
+    values["folder"] = "" if source.startswith("preset:") else str(Path(source).parent.absolute())
+    return Engine(source=source, digest=digest, **values)  # type: ignore[arg-type]
+
+
+def _declared(table: dict, source: str) -> dict[str, object]:
+    """pass_env, inputs and toolchain, which every kind of engine may declare, taken out
+    of table and checked."""
+    found: dict[str, object] = {}
+    names = table.pop("pass_env", [])
+    for name in _string_list(names, source, "pass_env"):
+        if not name or "=" in name:
+            raise RecallError(
+                f"{source}: [engine] pass_env: name {name!r} must be non-empty, without '='"
+            )
+        if name in FIXED_NAMES:
+            raise RecallError(
+                f"{source}: [engine] pass_env: {name} is set by the harness for every finder "
+                "(docs/engines.md, the fixed base), it cannot be passed"
+            )
+    found["pass_env"] = tuple(dict.fromkeys(names))
+    inputs = _string_list(table.pop("inputs", []), source, "inputs")
+    if any(not pattern for pattern in inputs):
+        raise RecallError(f"{source}: [engine] inputs: an empty path names no file")
+    found["inputs"] = tuple(inputs)
+    probes = table.pop("toolchain", [])
+    if not isinstance(probes, list) or not all(isinstance(p, list) and p for p in probes):
+        raise RecallError(f"{source}: [engine] toolchain must be a list of argv lists")
+    found["toolchain"] = tuple(tuple(_string_list(p, source, "toolchain")) for p in probes)
+    return found
+
+
+def _check_passed(names: object, values: dict[str, object], source: str) -> None:
+    """A name both set by `env` and passed from the caller, or both passed and removed,
+    would leave the reader guessing which wins: refused."""
+    env = {name for name, _value in values.get("env", ())}  # type: ignore[attr-defined]
+    removed = set(values.get("env_remove", ()))  # type: ignore[call-overload]
+    for name in names if isinstance(names, tuple) else ():
+        if name in env:
+            raise RecallError(f"{source}: [engine] {name} is in both env and pass_env")
+        if name in removed:
+            raise RecallError(f"{source}: [engine] {name} is in both env_remove and pass_env")
+
+
+# The declared environment ----------------------------------------------------------------
+
+# Every finder process (index, query, batch) gets these and nothing else of the caller's
+# but its pass_env names: PATH to find the programs it starts; a HOME, XDG folders and
+# TMPDIR of the run's own ({run} is the session's temporary folder, removed after it),
+# so that it reads no index or configuration of the user's and leaves nothing behind;
+# one locale and time zone, so that sorting, case folding and dates do not change with
+# the machine; and no bytecode written into the tree it runs from (a kept build would
+# no longer match its digest).
+INHERITED = ("PATH",)
+RUN_FOLDERS = {
+    "HOME": "home", "XDG_CACHE_HOME": "cache", "XDG_CONFIG_HOME": "config",
+    "XDG_DATA_HOME": "data", "TMPDIR": "tmp",
+}  # fmt: skip
+FIXED = {"LC_ALL": "C.UTF-8", "TZ": "UTC", "PYTHONDONTWRITEBYTECODE": "1"}
+FIXED_NAMES = frozenset({*INHERITED, *RUN_FOLDERS, *FIXED})
+# A build gets the user's HOME and TMPDIR instead: toolchains live under HOME (~/.cargo,
+# ~/.rustup, ~/go, ~/.npm) with their caches, and a build reads no index of the user's.
+BUILD_INHERITED = ("PATH", "HOME", "TMPDIR")
+
+
+def passed_env(engine: Engine, environ: Mapping[str, str]) -> dict[str, str]:
+    """The caller's values of the engine's pass_env names (an unset name is not passed)."""
+    return {name: environ[name] for name in engine.pass_env if name in environ}
+
+
+def finder_env(engine: Engine, environ: Mapping[str, str]) -> dict[str, str]:
+    """The whole environment of the finder's processes, as declared: the fixed base, the
+    caller's pass_env values, then the engine's env (its placeholders unfilled, `{run}`
+    the session's own folder). What a session runs with and what every key holds."""
+    env = {name: environ[name] for name in INHERITED if name in environ}
+    env.update({name: f"{{run}}/{folder}" for name, folder in RUN_FOLDERS.items()})
+    env.update(FIXED)
+    env.update(passed_env(engine, environ))
+    env.update(engine.env)
+    return env
+
+
+def build_env(engine: Engine, environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment of the engine's build and toolchain probes: PATH, the user's HOME
+    and TMPDIR, one locale and time zone, and the caller's pass_env values. Nothing else (no
+    MAKEFLAGS of a make that started recall, no CC or RUSTFLAGS unless passed)."""
+    env = {name: environ[name] for name in BUILD_INHERITED if name in environ}
+    env.update({k: v for k, v in FIXED.items() if k != "PYTHONDONTWRITEBYTECODE"})
+    env.update(passed_env(engine, environ))
+    return env
+
+
+def _languages(value: object, source: str) -> tuple[str, ...]:
+    """The corpus languages an engine serves (a language server serves its own); () is
+    every language."""
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+        raise RecallError(f"{source}: [engine] languages must be a non-empty list of strings")
+    unknown = [v for v in value if v not in LANGUAGES]
+    if unknown:
+        raise RecallError(
+            f"{source}: [engine] languages: {unknown[0]!r} is not a corpus language "
+            f"(one of {', '.join(sorted(LANGUAGES))})"
+        )
+    return tuple(value)
+
+
+def _kind_table(kind: object, table: dict, source: str) -> dict:
+    """An engine of another kind as the process engine that runs it: each kind's module
+    turns its own keys (a callable, a package, a server's argv) into the argv templates of
+    an adapter that speaks the batch protocol, so every kind is measured by one path."""
+    module = KIND_MODULES.get(kind) if isinstance(kind, str) else None
+    if module is None:
+        kinds = ", ".join(("process", *KIND_MODULES))
+        raise RecallError(f"{source}: [engine] kind must be one of {kinds}, got {kind!r}")
+    try:
+        adapter = importlib.import_module(module)
+    except ModuleNotFoundError:
+        raise RecallError(f"{source}: [engine] kind {kind!r} is not in this recall") from None
+    return adapter.process_table(table, source)
+
+
+def _string_list(value: object, source: str, key: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise RecallError(f"{source}: [engine] {key} must be a list of strings (an argv)")
+    for element in value:
+        _no_nul(element, source, key)
+    return value
+
+
+def _no_nul(text: str, source: str, key: str) -> None:
+    """No argv element, path or environment value can carry a NUL byte to exec()."""
+    if "\0" in text:
+        raise RecallError(f"{source}: [engine] {key} holds a NUL byte in {text!r}")
+
+
+def _check_fields(text: str, source: str, key: str) -> None:
+    for name in _FIELD.findall(text):
+        if name not in PLACEHOLDERS:
+            raise RecallError(f"{source}: [engine] {key}: unknown placeholder {{{name}}}")
+        if name not in _ALLOWED[key]:
+            raise RecallError(f"{source}: [engine] {key}: {{{name}}} is not available there")
+
+
+def expand(template: tuple[str, ...], values: dict[str, str], bin_argv: list[str]) -> list[str]:
+    """Fill an argv template: `{bin}` alone splices the bin list, others substitute text."""
+    argv: list[str] = []
+    for element in template:
+        if element == "{bin}":
+            argv += bin_argv
+        else:
+            argv.append(fill(element, values))
+    return argv
+
+
+def fill(text: str, values: dict[str, str]) -> str:
+    return _FIELD.sub(lambda m: values[m.group(1)], text)
+
+
+class QueryArgv:
+    """A per-query argv template with everything but {query} and {limit} filled in once:
+    a query then costs a join, not a regular-expression pass over every element."""
+
+    def __init__(self, template: tuple[str, ...], values: dict[str, str], bin_argv: list[str]):
+        self.elements: list[str | tuple[str | int, ...]] = []
+        for element in template:
+            if element == "{bin}":
+                self.elements += bin_argv
+                continue
+            pieces: list[str | int] = []
+            for i, piece in enumerate(_FIELD.split(element)):
+                if i % 2 == 0:
+                    pieces.append(piece)
+                elif piece in ("query", "limit"):
+                    pieces.append(0 if piece == "query" else 1)
+                else:
+                    pieces.append(values[piece])
+            whole = all(isinstance(piece, str) for piece in pieces)
+            self.elements.append("".join(pieces) if whole else tuple(pieces))  # type: ignore[arg-type]
+
+    def fill(self, query: str, limit: str) -> list[str]:
+        given = (query, limit)
+        return [
+            e if isinstance(e, str) else "".join(p if isinstance(p, str) else given[p] for p in e)
+            for e in self.elements
+        ]

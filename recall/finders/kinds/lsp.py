@@ -1,0 +1,539 @@
+"""kind = "lsp": a language server's workspace/symbol as a finder, over stdio.
+
+The symbol search most programmers use is their editor's "go to symbol in workspace",
+answered by a language server. This adapter is that editor, reduced to what the search
+needs: it starts the server once per corpus (the harness runs this module as the batch
+process of the engine), opens the frozen checkout as the workspace, waits until the
+server answers a workspace/symbol probe with something, then sends one workspace/symbol
+request per query of the harness's batch protocol and answers the rows in the order the
+server returned them, which is the server's ranking.
+
+JSON-RPC with Content-Length framing is written here rather than taken from pygls or
+lsprotocol: the client side needs about a hundred lines (a header, a body, a reader
+thread), and a dependency would have to be in `{python}`'s site-packages for every tree
+under test, pinned, and kept in step with servers that only ever speak plain JSON.
+
+The server runs in a process group of its own, so that a fault kills it and every
+process it started, and with the parent-death signal set to SIGKILL, so that the harness
+killing this adapter (a query past --timeout) takes the server down too, although the
+server is outside the adapter's group. Exit status: 0 after shutdown and exit at the end
+of stdin; 2 if the server never became ready (one line on stderr naming the timeout); 3
+if the server died (how, on stderr), which the harness reports for the query in flight
+before it starts the adapter again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import IO, BinaryIO
+from urllib.parse import unquote, urlparse
+
+import orjson
+
+from recall import __version__
+from recall.errors import RecallError
+from recall.finders.kinds.python import (
+    HARNESS_ROOT,
+    Rows,
+    json_argument,
+    json_object_flag,
+    kind_tables,
+    read_names,
+    serve,
+)
+
+READY_TIMEOUT_S = 120.0
+POLL_S = 0.25  # between two readiness probes that found nothing
+SHUTDOWN_S = 5.0  # for the server to answer shutdown and then to exit
+PROBES = 3  # names of the corpus tried in turn as readiness probes
+FALLBACK_PROBES = ("e", "a", "s")  # without a names file: letters most names hold
+PR_SET_PDEATHSIG = 1
+
+
+def process_table(table: dict, source: str) -> dict:
+    """A kind = "lsp" [engine] as the process engine that runs this adapter for it.
+
+    The server's argv goes after `--` as argv elements of their own rather than inside
+    one JSON-encoded element, so that the harness fills its placeholders ({db},
+    {corpus}) element by element and a path holding a quote cannot break an encoding."""
+    known = {"server", "ready_timeout", "settings", "env", "gopath", "unqualify", "open"}
+    tables = kind_tables(table, source, "lsp", known, ("settings", "env"))
+    server = table.get("server")
+    if (
+        not isinstance(server, list)
+        or not server
+        or not all(isinstance(part, str) and part for part in server)
+    ):
+        raise RecallError(
+            f"{source}: [engine] kind 'lsp' needs server = the language server's argv "
+            f"(a non-empty list of strings), got {server!r}"
+        )
+    if "{bin}" in server:
+        raise RecallError(f"{source}: [engine] server: {{bin}} is the adapter, not the server")
+    timeout = table.get("ready_timeout", READY_TIMEOUT_S)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise RecallError(f"{source}: [engine] ready_timeout must be a number of seconds > 0")
+    env, encoded = tables["env"], json_argument(tables["settings"])
+    adapter = ["{bin}", "--workspace", "{corpus}", "--names", "{names}"]
+    adapter += ["--ready-timeout", f"{float(timeout):g}", "--settings", encoded]
+    gopath, unqualify = table.get("gopath"), table.get("unqualify", False)
+    if gopath is not None:
+        if not isinstance(gopath, str) or not gopath:
+            raise RecallError(f"{source}: [engine] gopath must be a folder (a string): {{db}}")
+        adapter += ["--gopath", gopath]
+    if not isinstance(unqualify, bool):
+        raise RecallError(f"{source}: [engine] unqualify must be true or false")
+    if unqualify:
+        adapter.append("--unqualify")
+    opened = table.get("open")
+    if opened is not None:
+        if not isinstance(opened, str) or not opened or opened.startswith("/"):
+            raise RecallError(f"{source}: [engine] open must be a glob relative to the checkout")
+        adapter += ["--open", opened]
+    return {
+        "bin": ["{python}", "-P", "-m", "recall.finders.kinds.lsp"],
+        "query": [*adapter, "--query", "{query}", "--limit", "{limit}", "--", *server],
+        "batch": [*adapter, "--", *server],
+        "env": {"PYTHONPATH": os.pathsep.join(("{tree}", HARNESS_ROOT)), **env},  # as library's
+        "output": "json",
+        "batch_jobs": False,  # one server per corpus: each would index the workspace anew
+    }
+
+
+class ServerDied(BaseException):
+    """The server ended or closed its stdout. A BaseException, so that it passes through
+    the per-query catch of library.answer: no later query can be answered either, and the
+    harness must see the adapter die, not a run of error answers."""
+
+
+class NotReady(Exception):
+    """The server gave no non-empty workspace/symbol answer within the ready timeout."""
+
+
+class LspError(Exception):
+    """An LSP error object answered for a request: that query's error, nothing more."""
+
+
+def capabilities() -> dict:
+    """What an editor declares for workspace/symbol. No resolveSupport: with it a server
+    may answer locations without ranges and expect a workspaceSymbol/resolve per row,
+    and the line of a row is part of what the harness reports."""
+    return {
+        "workspace": {
+            "symbol": {
+                "dynamicRegistration": True,
+                "symbolKind": {"valueSet": list(range(1, 27))},
+                "tagSupport": {"valueSet": [1]},
+            },
+            "workspaceFolders": True,
+            "configuration": True,
+            "didChangeConfiguration": {"dynamicRegistration": True},
+        },
+        "window": {"workDoneProgress": True, "showMessage": {}},
+        "general": {"positionEncodings": ["utf-16"]},
+    }
+
+
+class Connection:
+    """JSON-RPC over a child's stdin and stdout with LSP's Content-Length framing.
+
+    A thread reads messages into a queue, so a wait for one answer can have a deadline
+    and can answer the server's own requests meanwhile, as an editor does."""
+
+    def __init__(self, proc: subprocess.Popen, settings: dict) -> None:
+        assert proc.stdin and proc.stdout
+        self.proc, self.settings = proc, settings
+        self.writer: IO[bytes] = proc.stdin
+        self.inbox: queue.Queue[dict | None] = queue.Queue()
+        self.next_id = 0
+        threading.Thread(target=self._read, args=(proc.stdout,), daemon=True).start()
+
+    def _read(self, stream: BinaryIO) -> None:
+        try:
+            while (message := read_message(stream)) is not None:
+                self.inbox.put(message)
+        except (OSError, ValueError):
+            pass
+        self.inbox.put(None)
+
+    def send(self, message: dict) -> None:
+        body = orjson.dumps({"jsonrpc": "2.0", **message})
+        try:
+            self.writer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            self.writer.flush()
+        except (BrokenPipeError, ValueError):
+            raise ServerDied("closed its stdin") from None
+
+    def notify(self, method: str, params: object) -> None:
+        self.send({"method": method, "params": params})
+
+    def request(self, method: str, params: object, timeout: float | None = None) -> object:
+        """The result of one request; LspError for an error object, TimeoutError when no
+        answer came in time (a late answer to it is dropped when it comes)."""
+        self.next_id += 1
+        wanted = self.next_id
+        self.send({"id": wanted, "method": method, "params": params})
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise TimeoutError(method)
+            try:
+                message = self.inbox.get(timeout=left)
+            except queue.Empty:
+                raise TimeoutError(method) from None
+            if message is None:
+                raise ServerDied("closed its stdout")
+            if "method" in message:
+                if "id" in message:
+                    self.send({"id": message["id"], "result": self.reply(message)})
+                continue  # a notification (logs, progress, diagnostics): nothing to do
+            if message.get("id") != wanted:
+                continue  # the late answer to a probe that timed out
+            if "error" in message:
+                error = message["error"]
+                if isinstance(error, dict):
+                    raise LspError(f"{error.get('message', '')} (code {error.get('code')})")
+                raise LspError(str(error))
+            return message.get("result")
+
+    def reply(self, message: dict) -> object:
+        """The result an editor gives a server's request: its settings for
+        workspace/configuration, null for the rest (progress tokens, registrations,
+        message boxes), which servers take as "done, nothing to add"."""
+        if message["method"] != "workspace/configuration":
+            return None
+        params = message.get("params")
+        items = params.get("items", []) if isinstance(params, dict) else []
+        return [section(self.settings, item) for item in items]
+
+
+def section(settings: dict, item: object) -> object:
+    """The settings for one workspace/configuration item: its dotted section, or all."""
+    name = item.get("section") if isinstance(item, dict) else None
+    if not name:
+        return settings or None
+    found: object = settings
+    for part in str(name).split("."):
+        if not isinstance(found, dict) or part not in found:
+            return None
+        found = found[part]
+    return found
+
+
+def read_message(stream: BinaryIO) -> dict | None:
+    """One framed message, or None at the end of the stream."""
+    length = None
+    while True:
+        line = stream.readline()
+        if not line:
+            return None
+        if line in (b"\r\n", b"\n"):
+            break
+        name, _, value = line.decode("ascii", "replace").partition(":")
+        if name.strip().lower() == "content-length":
+            length = int(value.strip())
+    if length is None:
+        raise ValueError("a message without Content-Length")
+    body = stream.read(length)
+    if len(body) < length:
+        return None
+    message = orjson.loads(body)
+    return message if isinstance(message, dict) else {}
+
+
+def rows(result: object, root: Path, limit: int, unqualify: bool = False) -> Rows:
+    """SymbolInformation[] or WorkspaceSymbol[] as the protocol's rows, in the server's
+    order: file relative to the workspace, line 1-based (none when the location has no
+    range, as a WorkspaceSymbol's may not). unqualify: the name after its last dot, for a
+    server that qualifies the names it answers (gopls's "Context.Copy" is the method
+    Copy, the name the corpus and the harness know it by)."""
+    if result is None:
+        return []
+    if not isinstance(result, list):
+        raise TypeError(f"workspace/symbol answered {result!r:.80}, not a list")
+    found: Rows = []
+    for symbol in result:
+        if not isinstance(symbol, dict) or not isinstance(symbol.get("name"), str):
+            raise TypeError(f"a symbol without a name: {symbol!r:.80}")
+        name = symbol["name"].rpartition(".")[2] if unqualify else symbol["name"]
+        row: dict[str, object] = {"name": name or symbol["name"]}
+        location = symbol.get("location")
+        if isinstance(location, dict):
+            uri = location.get("uri")
+            if isinstance(uri, str):
+                row["file"] = relative(uri, root)
+            start = (location.get("range") or {}).get("start") or {}
+            if isinstance(start.get("line"), int):
+                row["line"] = start["line"] + 1
+        found.append(row)
+        if limit and len(found) == limit:
+            break
+    return found
+
+
+def relative(uri: str, root: Path) -> str:
+    """A file: URI as a path relative to the workspace root (as given if outside it)."""
+    parsed = urlparse(uri)
+    path = Path(unquote(parsed.path)) if parsed.scheme == "file" else Path(uri)
+    for base in (root, root.resolve()):
+        with contextlib.suppress(ValueError):
+            return path.relative_to(base).as_posix()
+    with contextlib.suppress(ValueError, OSError):
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    return str(path)
+
+
+def gopath_workspace(workspace: Path, gopath: Path) -> Path:
+    """The workspace as a package of a GOPATH: gopath/src/<module path> linked to it.
+
+    Debian's gopls 0.5.0 and Go 1.19 cannot load a module whose go.mod names a newer Go
+    (gin's says 1.25.0: "invalid go version") nor download its dependencies offline, so in
+    module mode they index nothing; in GOPATH mode (GO111MODULE=off in the engine's env)
+    they index every package of the workspace, but only of a workspace inside GOPATH, at
+    the import path its imports use. The module path comes from go.mod's module line."""
+    try:
+        text = (workspace / "go.mod").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise NotReady(f"--gopath needs the workspace's go.mod: {exc}") from None
+    module = next(
+        (line.split()[1] for line in text.splitlines() if line.split()[:1] == ["module"]
+         and len(line.split()) > 1),
+        None,
+    )  # fmt: skip
+    if not module or module.startswith("/") or ".." in module.split("/"):
+        raise NotReady(f"{workspace / 'go.mod'}: no usable module line")
+    link = gopath / "src" / module.strip('"')
+    try:
+        link.parent.mkdir(parents=True, exist_ok=True)
+        if link.is_symlink() or link.exists():
+            if link.resolve() != workspace.resolve():
+                raise NotReady(f"{link} exists and is not the workspace")
+        else:
+            link.symlink_to(workspace.resolve(), target_is_directory=True)
+    except OSError as exc:
+        raise NotReady(f"cannot link the workspace into {gopath}: {exc}") from None
+    return link
+
+
+def _die_with_parent() -> None:
+    """In the server's child before exec: SIGKILL when the adapter dies, however it dies
+    (the harness's SIGKILL of the adapter's group does not reach the server's group)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def start(argv: list[str], workspace: Path) -> subprocess.Popen:
+    """The server over stdio in a process group of its own; its stderr is the adapter's,
+    so its last words are in the tail the harness reports when it dies."""
+    return subprocess.Popen(
+        argv, cwd=workspace, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        process_group=0, preexec_fn=_die_with_parent,
+    )  # fmt: skip
+
+
+def initialize(conn: Connection, workspace: Path, settings: dict, timeout: float) -> None:
+    uri = workspace.resolve().as_uri()
+    params = {
+        "processId": os.getpid(),
+        "clientInfo": {"name": "recall", "version": __version__},
+        "rootUri": uri,
+        "rootPath": str(workspace.resolve()),
+        "workspaceFolders": [{"uri": uri, "name": workspace.name}],
+        "capabilities": capabilities(),
+        "initializationOptions": settings or None,
+    }
+    try:
+        conn.request("initialize", params, timeout)
+    except TimeoutError:
+        raise NotReady("no answer to initialize") from None
+    except LspError as exc:
+        raise NotReady(f"initialize failed: {exc}") from None
+    conn.notify("initialized", {})
+    if settings:
+        conn.notify("workspace/didChangeConfiguration", {"settings": settings})
+
+
+LANGUAGE_IDS = {
+    ".ts": "typescript", ".tsx": "typescriptreact", ".mts": "typescript", ".cts": "typescript",
+    ".js": "javascript", ".jsx": "javascriptreact", ".mjs": "javascript", ".cjs": "javascript",
+    ".py": "python", ".go": "go", ".c": "c", ".h": "c", ".rs": "rust", ".rb": "ruby",
+}  # fmt: skip
+
+
+def open_first(conn: Connection, root: Path, pattern: str) -> None:
+    """textDocument/didOpen of the first file (in sorted order, outside node_modules)
+    that matches pattern, as an editor has a file open when its user searches the
+    workspace. typescript-language-server needs it: tsserver answers navto from the
+    projects of open files, and with none open it answers nothing however long it is
+    given."""
+    found = sorted(
+        path for path in root.glob(pattern)
+        if path.is_file() and "node_modules" not in path.relative_to(root).parts
+    )  # fmt: skip
+    if not found:
+        raise NotReady(f"no file of the workspace matches open = {pattern!r}")
+    try:
+        text = found[0].read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise NotReady(f"cannot read {found[0]}: {exc.strerror}") from None
+    language = LANGUAGE_IDS.get(found[0].suffix, found[0].suffix.lstrip(".") or "plaintext")
+    document = {"uri": found[0].resolve().as_uri(), "languageId": language, "version": 1}
+    conn.notify("textDocument/didOpen", {"textDocument": {**document, "text": text}})
+
+
+def wait_ready(conn: Connection, probes: list[str], timeout: float) -> None:
+    """Ready once a probe (a name of the corpus) gets a non-empty answer: a server that
+    indexes in the background answers nothing, or an error, until it has indexed."""
+    deadline = time.monotonic() + timeout
+    tried = 0
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            shown = ", ".join(repr(p) for p in probes)
+            raise NotReady(f"no non-empty workspace/symbol answer for {shown}")
+        probe = probes[tried % len(probes)]
+        tried += 1
+        with contextlib.suppress(LspError):
+            try:
+                if conn.request("workspace/symbol", {"query": probe}, left):
+                    return
+            except TimeoutError:
+                continue
+        time.sleep(min(POLL_S, max(0.0, deadline - time.monotonic())))
+
+
+def pick_probes(names_path: Path | None) -> list[str]:
+    """A few of the corpus's own names, spread over the sorted list, as probes."""
+    names: list[str] = []
+    if names_path is not None:
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            names = [n for n in read_names(names_path) if n.isidentifier() and len(n) > 3]
+    if not names:
+        return list(FALLBACK_PROBES)
+    step = max(1, len(names) // PROBES)
+    return names[step // 2 :: step][:PROBES]
+
+
+def died(proc: subprocess.Popen, how: str) -> str:
+    """How the server ended, for the one line the adapter leaves on stderr."""
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=1.0)
+    code = proc.poll()
+    if code is None:
+        return f"language server {how}"
+    if code < 0:
+        with contextlib.suppress(ValueError):
+            return f"language server killed by signal {signal.Signals(-code).name}"
+        return f"language server killed by signal {-code}"
+    return f"language server exited with status {code}"
+
+
+def stop(conn: Connection, proc: subprocess.Popen) -> None:
+    """shutdown and exit as an editor closes; the group is killed whatever it does."""
+    try:
+        with contextlib.suppress(ServerDied, TimeoutError, LspError):
+            conn.request("shutdown", None, SHUTDOWN_S)
+            conn.notify("exit", None)
+            with contextlib.suppress(OSError):
+                proc.stdin.close()  # type: ignore[union-attr]
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=SHUTDOWN_S)
+    finally:
+        kill(proc)
+
+
+def kill(proc: subprocess.Popen) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=SHUTDOWN_S)
+
+
+def _terminated(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)  # unwinds to the finally that kills the server
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m recall.finders.kinds.lsp",
+        description="A language server's workspace/symbol as a finder: --query once, "
+        "else the harness's JSON lines on stdin. The server's argv follows --.",
+    )
+    parser.add_argument("--workspace", type=Path, required=True, help="the workspace folder")
+    parser.add_argument("--names", type=Path, help="the corpus's names, for readiness probes")
+    parser.add_argument("--ready-timeout", type=float, default=READY_TIMEOUT_S)
+    parser.add_argument("--settings", default="{}", help="initializationOptions, JSON")
+    parser.add_argument("--query", help="answer this one query and exit")
+    parser.add_argument("--limit", type=int, default=0, help="with --query (0 = unlimited)")
+    parser.add_argument("--gopath", type=Path, help="open the workspace linked into this GOPATH")
+    parser.add_argument("--unqualify", action="store_true", help="names after their last dot")
+    parser.add_argument("--open", help="didOpen the first file that matches this glob")
+    parser.add_argument("server", nargs="+", help="the language server's argv")
+    args = parser.parse_args(argv)
+    if args.limit < 0:
+        parser.error("--limit must be 0 or more")
+    settings = json_object_flag(parser, "--settings", args.settings)
+    signal.signal(signal.SIGTERM, _terminated)
+    root = args.workspace
+    if args.gopath is not None:
+        try:
+            root = gopath_workspace(args.workspace, args.gopath)
+        except NotReady as exc:
+            print(f"lsp adapter: {exc}", file=sys.stderr)
+            return 2
+    try:
+        proc = start(args.server, root)
+    except OSError as exc:
+        print(f"lsp adapter: cannot start {args.server[0]}: {exc.strerror}", file=sys.stderr)
+        return 2
+    conn = Connection(proc, settings)
+    try:
+        began = time.monotonic()
+        initialize(conn, root, settings, args.ready_timeout)
+        if args.open:
+            open_first(conn, root, args.open)
+        left = args.ready_timeout - (time.monotonic() - began)
+        wait_ready(conn, pick_probes(args.names), left)
+
+        def search(query: str, limit: int) -> Rows:
+            answer = conn.request("workspace/symbol", {"query": query})
+            return rows(answer, root, limit, args.unqualify)
+
+        if args.query is not None:
+            try:
+                found = search(args.query, args.limit)
+            except (LspError, TypeError) as exc:
+                print(f"lsp adapter: {type(exc).__name__}: {exc}", file=sys.stderr)
+                return 1
+            sys.stdout.buffer.write(orjson.dumps(found) + b"\n")
+        else:
+            serve(search, sys.stdin.buffer, sys.stdout.buffer)
+        stop(conn, proc)
+        return 0
+    except NotReady as exc:
+        print(
+            f"lsp adapter: {args.server[0]} not ready within the ready timeout of "
+            f"{args.ready_timeout:g} s: {exc}",
+            file=sys.stderr,
+        )
+        return 2
+    except ServerDied as exc:
+        print(f"lsp adapter: {died(proc, str(exc))}", file=sys.stderr)
+        return 3
+    finally:
+        kill(proc)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,217 @@
+"""Symbol extraction with Universal Ctags: the definitions a person navigates to.
+
+Both the query generator and the reference finder read a corpus through `extract`, so
+the names a query is derived from and the names a finder can return come from one rule.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import orjson
+
+from recall.cache import keep_file, read_file
+from recall.errors import RecallError
+from recall.inputs.corpus import LANGUAGES, Checkout
+
+INSTALL_HINT = "install Universal Ctags (Debian: apt-get install universal-ctags)"
+
+# Kinds that are not navigation targets, per ctags language: import aliases, package
+# clauses, and (for TypeScript) `const`s local to a function body.
+_DROPPED_KINDS = {
+    "Go": {"package", "packageName"},
+    "Python": {"namespace", "unknown"},
+}
+_LOCAL_SCOPES = {"function", "method"}
+_DROPPED_LOCAL_KINDS = {"TypeScript": {"constant", "variable"}, "JavaScript": {"constant"}}
+
+
+@dataclass(frozen=True, order=True)
+class Symbol:
+    path: str
+    line: int
+    name: str
+    kind: str
+    scope: str
+
+
+# Every ctags call starts with these: `--options=NONE` first (ctags honours it only
+# there), so no option file (~/.ctags.d, ./.ctags.d, ctags.d, $XDG_CONFIG_HOME/ctags) and
+# no environment variable adds a regex or drops a kind behind the keys' back. They are part
+# of ctags_identity(), so a change to them is a change of every key that holds it.
+CTAGS_OPTIONS = ("--options=NONE", "--output-format=json", "--fields=+nKZ", "--fields=-P")
+
+
+@dataclass(frozen=True)
+class CtagsProgram:
+    path: str  # as found on PATH (run as is: argv[0] decides ctags or etags mode)
+    version: str
+    sha256: str  # of the program's bytes: a wrapper or a rebuild changes it, not the version
+
+
+def ctags_program() -> CtagsProgram:
+    """The ctags on PATH, checked to be a Universal Ctags with JSON output; looked up on
+    every call (a test or a user may change PATH) and probed once per file version."""
+    found = shutil.which("ctags")
+    if found is None:
+        raise RecallError(f"ctags not found or not working: {INSTALL_HINT}")
+    found = os.path.abspath(found)
+    try:
+        stat = os.stat(found)
+    except OSError:
+        raise RecallError(f"ctags not found or not working: {INSTALL_HINT}") from None
+    return _probe(found, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+
+
+@cache
+def _probe(path: str, _inode: int, _size: int, _mtime_ns: int) -> CtagsProgram:
+    """What ctags_program() says of one version of a file (its stat is the cache key)."""
+    with tempfile.TemporaryDirectory(prefix="recall-ctags-") as home:
+        try:
+            digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+            out, features = (
+                subprocess.run(
+                    [path, "--options=NONE", flag], capture_output=True, text=True,
+                    check=True, cwd=home, env=ctags_environment(home),
+                ).stdout
+                for flag in ("--version", "--list-features")
+            )  # fmt: skip
+        except (OSError, subprocess.CalledProcessError):
+            raise RecallError(f"ctags not found or not working: {INSTALL_HINT}") from None
+    first = out.splitlines()[0] if out else ""
+    if not first.startswith("Universal Ctags"):
+        raise RecallError(f"ctags is not Universal Ctags ({first!r}): {INSTALL_HINT}")
+    if "json" not in features.split():
+        raise RecallError(f"ctags has no JSON output: {INSTALL_HINT} built with libjansson")
+    version = first.split(",")[0].removeprefix("Universal Ctags").strip()
+    return CtagsProgram(path, version, digest)
+
+
+def ctags_version() -> str:
+    """The Universal Ctags version string, for people (meta, doctor); keys hold
+    ctags_identity(). A missing, foreign or JSON-less ctags is an error."""
+    return ctags_program().version
+
+
+def ctags_identity() -> dict[str, object]:
+    """Everything of ctags that decides the names it lists: its version, its program's
+    content and the options every call gets. The symbols, ceiling and results keys hold it."""
+    program = ctags_program()
+    return {"version": program.version, "sha256": program.sha256, "options": list(CTAGS_OPTIONS)}
+
+
+def ctags_environment(home: str) -> dict[str, str]:
+    """The whole environment ctags runs in: no CTAGS variable or other of the caller's, and
+    HOME and XDG_CONFIG_HOME in an empty folder of the harness's (belt and braces with
+    --options=NONE), so that no configuration of the user's reaches it."""
+    return {
+        "HOME": home,
+        "XDG_CONFIG_HOME": os.path.join(home, ".config"),
+        "PATH": os.defpath,
+        "LC_ALL": "C",
+        "TMPDIR": tempfile.gettempdir(),
+    }
+
+
+def is_searchable(name: str) -> bool:
+    """A name a person could type: it holds a letter, and no tab or newline."""
+    return (
+        any(c.isalpha() for c in name)
+        and "\t" not in name
+        and "\n" not in name
+        and "\r" not in name
+        and name != "self"
+    )
+
+
+def extract(root: Path, language: str) -> list[Symbol]:
+    """Every definition under root in the corpus language, sorted so the order never
+    depends on the file system's directory order."""
+    ctags_lang = LANGUAGES[language]
+    argv = [ctags_program().path, *CTAGS_OPTIONS, "-R", f"--languages={ctags_lang}", "-f", "-", "."]
+    with tempfile.TemporaryDirectory(prefix="recall-ctags-") as home:
+        proc = subprocess.run(argv, cwd=root, capture_output=True, env=ctags_environment(home))
+    if proc.returncode != 0:
+        tail = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-1:]
+        raise RecallError(f"ctags failed in {root}: {' '.join(tail) or proc.returncode}")
+    dropped = _DROPPED_KINDS.get(ctags_lang, set())
+    dropped_local = _DROPPED_LOCAL_KINDS.get(ctags_lang, set())
+    symbols = set()
+    for raw in proc.stdout.splitlines():
+        try:
+            tag = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            continue
+        if tag.get("_type") != "tag":
+            continue
+        name, kind = tag.get("name", ""), tag.get("kind", "")
+        if kind in dropped or not is_searchable(name):
+            continue
+        if kind in dropped_local and tag.get("scopeKind") in _LOCAL_SCOPES:
+            continue
+        path = tag.get("path", "").removeprefix("./")
+        symbols.add(Symbol(path, int(tag.get("line", 0)), name, kind, tag.get("scope", "")))
+    return sorted(symbols)
+
+
+def symbols_key(tree: str, language: str, ctags: dict[str, object]) -> str:
+    """The symbols cache entry of a tree's names in language, listed by ctags (an identity
+    as ctags_identity() gives it): `recall cache prune` tells live entries by it too."""
+    identity = orjson.dumps(ctags, option=orjson.OPT_SORT_KEYS).decode()
+    return hashlib.sha256(f"{tree}\0{language}\0{identity}".encode()).hexdigest()[:24]
+
+
+def cached_symbols(root: Path, language: str, tree: str, cache: Path) -> list[Symbol]:
+    """extract(), memoised in the cache by the checkout's tree and ctags's identity."""
+    path = cache / "symbols" / f"{symbols_key(tree, language, ctags_identity())}.json"
+    body = read_file(path)
+    if body is not None:
+        try:
+            symbols = _decode_symbols(orjson.loads(body))
+        except orjson.JSONDecodeError:
+            symbols = None
+        if symbols is not None:
+            return symbols
+        _warn_corrupt(path, "not a list of [path, line, name, kind, scope]")
+    symbols = extract(root, language)
+    keep_file(path, orjson.dumps([[s.path, s.line, s.name, s.kind, s.scope] for s in symbols]))
+    return symbols
+
+
+def _decode_symbols(rows: object) -> list[Symbol] | None:
+    """The symbols of a cache entry, or None if it is not exactly what cached_symbols
+    writes: a list of [path, line, name, kind, scope] with a whole-number line."""
+    if not isinstance(rows, list):
+        return None
+    symbols = []
+    for row in rows:
+        if not isinstance(row, list) or len(row) != 5:
+            return None
+        path, line, name, kind, scope = row
+        if not all(isinstance(v, str) for v in (path, name, kind, scope)):
+            return None
+        if not isinstance(line, int) or isinstance(line, bool):
+            return None
+        symbols.append(Symbol(path, line, name, kind, scope))
+    return symbols
+
+
+def _warn_corrupt(path: Path, why: str) -> None:
+    print(f"recall: warning: ignoring corrupt symbols cache entry {path} ({why}): listing "
+          "the symbols again", file=sys.stderr)  # fmt: skip
+
+
+def distinct_names(symbols: list[Symbol]) -> list[str]:
+    return sorted({s.name for s in symbols})
+
+
+def checkout_symbols(checkout: Checkout, cache: Path) -> list[Symbol]:
+    return cached_symbols(checkout.path, checkout.pin.language, checkout.tree, cache)

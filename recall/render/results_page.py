@@ -1,0 +1,268 @@
+"""The results page (docs/RESULTS.md): every finder's kept JSON report side by side.
+
+It renders the reports that `recall results` ran or kept (`--reports DIR`), as JSON
+(schema 2, docs/report-json.md), so that `--render-only` makes the same page from the kept
+files alone.
+"""
+
+from __future__ import annotations
+
+from recall.inputs.queryset import TYPE_ORDER
+from recall.render.effort_results import is_typing_page, render_effort_results
+from recall.render.escape import Markdown, code_span, markdown
+from recall.render.table import table
+
+GROUPS = (("by_type", "type"), ("by_language", "language"))
+REFERENCE = "reference"  # the label of the harness's own finder among the peers
+
+
+def agreement(entries: list[dict]) -> list[list[float | None]]:
+    """The pairwise top-1 agreement: the percent of the set's queries on which two finders
+    put the same name first (a query either answers with nothing is not an agreement);
+    None on the diagonal."""
+    firsts = [entry["firsts"] for entry in entries]
+    matrix: list[list[float | None]] = []
+    for a in firsts:
+        row: list[float | None] = []
+        for b in firsts:
+            same = sum(1 for x, y in zip(a, b, strict=True) if x is not None and x == y)
+            row.append(None if a is b else 100.0 * same / len(a) if a else 0.0)
+        matrix.append(row)
+    return matrix
+
+
+def _table(header: list[str], body: list[list[str]], numeric: bool = True) -> list[str]:
+    """The page's tables: Markdown; the first column is a label, the rest right-aligned
+    numbers if numeric."""
+    return table(header, body, True, right=[i > 0 and numeric for i in range(len(header))])
+
+
+def _count(c: dict, key: str) -> str:
+    return f"{c[key]} ({c[key + '_pct']:.1f}%)"
+
+
+ABOVE = "^"  # a finder above the ceiling's 95% range on the same rows
+
+
+def _range(c: dict, key: str) -> str:
+    """A ceiling's 95% range in counts (reports kept before it existed have none)."""
+    ci = c.get(f"{key}_ci")
+    return f" [{ci[0]}-{ci[1]}]" if ci else ""
+
+
+def _range_pct(c: dict, key: str) -> str:
+    ci = c.get(f"{key}_ci")
+    return f" [{100 * ci[0] / c['n']:.1f}-{100 * ci[1] / c['n']:.1f}]" if ci and c["n"] else ""
+
+
+def _above(counts: dict, limit: dict | None, key: str) -> bool:
+    """A finder's count above the ceiling's range, judged only where the ceiling covers
+    the group's every row (the same n), since the page has no per-row results."""
+    ci = limit.get(f"{key}_ci") if limit else None
+    return bool(limit and ci and limit["n"] == counts["n"] and counts[key] > ci[1])
+
+
+def _marked(text: str, above: bool) -> str:
+    return f"{text}{ABOVE}" if above else text
+
+
+def latency_ms(report: dict) -> float:
+    """The query phase's wall time over the queries run (hand rows included)."""
+    run = report["runs"][0]
+    return 1000.0 * run["query_s"] / report["queries"] if report["queries"] else 0.0
+
+
+def _keys(counts: dict[str, dict], group: str) -> list[str]:
+    """Rows with sources, types in the recipe table's order, languages alphabetically."""
+    keys = sorted(k for k, c in counts.items() if c["n"])
+    if group == "by_type":
+        keys.sort(key=lambda k: TYPE_ORDER.index(k) if k in TYPE_ORDER else len(TYPE_ORDER))
+    return keys
+
+
+def _best(entries: list[dict], group: str, key: str) -> str:
+    """The peer(s) with the most sources at #1 in one row, the reference finder left out
+    (it has its own column to compare with); ties are all named, none at all is "-"."""
+    peers = [e for e in entries if e["label"] != REFERENCE] or entries
+    firsts = [(e["label"], e["report"]["runs"][0][group][key]["first"]) for e in peers]
+    top = max(first for _, first in firsts)
+    if top == 0:
+        return "-"
+    return ", ".join(label for label, first in firsts if first == top)
+
+
+def _split(report: dict) -> str:
+    """Which side of the tune/holdout split the page shows, if one (docs/queries.md)."""
+    split = report.get("split")
+    return f" (its {split} split, `--split {split}`: docs/queries.md)" if split else ""
+
+
+def render_results(every: list[dict], host: dict[str, str]) -> str:
+    """The page, from each finder's label, version, command, note and JSON report. Finders
+    of some languages only (language servers) have a section of their own, beside the
+    others' rows for the same languages, since their totals cover fewer queries."""
+    if is_typing_page(every):  # a typing set's page: keystrokes to the name
+        return render_effort_results(every, host)
+    entries = [e for e in every if not e.get("languages")]
+    servers = [e for e in every if e.get("languages")]
+    if not entries:  # --only a language server: its own totals are the page
+        entries, servers = every, []
+    first = entries[0]["report"]
+    labels = [e["label"] for e in entries]
+    out = [
+        "# Results: the reference finder and its peers",
+        "",
+        "Generated by `recall results` (make results, make results-typed); do not edit it.",
+        f"Every finder ran `recall run --engine E --json` over the committed query set"
+        f"{_split(first)}: "
+        f"{first['queries']} queries, {first['sourced']} with a source, over the pinned "
+        f"corpora {', '.join(sorted(first['runs'][0]['by_repo']))}. "
+        "Rank is by name: #1, in the top 10, or found at all (unlimited results), as a "
+        "count and percent of the sourced queries; MRR is the mean reciprocal rank "
+        "(a miss counts 0).",
+        "",
+        "## Overall",
+        "",
+    ]
+    body = []
+    for entry in entries:
+        run = entry["report"]["runs"][0]
+        body.append([
+            entry["label"], str(run["n"]), _count(run, "first"), _count(run, "top10"),
+            _count(run, "found"), f"{run['mrr']:.3f}", str(run["errors"]),
+            f"{latency_ms(entry['report']):.2f}", f"{run['index_s']:.1f}",
+        ])  # fmt: skip
+    bound = first.get("ceiling")
+    if bound:
+        body.append([
+            "ceiling", str(bound["n"]),
+            f"{bound['first']:.1f} ({bound['first_pct']:.1f}%){_range(bound, 'first')}",
+            f"{bound['top10']:.1f} ({bound['top10_pct']:.1f}%){_range(bound, 'top10')}",
+            "-", "-", "-", "-", "-",
+        ])  # fmt: skip
+    out += _table(
+        ["finder", "n", "#1", "top 10", "found", "MRR", "errors", "ms / query", "index s"], body
+    )
+    if bound:
+        out += [
+            "",
+            "ceiling is the best #1 and top 10 any finder can expect from these queries: "
+            "several names can make one query (`tstcnt` from `test_count` and "
+            "`TestContent`), and given only the query, a finder can at best rank the likeliest "
+            "of them first (docs/queries.md). It is computed from the recipes over every "
+            "name of each corpus, with no finder involved. [low-high] is the 95% range of "
+            "the count a finder as good as the recipes' choice model gets on these rows; "
+            f"{ABOVE} marks a finder above it on the same rows (compared where the ceiling "
+            "covers every row of the group): the choice model is wrong there, and the ceiling "
+            "is no bound for that row of the table.",
+        ]
+    out += [
+        "",
+        "ms / query is the time per query: the run's `query_s` (wall time of the query "
+        "phase, summed over corpora) divided by the queries run, hand rows included. "
+        "Per-query finders pay a process start and a read of the names list on every query; "
+        "batch finders answer every query of a corpus from one process, with the harness "
+        "keeping up to 16 requests ahead. index s is the engine's index step (none for "
+        "finders that read the names list).",
+    ]
+    for group, title in GROUPS:
+        keys = _keys(first["runs"][0][group], group)
+        out += ["", f"## By {title}: #1 / top 10 / found, percent of sourced queries", ""]
+        body = []
+        for key in keys:
+            cells = []
+            limit = bound[group].get(key) if bound else None
+            for entry in entries:
+                c = entry["report"]["runs"][0][group][key]
+                first_pct = _marked(f"{c['first_pct']:.1f}", _above(c, limit, "first"))
+                top10_pct = _marked(f"{c['top10_pct']:.1f}", _above(c, limit, "top10"))
+                cells.append(f"{first_pct} / {top10_pct} / {c['found_pct']:.1f}")
+            n = str(first["runs"][0][group][key]["n"])
+            body.append([key, n, *cells, _best(entries, group, key)])
+            if bound:
+                body[-1].append(
+                    f"{limit['first_pct']:.1f}{_range_pct(limit, 'first')} / "
+                    f"{limit['top10_pct']:.1f}{_range_pct(limit, 'top10')}"
+                    if limit
+                    else "-"
+                )
+        ceiling_column = ["ceiling (#1 / top 10)"] if bound else []
+        out += _table([title, "n", *labels, "best peer (#1)", *ceiling_column], body)
+        out += ["", f"## By {title}: MRR", ""]
+        body = [
+            [key, *(f"{e['report']['runs'][0][group][key]['mrr']:.3f}" for e in entries)]
+            for key in keys
+        ]
+        out += _table([title, *labels], body)
+    if all("firsts" in e and len(e["firsts"]) == first["queries"] for e in entries):
+        out += [
+            "",
+            "## Top-1 agreement: percent of the queries on which two finders put the same "
+            "name first",
+            "",
+        ]
+        body = [
+            [entries[i]["label"], *("-" if v is None else f"{v:.1f}" for v in row)]
+            for i, row in enumerate(agreement(entries))
+        ]
+        out += _table(["finder", *labels], body)
+    out += _by_own_languages(entries, servers)
+    out += ["", "## Finders", ""]
+    body = [[e["label"], e["version"], code_span(e["command"]), Markdown(e["note"])] for e in every]
+    out += _table(["finder", "version", "command", "options"], body, numeric=False)
+    out += [
+        "",
+        "Every finder ran isolated as any engine: its own temporary HOME and XDG folders, "
+        "`LC_ALL=C.UTF-8`, `TZ=UTC`, over the same `{names}` list (the corpus's distinct "
+        "ctags names, sorted) or, for the reference finder, its own index of the corpus. "
+        "fzf and fzy treat `*` as a literal character, so glob queries find nothing there; "
+        "subsequence matchers (fzf, fzy, frizbee with no typos) never find a transposition.",
+        "",
+        "## Machine",
+        "",
+    ]
+    meta = first["meta"]
+    out += _table(
+        ["what", "value"],
+        [
+            [Markdown("CPUs (`nproc`)"), host["cpus"]],
+            ["CPU model", host["cpu_model"]],
+            ["system", host["system"]],
+            ["Python", host["python"]],
+            ["Universal Ctags", str(meta.get("ctags", "?"))],
+            ["recall", str(meta.get("recall", "?"))],
+            ["query jobs", host.get("jobs", "1")],
+        ],
+        numeric=False,
+    )
+    return "\n".join(out) + "\n"
+
+
+def _by_own_languages(entries: list[dict], servers: list[dict]) -> list[str]:
+    """Each finder of some languages on those languages: its rows by type, then every
+    finder's #1 / top 10 / found on the same language rows."""
+    out: list[str] = []
+    for server in servers:
+        run = server["report"]["runs"][0]
+        served = ", ".join(server["languages"])
+        out += ["", f"## {markdown(server['label'])} on its languages ({served})", ""]
+        body = [
+            [key, str(c["n"]), _count(c, "first"), _count(c, "top10"), _count(c, "found"),
+             f"{c['mrr']:.3f}", str(c["errors"])]
+            for key in _keys(run["by_type"], "by_type")
+            for c in [run["by_type"][key]]
+        ]  # fmt: skip
+        out += _table(["type", "n", "#1", "top 10", "found", "MRR", "errors"], body)
+        out += [""]
+        body = []
+        for language in server["languages"]:
+            for entry in [server, *entries]:
+                c = entry["report"]["runs"][0]["by_language"].get(language)
+                if c and c["n"]:
+                    body.append([
+                        f"{language}: {entry['label']}", str(c["n"]), _count(c, "first"),
+                        _count(c, "top10"), _count(c, "found"), f"{c['mrr']:.3f}",
+                    ])  # fmt: skip
+        out += _table(["language: finder", "n", "#1", "top 10", "found", "MRR"], body)
+        out += ["", f"{markdown(server['label'])}: {latency_ms(server['report']):.2f} ms / query."]
+    return out

@@ -1,0 +1,1 @@
+"""Running: builds, finder processes and sessions, and the results they give, kept."""

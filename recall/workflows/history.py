@@ -1,0 +1,402 @@
+"""`recall history`: one finder measured at many commits of its own repo.
+
+A `--base REF` run answers "is this change better than that ref"; a history answers "what
+has recall done over these releases". Each commit is measured exactly as a baseline is
+(run.py): `git archive` of the commit, the engine's build, the built tree cached by commit
+and engine (build.build_base), the results cached under the same full key (`commit:SHA`
+as the binary's identity), so a history, a later `--base` run and a bisect over the same
+commits share every build and every result, and a second history builds and runs nothing.
+
+These are plain functions over a Plan (what to ask, where, with which engine), so bisect
+reuses them (and history_shards, which measures a history in parts on many machines);
+rendering lives in render/history.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import git
+
+from recall.analysis.model import QueryResult, RunResult
+from recall.analysis.stats import mean_reciprocal_rank
+from recall.errors import RecallError
+from recall.finders.engine import Engine, resolve_engine
+from recall.inputs.corpus import Pin, cache_root, load_pins, mirror_root
+from recall.inputs.queryset import QueryRow, query_set_path, read_queries, select
+from recall.running.build import base_binary, build_key, finder_root, resolve_commit
+from recall.running.identity import data_key, unseen_code
+from recall.running.measure import check_answered, open_corpus, run_binary
+from recall.running.results_cache import cached_run, run_key, store_run
+from recall.running.values import Corpus
+from recall.terminal import progress
+from recall.workflows.run import check_sources, check_timeout
+
+SCHEMA = 1
+KIND = "recall-history"
+
+
+@dataclass
+class Plan:
+    """Everything every commit of a history is measured with: one engine (read from the
+    working tree, as `--base` reads it), one selection of rows, one cache. Corpora are
+    opened on the first commit that has to run, so a history answered wholly from the
+    cache fetches nothing."""
+
+    root: Path
+    engine: Engine
+    engine_spec: str | None
+    pins: dict[str, Pin]
+    rows: list[QueryRow]
+    all_rows: list[QueryRow]
+    corpus_path: Path
+    queries_path: Path
+    cache: Path
+    mirror: Path | None
+    timeout: float
+    build_timeout: float
+    jobs: int
+    no_cache: bool
+    allow_empty: bool
+    corpora: dict[str, Corpus] = field(default_factory=dict)
+
+    @cached_property
+    def asked(self) -> dict:
+        """What every commit is asked: the key part shared by all of them."""
+        return data_key(self.pins, self.rows)
+
+
+@dataclass(frozen=True)
+class Commit:
+    """A commit of the finder's repo as a history row names it."""
+
+    sha: str
+    date: str  # committer date, ISO 8601 with its offset
+    subject: str
+    refs: tuple[str, ...] = ()  # the tags (or refs as given) that named it
+
+
+@dataclass(frozen=True)
+class Point:
+    """One commit measured: its run, or why it could not be (its build failed, say)."""
+
+    commit: Commit
+    run: RunResult | None
+    error: str | None
+    built: bool  # built now, not found in the build cache
+    cached: bool  # results read from the results cache
+
+    @property
+    def ok(self) -> bool:
+        return self.run is not None
+
+
+def make_plan(args: argparse.Namespace) -> Plan:
+    """The Plan from history's or bisect's flags, checked as `recall run` checks them."""
+    check_timeout(args.timeout)
+    if args.jobs < 1:
+        raise RecallError(f"--jobs {args.jobs}: give 1 or more")
+    corpus_path, queries_path = Path(args.corpus), query_set_path(args.queries)
+    pins, all_rows, rows = select_rows(corpus_path, queries_path, args.repo, args.type)
+    root = finder_root(Path(args.finder))
+    return Plan(
+        root=root, engine=resolve_engine(args.engine, root), engine_spec=args.engine,
+        pins=pins, rows=rows, all_rows=all_rows, corpus_path=corpus_path.absolute(),
+        queries_path=queries_path.absolute(),
+        cache=cache_root(args.cache), mirror=mirror_root(args.mirror), timeout=args.timeout,
+        build_timeout=args.build_timeout, jobs=args.jobs, no_cache=args.no_cache,
+        allow_empty=args.allow_empty,
+    )  # fmt: skip
+
+
+def select_rows(
+    corpus_path: Path, queries_path: Path, repos: list[str] | None, types: list[str] | None
+) -> tuple[dict[str, Pin], list[QueryRow], list[QueryRow]]:
+    """The pins, every row of the query set, and the sourced rows of --repo and --type that
+    a history asks each commit (and that a merge of its shards must be given again)."""
+    pins = load_pins(corpus_path)
+    for repo in repos or []:
+        if repo not in pins:
+            raise RecallError(f"--repo {repo}: not a pin in {corpus_path}")
+    all_rows = read_queries(queries_path, set(pins))
+    rows = [row for row in select(all_rows, repos, types) if row.sourced]
+    if not rows:
+        raise RecallError(f"{queries_path}: no sourced rows match the selection")
+    return pins, all_rows, rows
+
+
+# Which commits -------------------------------------------------------------------------
+
+
+def commit_info(root: Path, sha: str, refs: tuple[str, ...] = ()) -> Commit:
+    with git.Repo(root) as repo:
+        date, subject = repo.git.log("-1", "--format=%cI%x00%s", sha).split("\0", 1)
+    return Commit(sha, date, subject, refs)
+
+
+def tag_commits(root: Path, pattern: str = "*") -> list[Commit]:
+    """Tags matching a glob, oldest first by their commit's date, ties by tag name; tags
+    on one commit make one row that names them all (fzy's 1.1 and v1.1)."""
+    with git.Repo(root) as repo:
+        listed = repo.git.for_each_ref(
+            "--format=%(refname:short)%00%(*objectname)%00%(objectname)", "refs/tags"
+        )
+    by_sha: dict[str, list[str]] = {}
+    for line in listed.splitlines():
+        name, peeled, direct = line.split("\0")
+        if fnmatch.fnmatchcase(name, pattern):
+            by_sha.setdefault(resolve_commit(root, peeled or direct), []).append(name)
+    if not by_sha:
+        raise RecallError(f"--tags {pattern}: no tag of {root} matches")
+    commits = [commit_info(root, sha, tuple(sorted(names))) for sha, names in by_sha.items()]
+    return sorted(commits, key=lambda c: (_epoch(root, c.sha), c.refs[0]))
+
+
+def _epoch(root: Path, sha: str) -> int:
+    with git.Repo(root) as repo:
+        return repo.commit(sha).committed_date
+
+
+def is_range(revs: list[str]) -> bool:
+    """Arguments that only `git rev-list` can expand: `A..B`, `A...B`, `^A B`."""
+    return any(".." in rev or rev.startswith("^") for rev in revs)
+
+
+def range_commits(root: Path, revs: list[str], *, first_parent: bool = False) -> list[Commit]:
+    """A git range as `git rev-list` takes it, oldest first."""
+    flags = ["--reverse", *(["--first-parent"] if first_parent else [])]
+    with git.Repo(root) as repo:
+        try:
+            shas = repo.git.rev_list(*flags, *revs, "--").split()
+        except git.GitCommandError as exc:
+            raise RecallError(
+                f"range {' '.join(revs)}: git rev-list refuses it: {_last_line(exc.stderr)}"
+            ) from None
+    if not shas:
+        raise RecallError(f"range {' '.join(revs)}: names no commits")
+    return [commit_info(root, sha) for sha in shas]
+
+
+def listed_commits(root: Path, refs: list[str]) -> list[Commit]:
+    """REFs as given, oldest first by commit date (stable for equal dates); refs naming
+    one commit make one row."""
+    by_sha: dict[str, list[str]] = {}
+    for ref in refs:
+        sha = resolve_commit(root, ref)
+        names = by_sha.setdefault(sha, [])
+        if not sha.startswith(ref.lower()):  # a sha given names nothing more than the sha
+            names.append(ref)
+    commits = [commit_info(root, sha, tuple(names)) for sha, names in by_sha.items()]
+    return sorted(commits, key=lambda c: _epoch(root, c.sha))
+
+
+def thin(commits: list[Commit], every: int) -> list[Commit]:
+    """Every Nth commit, counted back from the newest, which is always kept."""
+    if every < 1:
+        raise RecallError(f"--every {every}: give 1 or more")
+    last = len(commits) - 1
+    return [c for i, c in enumerate(commits) if (last - i) % every == 0]
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    return lines[-1] if lines else "failed"
+
+
+# Measuring -----------------------------------------------------------------------------
+
+
+def measure(plan: Plan, commit: Commit) -> Point:
+    """One commit through the baseline machinery; a commit whose build or run fails is a
+    Point with its one-line reason, not an error of the history."""
+    return answered(measure_rows(plan, commit, plan.rows), plan.allow_empty)
+
+
+def commit_key(plan: Plan, commit: Commit, rows: list[QueryRow]) -> dict:
+    """The results cache key of rows run at the commit."""
+    asked = plan.asked if rows == plan.rows else data_key(plan.pins, rows)
+    return run_key(f"commit:{commit.sha}", plan.engine, asked, plan.timeout)
+
+
+def measure_rows(plan: Plan, commit: Commit, rows: list[QueryRow]) -> Point:
+    """The commit built (or found built) and run over rows, the plan's or a shard's share
+    of them, before `answered` judges the run: a shard's part of a commit is judged only
+    once the merge has put the commit's parts together."""
+    key = commit_key(plan, commit, rows)
+    marker = plan.cache / "builds" / build_key(commit.sha, plan.engine) / ".recall-built"
+    built = not marker.is_file()
+    named = "".join(f" {ref}" for ref in commit.refs)
+    _say(f"{commit.sha[:12]}{named}: {'building' if built else 'built before'}")
+    try:
+        binary, _sha = base_binary(plan.root, commit.sha, plan.engine, plan.cache,
+                                   plan.build_timeout)  # fmt: skip
+    except RecallError as exc:
+        return Point(commit, None, _one_line(str(exc)), built, False)
+    cacheable = not plan.no_cache and unseen_code(plan.engine) is None
+    run = None if not cacheable else cached_run(plan.cache, key, commit.sha[:12], rows)
+    cached = run is not None
+    if run is None:
+        _open_corpora(plan, rows)  # outside the try: a fetch or a bad source ends the history
+        try:
+            kept = None if plan.no_cache else f"commit:{commit.sha}"  # its kept indexes
+            run = run_binary(
+                binary, rows, plan.corpora, jobs=plan.jobs, timeout=plan.timeout, build=kept
+            )
+        except RecallError as exc:
+            return Point(commit, None, _one_line(str(exc)), built, False)
+        if cacheable:  # --no-cache neither reads nor writes
+            store_run(plan.cache, key, run)
+    return Point(commit, run, None, built, cached)
+
+
+def answered(point: Point, allow_empty: bool) -> Point:
+    """The point, or a failed one when its run failed on (almost) every query or, unless
+    allow_empty, returned nothing for (almost) every one."""
+    if point.run is None:
+        return point
+    try:
+        check_answered(point.run, allow_empty=allow_empty)
+    except RecallError as exc:
+        return Point(point.commit, None, _one_line(str(exc)), point.built, point.cached)
+    return point
+
+
+def _open_corpora(plan: Plan, rows: list[QueryRow]) -> None:
+    """The corpora of the rows, each once per history, and every source checked against
+    them before the first binary runs on them (as `recall run` does)."""
+    new = [repo for repo in dict.fromkeys(row.repo for row in rows) if repo not in plan.corpora]
+    if not new:
+        return
+    for repo in new:
+        plan.corpora[repo] = open_corpus(plan.pins[repo], plan.cache, plan.mirror)
+    fresh = [row for row in rows if row.repo in new]
+    check_sources(fresh, plan.corpora, plan.queries_path, plan.all_rows)
+
+
+def history(plan: Plan, commits: list[Commit]) -> list[Point]:
+    """Every commit, oldest first; a failed one is recorded and the history goes on."""
+    points = []
+    status = progress()
+    with status.task("history", len(commits), "commits") as counted:
+        for commit in commits:
+            points.append(measure(plan, commit))
+            status.advance(counted)
+    return points
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _say(message: str) -> None:
+    progress().say(f"recall: history: {message}")  # above the status line, if any
+
+
+# Numbers -------------------------------------------------------------------------------
+
+
+def counts(ranks: list[int | None], errors: int) -> dict:
+    """The headline numbers of a list of ranks: what a history row shows."""
+    n = len(ranks)
+    first = sum(1 for r in ranks if r == 1)
+    top10 = sum(1 for r in ranks if r is not None and r <= 10)
+    found = sum(1 for r in ranks if r is not None)
+
+    def pct(k: int) -> float:
+        return round(100.0 * k / n, 1) if n else 0.0
+
+    return {
+        "n": n, "first": first, "top10": top10, "found": found, "errors": errors,
+        "first_pct": pct(first), "top10_pct": pct(top10), "found_pct": pct(found),
+        "mrr": round(mean_reciprocal_rank(ranks), 4),
+    }  # fmt: skip
+
+
+def summarize(rows: list[QueryRow], results: tuple[QueryResult, ...]) -> dict:
+    """A run's counts over all rows, and per type and per repo."""
+    pairs = list(zip(rows, results, strict=True))
+
+    def of(chosen: list[tuple[QueryRow, QueryResult]]) -> dict:
+        return counts([r.rank for _row, r in chosen], sum(1 for _row, r in chosen if r.error))
+
+    def grouped(key: Callable[[QueryRow], str]) -> dict:
+        groups: dict[str, list[tuple[QueryRow, QueryResult]]] = {}
+        for row, result in pairs:
+            groups.setdefault(key(row), []).append((row, result))
+        return {name: of(chosen) for name, chosen in sorted(groups.items())}
+
+    return {
+        **of(pairs),
+        "by_type": grouped(lambda row: row.type),
+        "by_repo": grouped(lambda row: row.repo),
+    }
+
+
+def commit_url(root: Path, sha: str) -> str | None:
+    """The commit's page when the finder repo's origin is on GitHub, else None."""
+    with git.Repo(root) as repo:
+        try:
+            url = repo.remotes.origin.url
+        except (AttributeError, ValueError):
+            return None
+    return github_commit_url(url, sha)
+
+
+def github_commit_url(url: str, sha: str) -> str | None:
+    """https://github.com/OWNER/NAME/commit/SHA for an https, ssh or scp-style GitHub url."""
+    if url.startswith("git@github.com:"):
+        path = url.split(":", 1)[1]
+    else:
+        parts = urlsplit(url)
+        if parts.hostname != "github.com":
+            return None
+        path = parts.path
+    path = path.strip("/").removesuffix(".git")
+    if path.count("/") != 1:
+        return None
+    return f"https://github.com/{path}/commit/{sha}"
+
+
+def as_json(plan: Plan, points: list[Point]) -> dict:
+    """The versioned history object (docs/history.md lists its keys)."""
+    urls = [commit_url(plan.root, point.commit.sha) for point in points]
+    return document(header(plan), plan.rows, points, urls)
+
+
+def header(plan: Plan) -> dict:
+    """The history object but its commits: what every commit was measured with."""
+    return {
+        "schema": SCHEMA,
+        "kind": KIND,
+        "finder": str(plan.root),
+        "engine": {"source": plan.engine.source, "sha256": plan.engine.digest},
+        "queries": str(plan.queries_path),
+        "sourced": len(plan.rows),
+        "repos": sorted({row.repo for row in plan.rows}),
+        "types": sorted({row.type for row in plan.rows}),
+    }
+
+
+def document(head: dict, rows: list[QueryRow], points: list[Point], urls: list[str | None]) -> dict:
+    """The history object from its header and each commit's point and url: what a history
+    prints and what a merge of its shards prints."""
+    commits = []
+    for point, url in zip(points, urls, strict=True):
+        c = point.commit
+        entry: dict = {
+            "sha": c.sha, "short": c.sha[:12], "date": c.date, "subject": c.subject,
+            "refs": list(c.refs), "url": url,
+            "built": point.built, "cached": point.cached, "error": point.error,
+        }  # fmt: skip
+        if point.run is not None:
+            entry.update(summarize(rows, point.run.results))
+            entry["index_s"] = round(point.run.index_s, 2)
+            entry["query_s"] = round(point.run.query_s, 2)
+        commits.append(entry)
+    return {**head, "commits": commits}

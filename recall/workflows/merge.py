@@ -1,0 +1,72 @@
+"""`recall merge`: the runs of `recall run --shard K/N`, saved on many machines, as one.
+
+A shard holds every row of some repos (`run.shard_rows`), so a merge takes each repo's
+rows from the one file that has them and puts them back in the query set's order. It
+refuses anything that would make the merged report differ from an unsharded run: files
+that ran other code or data (their meta differ), other runs or labels, a repo in two
+files or in none, or rows of a repo that are not the selection's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from recall.analysis.model import QueryResult, RunResult
+from recall.errors import RecallError
+from recall.inputs.queryset import QueryRow
+from recall.running.results_cache import Saved, load_saved
+
+
+def merge_saved(paths: list[Path], asked: list[QueryRow]) -> Saved:
+    """The shards' files as one saved run over asked (the rows, then the regress cases)."""
+    shards = [load_saved(path, "merge") for path in paths]
+    first = shards[0]
+    labels = [run.label for run, _key in first.runs]
+    owner: dict[str, int] = {}
+    for i, (path, shard) in enumerate(zip(paths, shards, strict=True)):
+        check_same_meta(path, shard.meta, paths[0], first.meta)
+        same = (shard.baseline, shard.explain) == (first.baseline, first.explain)
+        if [run.label for run, _key in shard.runs] != labels or not same:
+            raise RecallError(f"merge {path}: holds other runs than {paths[0]} ({labels})")
+        for repo in dict.fromkeys(row.repo for row in shard.rows):
+            if repo in owner:
+                raise RecallError(f"merge {path}: repo {repo} is in {paths[owner[repo]]} too")
+            owner[repo] = i
+    wanted = list(dict.fromkeys(row.repo for row in asked))
+    for repo in wanted:
+        if repo not in owner:
+            raise RecallError(f"merge: no file has repo {repo}: give every shard's file")
+    for repo, i in owner.items():
+        if repo not in wanted:
+            raise RecallError(f"merge {paths[i]}: repo {repo} is not in the selection")
+    results: list[list[QueryResult | None]] = [[None] * len(asked) for _ in labels]
+    for repo in wanted:
+        shard, path = shards[owner[repo]], paths[owner[repo]]
+        have = [j for j, row in enumerate(shard.rows) if row.repo == repo]
+        mine = [j for j, row in enumerate(asked) if row.repo == repo]
+        if [shard.rows[j] for j in have] != [asked[j] for j in mine]:
+            raise RecallError(
+                f"merge {path}: its rows of {repo} are not the selection's "
+                "(another query set, --repo/--type/--split selection or regress file)"
+            )
+        for r, (run, _key) in enumerate(shard.runs):
+            for j, k in zip(mine, have, strict=True):
+                results[r][j] = run.results[k]
+    runs = []
+    for r, (run, key) in enumerate(first.runs):
+        merged = tuple(result for result in results[r] if result is not None)
+        index_s = sum(shard.runs[r][0].index_s for shard in shards)
+        query_s = sum(shard.runs[r][0].query_s for shard in shards)
+        runs.append((RunResult(run.label, run.bin, index_s, query_s, merged), key))
+    return Saved(first.meta, first.baseline, asked, runs, first.explain)
+
+
+def check_same_meta(path: Path, meta: dict, first_path: Path, first_meta: dict) -> None:
+    """A shard's file ran the code and data of the first one, or the merge refuses it,
+    naming what differs: a merge of other code's numbers would be a wrong report."""
+    if meta != first_meta:
+        changed = sorted(k for k in meta.keys() | first_meta.keys()
+                         if meta.get(k) != first_meta.get(k))  # fmt: skip
+        raise RecallError(
+            f"merge {path}: ran other code or data than {first_path} ({', '.join(changed)} differ)"
+        )

@@ -1,0 +1,425 @@
+"""docs/RESULTS.md: the reference finder and its peers over the same query set.
+
+Each finder runs through the real CLI (`recall run --engine E --json`), exactly as a user
+would run it, so the page measures what the harness measures and nothing special-cased.
+Rendering is a pure function of those JSON reports and a few facts about the machine, so
+the page can be re-rendered from saved reports and tested without running any finder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import importlib.util
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import git
+import orjson
+
+from recall.analysis.model import SCHEMA
+from recall.errors import RecallError
+from recall.files import write_atomic
+from recall.finders.engine import Engine, load_preset
+from recall.finders.kinds.node import TREE_FOLDER, locked_version
+from recall.inputs.corpus import load_pins
+from recall.running.build import finder_root
+from recall.terminal import progress
+
+TAIL = 400
+
+
+@dataclass(frozen=True)
+class Peer:
+    """One column of the page: a preset, optionally with another binary (--bin)."""
+
+    label: str
+    preset: str
+    note: str
+    bin: str | None = None
+    package: str | None = None  # the PyPI distribution a library peer runs
+    npm: str | None = None  # the npm package a kind = "node" peer runs
+    # What runs when neither a PyPI nor one npm package says it: a callable given the
+    # finder's tree (gopls's Debian package, typescript-language-server with typescript).
+    version: Callable[[Path], str] | None = None
+    # A peer that rightly finds (almost) nothing, as a prefix matcher given typed queries:
+    # its run needs --allow-empty, which would hide a broken engine anywhere else.
+    allow_empty: bool = False
+
+
+def iterfzf_fzf() -> str | None:
+    """The fzf binary bundled inside the iterfzf wheel, found without importing iterfzf
+    (its Python API deadlocks on large outputs; only the binary is used)."""
+    spec = importlib.util.find_spec("iterfzf")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(next(iter(spec.submodule_search_locations))) / "fzf"
+    return str(path) if path.is_file() else None
+
+
+def debian_version(package: str) -> Callable[[Path], str]:
+    """A Debian package's version, as dpkg has it installed: Debian's gopls prints
+    "golang.org/x/tools/gopls master" for `gopls version`, which names no release."""
+
+    def version(_root: Path) -> str:
+        line = _first_line(["dpkg-query", "-W", "-f", "${Version}\\n", package])
+        return f"{package} {line} (Debian)"
+
+    return version
+
+
+def npm_versions(*packages: str) -> Callable[[Path], str]:
+    """The versions the tree's lock installs for a server made of several npm packages."""
+
+    def version(root: Path) -> str:
+        folder = root.joinpath(*TREE_FOLDER)
+        shown = " + ".join(f"{p} {locked_version(p, folder)}" for p in packages)
+        return f"{shown} (npm)"
+
+    return version
+
+
+def default_peers() -> list[Peer]:
+    bundled = iterfzf_fzf() or "iterfzf/fzf"
+    return [
+        Peer(
+            "reference", "reference", "this repo's finder (`recall/finders/reference`), batch mode"
+        ),
+        Peer("fzf (Debian)", "fzf", "default scheme, one process per query"),
+        Peer("fzf (iterfzf)", "fzf", "the binary inside the iterfzf wheel", bundled),
+        Peer("fzy", "fzy", "one process per query"),
+        Peer(
+            "frizbee",
+            "frizbee",
+            "`max_typos=0`, other options frizbee's defaults",
+            package="frizbee",
+        ),
+        Peer(
+            "frizbee typo",
+            "frizbee-typo",
+            "`max_typos=1`, other options frizbee's defaults",
+            package="frizbee",
+        ),
+        Peer(
+            "RapidFuzz",
+            "rapidfuzz",
+            "`process.extract`, its defaults (scorer `WRatio`, no processor)",
+            package="rapidfuzz",
+        ),
+        Peer(
+            "RapidFuzz partial",
+            "rapidfuzz-partial",
+            "`process.extract`, scorer `fuzz.partial_ratio`",
+            package="rapidfuzz",
+        ),
+        Peer(
+            "thefuzz",
+            "thefuzz",
+            "`process.extract`, its defaults (`WRatio`, `full_process`)",
+            package="thefuzz",
+        ),
+        Peer(
+            "Fuse.js",
+            "fusejs",
+            "`new Fuse(names, {includeScore: true}).search(q)`, its defaults (threshold 0.6)",
+            npm="fuse.js",
+        ),
+        Peer(
+            "fuzzysort",
+            "fuzzysort",
+            "`fuzzysort.go(q, prepared, {limit})`, its defaults",
+            npm="fuzzysort",
+        ),
+        Peer("fzf for JS", "fzf-js", "`new Fzf(names).find(q)`, its defaults", npm="fzf"),
+        Peer(
+            "match-sorter",
+            "match-sorter",
+            "`matchSorter(names, q)`, its defaults",
+            npm="match-sorter",
+        ),
+        Peer(
+            "fast-fuzzy",
+            "fast-fuzzy",
+            "`new Searcher(names).search(q)`, its defaults (threshold 0.6)",
+            npm="fast-fuzzy",
+        ),
+        Peer(
+            "uFuzzy",
+            "ufuzzy",
+            '`filter`/`info`/`sort` with `{intraIns: 1}` (its README\'s "fuzzier")',
+            npm="@leeoniya/ufuzzy",
+        ),
+        Peer(
+            "jedi-language-server",
+            "jedi-lsp",
+            "`workspace/symbol`, the server's defaults (module-level names that start with "
+            "the query, at most 20 an answer)",
+            package="jedi-language-server",
+            allow_empty=True,
+        ),
+        Peer(
+            "basedpyright",
+            "basedpyright",
+            "`workspace/symbol`, the server's defaults",
+            package="basedpyright",
+        ),
+        Peer(
+            "gopls",
+            "gopls",
+            "`workspace/symbol`, the server's defaults, GOPATH mode offline (the root package "
+            "and its imports), names unqualified, at most 100 an answer",
+            version=debian_version("gopls"),
+        ),
+        Peer(
+            "typescript-language-server",
+            "tsserver",
+            "`workspace/symbol` with the first `.ts` file open, the server's defaults",
+            version=npm_versions("typescript-language-server", "typescript"),
+            allow_empty=True,  # tsserver matches no typed query but glob (docs/engines.md)
+        ),
+    ]
+
+
+def _first_line(argv: list[str]) -> str:
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise RecallError(f"{' '.join(argv)}: cannot run: {exc}") from None
+    lines = (proc.stdout or proc.stderr).strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        raise RecallError(f"{' '.join(argv)}: exit {proc.returncode}")
+    return lines[0]
+
+
+def finder_version(peer: Peer, engine: Engine, root: Path) -> str:
+    """What exactly ran: the program's own version line, the package or the commit."""
+    if peer.preset == "reference":
+        with git.Repo(root) as repo:
+            dirty = " with uncommitted changes" if repo.is_dirty() else ""
+            return f"recall commit {repo.head.commit.hexsha[:12]}{dirty}"
+    if peer.version is not None:
+        return peer.version(root)
+    if peer.package:
+        return f"{peer.package} {importlib.metadata.version(peer.package)} (PyPI)"
+    if peer.npm:  # the version the tree's lock installs, which is what the adapter loads
+        folder = root.joinpath(*TREE_FOLDER)
+        return f"{peer.npm} {locked_version(peer.npm, folder)} (npm)"
+    program = peer.bin or shutil.which(engine.bin[0]) or engine.bin[0]
+    line = _first_line([program, "--version"])
+    name = Path(program).name
+    line = line.removeprefix(program).removeprefix(name).strip()  # fzy prints its argv[0]
+    return f"{name} {line}"
+
+
+def command_line(peer: Peer, engine: Engine) -> str:
+    """The argv the harness runs for a query, as the engine file spells it."""
+    template = engine.batch or engine.query
+    # A --bin under site-packages is shown by its package folder, not this machine's path.
+    binary = (
+        [f"{Path(peer.bin).parent.name}/{Path(peer.bin).name}"] if peer.bin else list(engine.bin)
+    )
+    argv: list[str] = []
+    for part in template:
+        argv += binary if part == "{bin}" else [part]
+    text = " ".join(argv)
+    if engine.stdin:
+        text += f" < {engine.stdin}"
+    if engine.batch:
+        text += " (one process per corpus, JSON lines)"
+    return text
+
+
+def machine() -> dict[str, str]:
+    model = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "cpus": str(os.cpu_count() or 1),
+        "cpu_model": model,
+        "system": f"{platform.system()} {platform.release()} {platform.machine()}",
+        "python": platform.python_version(),
+    }
+
+
+def served_repos(engine: Engine, corpus: Path) -> list[str]:
+    """The corpora of the languages an engine serves (all for an engine of every language):
+    a Python language server given gin would only measure that it knows no Go."""
+    if not engine.languages:
+        return []
+    pins = load_pins(corpus)
+    return [name for name, pin in pins.items() if pin.language in engine.languages]
+
+
+def run_peer(
+    peer: Peer, args: argparse.Namespace, repos: list[str] | None = None
+) -> tuple[dict, list[str | None]]:
+    """One `recall run --json` over the query set (of repos only, when given), and the
+    name each query got first; a failed run stops the page. It runs with --no-cache: a
+    cached run's answers are right for any --jobs, but its seconds were measured with the
+    --jobs of another day, and the page prints them as this run's."""
+    argv = peer_argv(peer, args, repos)
+    progress().say(f"recall results: {peer.label}: {' '.join(argv[1:])}")
+    with tempfile.TemporaryDirectory(prefix="recall-results-") as scratch:
+        saved = Path(scratch) / "saved.json"
+        proc = subprocess.run([*argv, "--save", str(saved)], capture_output=True)
+        if proc.returncode != 0:
+            tail = " ".join(proc.stderr.decode("utf-8", "replace").split())[-TAIL:]
+            raise RecallError(f"{peer.label}: recall run exited {proc.returncode}: {tail}")
+        report = orjson.loads(proc.stdout)
+        return report, first_names(orjson.loads(saved.read_bytes()), report["queries"])
+
+
+def peer_argv(peer: Peer, args: argparse.Namespace, repos: list[str] | None) -> list[str]:
+    """The `recall run` command line of one peer: its preset over the query set (and the
+    --split side, when given), measured anew."""
+    argv = [sys.executable, "-m", "recall", "run", "--engine", peer.preset, "--json"]
+    argv += ["--queries", args.queries, "--corpus", args.corpus, "--jobs", str(args.jobs)]
+    argv.append("--no-cache")  # the page's seconds are measured now, with these --jobs
+    for repo in repos or ():
+        argv += ["--repo", repo]
+    if peer.allow_empty:
+        argv.append("--allow-empty")
+    for flag, value in (
+        ("--bin", peer.bin), ("--mirror", args.mirror), ("--cache", args.cache),
+        ("--split", args.split),
+    ):  # fmt: skip
+        if value:
+            argv += [flag, value]
+    return argv
+
+
+def first_names(saved: dict, queries: int) -> list[str | None]:
+    """The name each query of the set got first (None: no answer), from a --save file whose
+    rows are the set's queries followed by any regress cases."""
+    results = saved["runs"][-1]["results"][:queries]
+    return [top[0][0] if top else None for _rank, top, *_error in results]
+
+
+def check_comparable(entries: list[dict]) -> None:
+    """Side by side only means something over the same queries and the same pins; a finder
+    of some languages is compared on those languages' rows."""
+    first = entries[0]["report"]
+    for entry in entries[1:]:
+        report = entry["report"]
+        if report.get("split") != first.get("split"):
+            raise RecallError(
+                f"{entry['label']}: its report shows the {report.get('split') or 'whole'} "
+                f"set's rows, {entries[0]['label']}'s the {first.get('split') or 'whole'} set's"
+            )
+        languages = entry.get("languages") or []
+        for language in languages:
+            mine = report["runs"][0]["by_language"].get(language, {}).get("n")
+            if mine != first["runs"][0]["by_language"].get(language, {}).get("n"):
+                raise RecallError(
+                    f"{entry['label']}: its {language} rows differ from {entries[0]['label']}'s"
+                )
+        for key in ("corpus",) if languages else ("queries", "sourced", "corpus"):
+            if report[key] != first[key]:
+                raise RecallError(
+                    f"{entry['label']}: its report's {key} differs from {entries[0]['label']}'s"
+                )
+        if report["meta"]["queries_sha256"] != first["meta"]["queries_sha256"]:
+            raise RecallError(f"{entry['label']}: ran a different query set")
+
+
+# The finders' reports -----------------------------------------------------------------
+
+
+def _report_path(folder: Path, peer: Peer) -> Path:
+    return folder / (peer.label.replace(" ", "-").replace("(", "").replace(")", "") + ".json")
+
+
+def _read_entry(path: Path) -> dict:
+    try:
+        entry = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError) as exc:
+        raise RecallError(f"{path}: cannot read a kept report: {exc}") from None
+    keys = {"label", "version", "command", "note", "report"}
+    if not isinstance(entry, dict) or not keys <= set(entry):
+        raise RecallError(f"{path}: not a kept report (needs {', '.join(sorted(keys))})")
+    schema = entry["report"].get("schema") if isinstance(entry["report"], dict) else None
+    if schema != SCHEMA:
+        raise RecallError(
+            f"{path}: a kept report of schema {schema}, and this recall reads schema {SCHEMA} "
+            "(docs/report-json.md); run recall results without --render-only to make it anew"
+        )
+    return entry
+
+
+def measured_jobs(entries: list[dict]) -> str:
+    """The --jobs the page's seconds were measured with, from the reports themselves (a
+    kept report renders with its own, whatever --jobs the rendering is given); reports
+    measured with different --jobs are not one table."""
+    jobs = {str(entry.get("jobs", "unknown (a report kept before recall noted it)"))
+            for entry in entries}  # fmt: skip
+    if len(jobs) > 1:
+        raise RecallError(
+            f"the reports were measured with different --jobs ({', '.join(sorted(jobs))}): "
+            "their seconds are not comparable; run recall results again"
+        )
+    return jobs.pop()
+
+
+def peer_entries(args: argparse.Namespace) -> list[dict]:
+    root = finder_root(Path("."))
+    peers = [p for p in default_peers() if not args.only or p.preset in args.only]
+    if not peers:
+        raise RecallError(f"--only {', '.join(args.only)}: no such peer")
+    folder = Path(args.reports) if args.reports else None
+    if args.render_only and folder is None:
+        raise RecallError("--render-only needs --reports DIR")
+    entries = []
+    status = progress()
+    with status.task("results", len(peers), "finders") as counted:
+        for peer in peers:
+            entries.append(_peer_entry(peer, args, root, folder))
+            status.advance(counted)
+    return entries
+
+
+def _peer_entry(peer: Peer, args: argparse.Namespace, root: Path, folder: Path | None) -> dict:
+    """One finder's entry of the page: run now, or read back from --reports."""
+    if peer.bin and not args.render_only and not Path(peer.bin).is_file():
+        raise RecallError(
+            f"{peer.label}: {peer.bin} not found: pip install iterfzf==1.9.0.67.0 "
+            "(or make results, which installs the peers extra)"
+        )
+    if args.render_only:
+        assert folder is not None
+        entry = _read_entry(_report_path(folder, peer))
+        shown = entry["report"].get("split")
+        if args.split and shown != args.split:
+            raise RecallError(
+                f"{_report_path(folder, peer)}: a kept report of the {shown or 'whole'} set's "
+                f"rows, not the {args.split} split's: run recall results --split {args.split}"
+            )
+        return entry
+    engine = load_preset(peer.preset)
+    report, firsts = run_peer(peer, args, served_repos(engine, Path(args.corpus)))
+    entry = {
+        "label": peer.label, "version": finder_version(peer, engine, root),
+        "command": command_line(peer, engine), "note": peer.note,
+        "languages": list(engine.languages),
+        "report": report, "firsts": firsts, "jobs": args.jobs,
+    }  # fmt: skip
+    if folder is not None:
+        write_atomic(_report_path(folder, peer), orjson.dumps(entry, option=orjson.OPT_INDENT_2))
+    return entry
+
+
+if __name__ == "__main__":  # the command's old spelling, kept for scripts
+    from recall.cli import main
+
+    sys.exit(main(["results", *sys.argv[1:]]))

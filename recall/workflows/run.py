@@ -1,0 +1,767 @@
+"""The default command's work: build the binaries, run them, report, choose the exit."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import hashlib
+import platform
+import re
+import shutil
+import sys
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+import git
+import orjson
+
+from recall import __version__
+from recall.analysis import ceiling
+from recall.analysis.accept import Key, in_selection, read_accepted
+from recall.analysis.model import (
+    UNKNOWN_SHOWN,
+    BenchSummary,
+    CeilingSummary,
+    QueryResult,
+    RegressSection,
+    Report,
+    RunResult,
+    UnknownSource,
+    UnknownSources,
+)
+from recall.analysis.regress import Case, read_cases
+from recall.analysis.report import analyse
+from recall.analysis.typing_report import prompt_answers, typing_report
+from recall.cache import keep_file, read_file, warn
+from recall.errors import EXIT_LOSS, EXIT_OK, RecallError
+from recall.files import target, write_atomic
+from recall.finders.engine import Engine, preset_names, resolve_engine
+from recall.finders.requirements import require
+from recall.inputs import derive, keystrokes, symbols
+from recall.inputs.corpus import Pin, cache_root, load_pins, mirror_root
+from recall.inputs.keystrokes import TypingRow
+from recall.inputs.queryset import (
+    HAND,
+    QUERY_SETS,
+    QUERY_SETS_DEFAULT,
+    QueryRow,
+    is_committed_set,
+    query_set_path,
+    read_queries,
+    select,
+)
+from recall.inputs.symbols import checkout_symbols, ctags_identity, ctags_version
+from recall.render.commandline import option
+from recall.render.html import render_html
+from recall.render.text import render
+from recall.running.build import (
+    base_binary,
+    check_build_timeout,
+    finder_root,
+    run_build,
+    tree_identity,
+    with_bin,
+)
+from recall.running.identity import data_key, file_identity, unseen_code
+from recall.running.interpreter import finder_python
+from recall.running.measure import check_answered, open_corpus, run_binary
+from recall.running.results_cache import (
+    Flags,
+    cached_run,
+    load_against,
+    run_key,
+    save_runs,
+    store_run,
+)
+from recall.running.values import Corpus, FinderBuild
+from recall.workflows.bench import run_bench
+from recall.workflows.merge import merge_saved
+
+DEFAULT_REGRESS = "regress.tsv"
+MAX_TIMEOUT_S = 86400.0  # a day: poll() and time_t overflow long before inf
+LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
+
+
+@dataclass(frozen=True)
+class Side:
+    """A binary to run and what its results are known by; only a cacheable identity
+    (a commit, a file's content) says everything that could change them."""
+
+    binary: FinderBuild
+    identity: str
+    cacheable: bool
+    explain: Flags  # the flags that make `recall explain` run this same binary
+    content: str | None = None  # a working tree's content, which keeps its index alone
+
+    @property
+    def index_identity(self) -> str | None:
+        """What a kept index of this binary is known by: its identity where that says
+        everything (a commit, a program's content), else the working tree's content."""
+        return self.identity if self.cacheable else self.content
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One binary's results as run (the query set's rows, then the regress cases') and
+    the key they are stored under."""
+
+    whole: RunResult
+    key: dict
+    n_rows: int
+    explain: Flags | None  # None: a saved run, which explain cannot run again
+
+    @cached_property
+    def run(self) -> RunResult:
+        """The query set's part: what recall counts."""
+        return dataclasses.replace(self.whole, results=self.whole.results[: self.n_rows])
+
+    @property
+    def cases(self) -> tuple[QueryResult, ...]:
+        return self.whole.results[self.n_rows :]
+
+
+def split_label(raw: str) -> tuple[str | None, str]:
+    """`LABEL=VALUE` into its parts; anything else (a path with a slash, no `=`) is unlabeled."""
+    label, sep, value = raw.partition("=")
+    if sep and value and LABEL.fullmatch(label):
+        return label, value
+    return None, raw
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    _check_flags(args)
+    corpus_path, queries_path = Path(args.corpus), query_set_path(args.queries)
+    pins = load_pins(corpus_path)
+    for repo in args.repo or []:
+        if repo not in pins:
+            raise RecallError(f"--repo {repo}: not a pin in {corpus_path}")
+    all_rows, rows, steps = selected_rows(args, queries_path, pins)
+    strict = args.strict_queries or is_committed_set(args.queries)
+    hand = [r for r in select(all_rows, args.repo, None) if r.type == HAND]
+    if args.bench and not hand:
+        raise RecallError(f"--bench: {queries_path} has no hand rows in the selected repos")
+    if not rows:
+        raise RecallError(f"{queries_path}: no rows match the selection")
+    if args.shard:
+        rows = shard_rows(rows, *args.shard)
+        hand = [r for r in hand if r.repo in {row.repo for row in rows}]
+    cases, skipped = _regress_cases(args, pins, rows)
+    asked = rows + [case.row for case in cases]
+    accepted = (
+        in_selection(read_accepted(Path(args.accept)), all_rows, rows) if args.accept else None
+    )
+    cache, mirror = cache_root(args.cache), mirror_root(args.mirror)
+    root = finder_root(Path(args.finder))
+
+    specs = _with_found_engine(
+        [(kind, *split_label(raw)) for kind, raw in args.candidates], args, root
+    )
+    engine = resolve_engine(_default_engine(specs), root)
+    root = _embedded_root(args, engine, root)
+    engine_flag = _engine_flag(specs)
+    if not getattr(args, "same_program_ok", False):
+        check_distinct_programs(args, engine, specs)
+    python = finder_python(cache)
+    sides = _candidates(specs, engine, root, python, engine_flag, args.build_timeout)
+    known = {"tree": str(root), "python": python}
+    for side in sides:  # before a corpus is fetched or a base built: the doctor's line, exit 2
+        require(side.binary.engine, python, known, side.binary.engine.source)
+    asked_key = data_key(pins, asked)
+    base: Measured | None = None
+    if args.against:
+        saved_run, saved_key = load_against(Path(args.against), asked, asked_key)
+        base = Measured(saved_run, saved_key, len(rows), None)
+    elif args.base or args.base_bin:
+        if not args.base_bin:  # a base built from the engine's own argv
+            require(engine, python, known, engine.source)
+        sides.insert(0, _baseline(args, engine, root, cache, python, engine_flag))
+    sides = [dataclasses.replace(s, explain=pasteable(s.explain, root)) for s in sides]
+
+    corpora: dict[str, Corpus] = {}
+    unknown: tuple[UnknownSource, ...] = ()
+    if not strict:  # a foreign file's unknown sources are listed, cached runs or not
+        _fetch_corpora(rows, pins, cache, mirror, corpora)
+        unknown = unknown_sources(rows, corpora, all_rows)
+    measured = [base] if base else []
+    for side in sides:
+        key = run_key(side.identity, side.binary.engine, asked_key, args.timeout)
+        run: RunResult | None = None
+        if side.cacheable and not args.no_cache:
+            run = cached_run(cache, key, side.binary.label, asked)
+        if run is None:
+            _fetch_corpora(asked, pins, cache, mirror, corpora)
+            if strict:
+                check_sources(rows, corpora, queries_path, all_rows)
+            kept = None if args.no_cache else side.index_identity
+            run = run_binary(
+                side.binary, asked, corpora, jobs=args.jobs, timeout=args.timeout, build=kept
+            )
+            if side.cacheable and not args.no_cache:  # --no-cache neither reads nor writes
+                store_run(cache, key, run)
+        result = Measured(run, key, len(rows), side.explain)
+        check_answered(result.run, allow_empty=args.allow_empty)
+        measured.append(result)
+
+    has_base = bool(args.against or args.base or args.base_bin)
+    meta = _meta(engine, corpus_path, queries_path)
+    if args.save:
+        save_runs(
+            Path(args.save), meta, asked, [(m.whole, m.key) for m in measured],
+            baseline=has_base, explain=[m.explain for m in measured],
+            selection={"repo": args.repo, "type": args.type, "split": args.split},
+        )  # fmt: skip
+    if args.shard:
+        k, n = args.shard
+        repos = ", ".join(dict.fromkeys(row.repo for row in rows))
+        print(
+            f"recall: shard {k}/{n} ({repos}): {len(rows)} rows, {len(measured)} runs saved to "
+            f"{args.save}; recall merge with the other shards' files makes the report"
+        )
+        return EXIT_OK
+    bench = None
+    if args.bench:
+        _fetch_corpora(hand, pins, cache, mirror, corpora)
+        binaries = [side.binary for side in sides]
+        bench = run_bench(binaries, hand, corpora, args.bench, args.timeout)
+    return finish(
+        args, Plan(pins, rows, cases, skipped, accepted, cache, mirror, corpora, unknown, steps),
+        measured, has_base=has_base, meta=meta, bench=bench,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a report is over: the rows and regress cases measured, and where the corpora
+    are when the ceiling needs their names."""
+
+    pins: dict[str, Pin]
+    rows: list[QueryRow]
+    cases: list[Case]
+    skipped: int  # the default regress file's cases for repos the corpus does not pin
+    accepted: list[Key] | None
+    cache: Path
+    mirror: Path | None
+    corpora: dict[str, Corpus]
+    unknown: tuple[UnknownSource, ...] = ()  # a foreign file's rows whose source is no name
+    steps: tuple[TypingRow, ...] = ()  # a typing set's steps, whose prompts `rows` are
+
+
+def finish(
+    args: argparse.Namespace, plan: Plan, measured: list[Measured], *, has_base: bool,
+    meta: dict, bench: BenchSummary | None = None,
+) -> int:  # fmt: skip
+    """Measured runs to the report, printed as asked, and the exit status: shared by a run
+    and by `recall merge` of its shards, so both print the same report."""
+    report = _analyse(args, plan, measured, has_base=has_base, meta=meta, bench=bench)
+    if args.html:
+        _write_html(Path(args.html), report)
+    if args.json:
+        data = report.to_json()
+        sys.stdout.buffer.write(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
+    else:
+        sys.stdout.write(render(report, markdown=args.markdown))
+    sys.stdout.flush()
+    if args.fail_on_loss and any(d.is_loss for d in report.diffs):
+        return EXIT_LOSS
+    return EXIT_OK
+
+
+def _analyse(
+    args: argparse.Namespace, plan: Plan, measured: list[Measured], *, has_base: bool,
+    meta: dict, bench: BenchSummary | None,
+) -> Report:  # fmt: skip
+    """The plan's and the flags' part of the analysis: the ceiling of the rows, the regress
+    file, the explain flags of each diff; `report.analyse` does the rest."""
+    rows, cases = plan.rows, plan.cases
+    regress = (
+        RegressSection(args.regress or DEFAULT_REGRESS, len(cases), plan.skipped)
+        if cases or plan.skipped
+        else None
+    )
+    data = data_flags(args)
+    explain_flags = (
+        [_explain_flags(measured[0].explain, m.explain, data) for m in measured[1:]]
+        if has_base
+        else []
+    )
+    unknown = [QueryRow(u.repo, u.query, u.type, u.source) for u in plan.unknown]
+    report = analyse(
+        meta, plan.pins, rows, [not_found(m.run, rows, unknown) for m in measured],
+        baseline=has_base, cases=cases, case_results=[m.cases for m in measured],
+        regress=regress, accepted=plan.accepted, explain_flags=explain_flags,
+        ceiling=query_set_ceiling(
+            rows, plan.pins, plan.cache, plan.mirror, plan.corpora, unknown
+        ),
+        bench=bench, show_misses=args.misses, split=args.split,
+        unknown_sources=UnknownSources(len(plan.unknown), plan.unknown[:UNKNOWN_SHOWN]),
+    )  # fmt: skip
+    if not plan.steps:
+        return report
+    _fetch_corpora(rows, plan.pins, plan.cache, plan.mirror, plan.corpora)
+    runs = [(m.run.label, prompt_answers(rows, m.run)) for m in measured]
+    names = {repo: corpus.names for repo, corpus in plan.corpora.items()}
+    languages = {name: pin.language for name, pin in plan.pins.items()}
+    return typing_report(
+        report, plan.steps, runs, names, languages, baseline=has_base, where=args.queries
+    )
+
+
+def not_found(run: RunResult, rows: list[QueryRow], unknown: list[QueryRow]) -> RunResult:
+    """The run with every row whose source is no name of its corpus not found: whatever a
+    finder answered, the harness cannot tell such a name from one the corpus lacks."""
+    if not unknown:
+        return run
+    gone = set(unknown)
+    results = tuple(
+        dataclasses.replace(result, rank=None) if row in gone else result
+        for row, result in zip(rows, run.results, strict=True)
+    )
+    return dataclasses.replace(run, results=results)
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    """The report of a run from the files its shards saved, as the unsharded run prints
+    it (the seconds are the shards' sums)."""
+    corpus_path, queries_path = Path(args.corpus), query_set_path(args.queries)
+    pins = load_pins(corpus_path)
+    all_rows, rows, steps = selected_rows(args, queries_path, pins)
+    if not rows:
+        raise RecallError(f"{queries_path}: no rows match the selection")
+    cases, skipped = _regress_cases(args, pins, rows)
+    merged = merge_saved([Path(f) for f in args.files], rows + [case.row for case in cases])
+    digests = _meta_digests(corpus_path, queries_path)
+    for key, path in (("corpus_sha256", corpus_path), ("queries_sha256", queries_path)):
+        if merged.meta.get(key) != digests[key]:
+            raise RecallError(f"merge {args.files[0]}: ran other data than {path} has now")
+    if (args.fail_on_loss or args.accept) and not merged.baseline:
+        raise RecallError("--fail-on-loss and --accept need shards run with a baseline")
+    accepted = (
+        in_selection(read_accepted(Path(args.accept)), all_rows, rows) if args.accept else None
+    )
+    explain = merged.explain or [None] * len(merged.runs)
+    measured = [
+        Measured(run, key, len(rows), flags)
+        for (run, key), flags in zip(merged.runs, explain, strict=True)
+    ]
+    cache, mirror = cache_root(args.cache), mirror_root(args.mirror)
+    corpora: dict[str, Corpus] = {}
+    unknown: tuple[UnknownSource, ...] = ()
+    if not (args.strict_queries or is_committed_set(args.queries)):
+        _fetch_corpora(rows, pins, cache, mirror, corpora)
+        unknown = unknown_sources(rows, corpora, all_rows)
+    plan = Plan(pins, rows, cases, skipped, accepted, cache, mirror, corpora, unknown, steps)
+    return finish(args, plan, measured, has_base=merged.baseline, meta=merged.meta)
+
+
+def selected_rows(
+    args: argparse.Namespace, path: Path, pins: dict[str, Pin]
+) -> tuple[list[QueryRow], list[QueryRow], tuple[TypingRow, ...]]:
+    """The query set's rows, the selection's, and for a typing set (recall/inputs/keystrokes.py)
+    its selected steps, whose distinct prompts are the rows that run (each once)."""
+    if not keystrokes.is_typing_file(path):
+        all_rows = read_queries(path, set(pins))
+        return all_rows, select(all_rows, args.repo, args.type, args.split), ()
+    if getattr(args, "bench", None):
+        raise RecallError(f"--bench: {path} is a typing set, with no hand rows to time")
+    steps = keystrokes.select_typing(
+        keystrokes.read_typing(path, set(pins)), args.repo, args.type, args.split
+    )
+    rows = keystrokes.prompts(steps)
+    return rows, rows, tuple(steps)
+
+
+def shard_rows(rows: list[QueryRow], k: int, n: int) -> list[QueryRow]:
+    """Shard k of n: the rows of every n-th repo of the selection (repos in sorted order,
+    so every machine given the same selection makes the same split)."""
+    repos = sorted({row.repo for row in rows})
+    mine = {repo for i, repo in enumerate(repos) if i % n == k - 1}
+    if not mine:
+        raise RecallError(
+            f"--shard {k}/{n}: the selection has {len(repos)} repos, so shard {k} has none"
+        )
+    return [row for row in rows if row.repo in mine]
+
+
+def _check_flags(args: argparse.Namespace) -> None:
+    if args.shard:
+        if not args.save:
+            raise RecallError("--shard needs --save FILE: a shard's runs go to recall merge")
+        for flag in ("against", "json", "markdown", "html", "fail_on_loss", "misses", "bench"):
+            if getattr(args, flag):
+                raise RecallError(
+                    f"--shard and --{flag.replace('_', '-')}: a shard prints no report; "
+                    f"give --{flag.replace('_', '-')} to recall merge"
+                )
+    if args.fail_on_loss and not (args.base or args.base_bin or args.against):
+        raise RecallError(
+            "--fail-on-loss needs a baseline (--base REF, --base-bin PATH or --against FILE)"
+        )
+    if args.accept and not (args.base or args.base_bin or args.against):
+        raise RecallError("--accept needs a baseline: accepted losses are losses against one")
+    if args.against and args.save and _same_file(Path(args.against), Path(args.save)):
+        raise RecallError(
+            f"--against and --save name one file ({args.save}): saving would overwrite the "
+            "baseline it is read from; save to another file"
+        )
+    for named in (args.html, args.save):
+        if named:
+            target(Path(named))  # a FIFO or a device there is refused before any work
+    if args.jobs < 1:
+        raise RecallError(f"--jobs {args.jobs}: give 1 or more")
+    check_timeout(args.timeout)
+    check_build_timeout(args.build_timeout)
+    if args.bench is not None and args.bench < 1:
+        raise RecallError(f"--bench {args.bench}: give 1 or more reps")
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """One file by path (after links and `..`) or, when both exist, by inode."""
+    if a.resolve() == b.resolve():
+        return True
+    try:
+        return a.samefile(b)
+    except OSError:
+        return False
+
+
+def check_timeout(seconds: float) -> None:
+    """A per-query timeout is a finite number of seconds: NaN compares false with every
+    bound, and inf (or 1e300) overflows the clock arithmetic that waits on a finder."""
+    if not 0 < seconds <= MAX_TIMEOUT_S:
+        raise RecallError(
+            f"--timeout {seconds:g}: give seconds above 0 and at most {MAX_TIMEOUT_S:g}"
+        )
+
+
+def _regress_cases(
+    args: argparse.Namespace, pins: dict[str, Pin], rows: list[QueryRow]
+) -> tuple[list[Case], int]:
+    """The regress cases of the repos this run covers, and how many of the default file's
+    were skipped because their repo is not a pin of this corpus: the committed regress.tsv
+    must not stop a run over a corpus of the user's own. The default file may be absent;
+    an explicit --regress FILE naming an unknown repo is refused at its line."""
+    if args.no_regress:
+        return [], 0
+    path = Path(args.regress or getattr(args, "default_regress", DEFAULT_REGRESS))
+    if args.regress is None and not path.exists():
+        return [], 0
+    if args.regress is None:
+        every = read_cases(path, None)
+        known = [case for case in every if case.repo in pins]
+        skipped = len(every) - len(known)
+    else:
+        known, skipped = read_cases(path, set(pins)), 0
+    repos = {row.repo for row in rows}
+    return [case for case in known if case.repo in repos], skipped
+
+
+def _with_found_engine(
+    specs: list[tuple[str, str | None, str]], args: argparse.Namespace, root: Path
+) -> list[tuple[str, str | None, str]]:
+    """The recall.toml found from the current folder up (suite.locate) is the default
+    engine, also where it is not at the repo's top (a finder in a monorepo's folder)."""
+    config = getattr(args, "config", None)
+    if config is None or _default_engine(specs) is not None:
+        return specs
+    if config.absolute() == (root / "recall.toml").absolute():
+        return specs  # resolve_engine reads it
+    return [("engine", None, str(config.absolute())), *specs]
+
+
+def _embedded_root(args: argparse.Namespace, engine: Engine, root: Path) -> Path:
+    """Where no recall.toml and no --finder name a finder (any folder, recall's own
+    checkout), the reference finder runs: the tree here when it holds it (recall's
+    checkout), else the one installed with recall, which no ref of the folder's repo
+    builds."""
+    if getattr(args, "finder_named", True) or engine.source != "preset:reference":
+        return root
+    if (root / "recall" / "finders" / "reference" / "__main__.py").is_file():
+        return root
+    if args.base or args.base_bin:
+        flag = f"--base {args.base}" if args.base else f"--base-bin {args.base_bin}"
+        raise RecallError(
+            f"{flag}: no recall.toml in {Path.cwd()} or above to say which finder to build; "
+            "`recall init` writes one (without one, recall measures the reference finder it "
+            "ships)"
+        )
+    return Path(__file__).resolve().parents[2]
+
+
+def check_distinct_programs(
+    args: argparse.Namespace, engine: Engine, specs: list[tuple[str, str | None, str]]
+) -> None:
+    """A baseline that runs the very program the candidate runs shows no change whatever
+    the commits hold: an engine whose commands name nothing in the tree (bin = ["fzy"], a
+    program on PATH) runs that program for --base REF as for the working tree. Refused,
+    before anything is built, unless --same-program-ok says that is what is meant."""
+    if uses_tree(engine) or not engine.bin:
+        return
+    program = shutil.which(engine.bin[0])
+    where = f" ({program})" if program else ""
+    name = Path(engine.bin[0]).name
+    fix = (
+        f"; make bin the program its build makes in the tree (as {{tree}}/{name}; `recall "
+        "init` writes one), or give --same-program-ok"
+    )
+    if args.base:
+        raise RecallError(
+            f"--base {args.base}: the engine runs {engine.bin[0]}{where}, not a program built "
+            f"from the tree, so the base and the candidate are one program{fix}"
+        )
+    has_tree_candidate = not any(kind == "bin" for kind, _label, _value in specs)
+    if (
+        args.base_bin
+        and has_tree_candidate
+        and program
+        and _same_file(Path(args.base_bin), Path(program))
+    ):
+        raise RecallError(
+            f"--base-bin {args.base_bin}: the candidate runs that same program "
+            f"({engine.bin[0]} from PATH){fix}"
+        )
+
+
+def _default_engine(specs: list[tuple[str, str | None, str]]) -> str | None:
+    """The one unlabeled --engine: the engine of the baseline and of every --bin."""
+    plain = [value for kind, label, value in specs if kind == "engine" and label is None]
+    if len(plain) > 1:
+        raise RecallError("--engine without a label may be given once; label the others")
+    return plain[0] if plain else None
+
+
+def _engine_flag(specs: list[tuple[str, str | None, str]]) -> Flags:
+    default = _default_engine(specs)
+    return (("--engine", default),) if default else ()
+
+
+def _candidates(
+    specs: list[tuple[str, str | None, str]],
+    engine: Engine,
+    root: Path,
+    python: str,
+    engine_flag: Flags,
+    build_timeout: float,
+) -> list[Side]:
+    """The binaries to measure, in the order given: labeled engines built from the working
+    tree, binaries run with the default engine; with neither, the working tree's engine.
+    The unlabeled engine is measured too, where it stands, unless --bin binaries take it."""
+    sides: list[Side] = []
+    has_bins = any(kind == "bin" for kind, _label, _value in specs)
+    for kind, label, value in specs:
+        if kind == "engine" and label is None:
+            if not has_bins:
+                side = _tree_side("candidate", engine, root, python, engine_flag, build_timeout)
+                sides.append(side)
+            continue
+        if kind == "bin":
+            explain = (*engine_flag, ("--bin", value))
+            side = _bin_side(label or "candidate", engine, value, "--bin", root, python, explain)
+        else:
+            labeled = resolve_engine(value, root)
+            flags = (("--engine", value),)
+            side = _tree_side(label or "candidate", labeled, root, python, flags, build_timeout)
+        sides.append(side)
+    if not sides:
+        sides.append(_tree_side("candidate", engine, root, python, engine_flag, build_timeout))
+    labels = [side.binary.label for side in sides]
+    for label in labels:
+        if labels.count(label) > 1:
+            raise RecallError(f"two binaries are labeled {label!r}: give each its own LABEL=")
+    return sides
+
+
+def _tree_side(
+    label: str, engine: Engine, root: Path, python: str, explain: Flags, build_timeout: float
+) -> Side:
+    """The engine as built from the finder's working tree. Its results are cached only when
+    all it runs is a program outside the tree (a preset's installed finder), known by its
+    content; an engine that names `{tree}` anywhere may run the tree's files, whose edits
+    no key of ours sees, so it runs every time; but an engine whose index is
+    deterministic keeps it by the tree's content (build.tree_identity)."""
+    run_build(engine, root, python, build_timeout)
+    binary = FinderBuild(label, engine, root, python)
+    seen = not uses_tree(engine) and unseen_code(engine) is None
+    if engine.bin and not any("{" in part for part in engine.bin) and seen:
+        program = shutil.which(engine.bin[0])
+        if program:
+            return Side(binary, file_identity(Path(program)), True, explain)
+    keeps = engine.index_cache and unseen_code(engine) is None
+    content = tree_identity(root, engine) if keeps else None
+    return Side(binary, f"working tree {root.absolute()}", False, explain, content)
+
+
+def uses_tree(engine: Engine) -> bool:
+    """Does any command, folder, input or variable of the engine name `{tree}`?"""
+    texts = [
+        *engine.bin, *engine.index, *engine.query, *engine.batch, *engine.profile,
+        engine.cwd, engine.stdin, *(value for _name, value in engine.env),
+    ]  # fmt: skip
+    return any("{tree}" in text for text in texts)
+
+
+def _bin_side(
+    label: str, engine: Engine, path: str, flag: str, root: Path, python: str, explain: Flags
+) -> Side:
+    """A binary built by hand, known by its content, unless the engine also runs files of
+    the tree (`{tree}` in a command or variable), which its content does not cover."""
+    binary = FinderBuild(label, with_bin(engine, path, flag), root, python)
+    cacheable = not uses_tree(binary.engine) and unseen_code(binary.engine) is None
+    return Side(binary, file_identity(Path(path)), cacheable, explain)
+
+
+def _baseline(
+    args: argparse.Namespace,
+    engine: Engine,
+    root: Path,
+    cache: Path,
+    python: str,
+    engine_flag: Flags,
+) -> Side:
+    if args.base_bin:
+        explain = (*engine_flag, ("--base-bin", args.base_bin))
+        return _bin_side("base", engine, args.base_bin, "--base-bin", root, python, explain)
+    binary, commit = base_binary(root, args.base, engine, cache, args.build_timeout)
+    cacheable = unseen_code(engine) is None  # a commit covers the tree, not a script outside it
+    return Side(binary, f"commit:{commit}", cacheable, (*engine_flag, ("--base", commit)))
+
+
+def unknown_sources(
+    rows: list[QueryRow], corpora: dict[str, Corpus], all_rows: list[QueryRow]
+) -> tuple[UnknownSource, ...]:
+    """The sourced rows whose source is not a name of their corpus at its pin, with their
+    lines in the file (rows are unique; line 1 is the header)."""
+    names = {repo: set(corpus.names) for repo, corpus in corpora.items()}
+    lines = {row: i + 2 for i, row in enumerate(all_rows)}
+    return tuple(
+        UnknownSource(row.repo, row.query, row.type, row.source, lines[row])
+        for row in rows
+        if row.sourced and row.source not in names[row.repo]
+    )
+
+
+def check_sources(
+    rows: list[QueryRow], corpora: dict[str, Corpus], path: Path, all_rows: list[QueryRow]
+) -> None:
+    """Every source of a strict query set (a committed one, or any with --strict-queries)
+    must be a name of its corpus at its pin: a source that is not (a typo in a hand-kept
+    row, a trailing space, a pin moved without regenerating) would count as the finder's
+    miss. Checked once the names are known, that is, before a binary runs."""
+    for row in unknown_sources(rows, corpora, all_rows)[:1]:
+        raise RecallError(
+            f"{path}:{row.line}: source {row.source!r} is not a name of {row.repo} at its pin"
+        )
+
+
+def query_set_ceiling(
+    rows: list[QueryRow], pins: dict[str, Pin], cache: Path, mirror: Path | None,
+    corpora: dict[str, Corpus], unknown: list[QueryRow] | None = None,
+) -> CeilingSummary:  # fmt: skip
+    """The best #1 and top 10 any finder can expect on these rows (recall/ceiling.py). It
+    depends on the pins, the rows, the names ctags finds and the recipes alone, so it is
+    kept in the cache under those (ctags's version and the code that extracts, filters and
+    derives), and a run from the results cache needs no corpus. A row whose source is no
+    name (`unknown`) is not found for the ceiling either: it counts, with chance 0, so
+    that the ceiling covers exactly the rows the finders ran. A row the recipes cannot
+    make from its source has no ceiling: the summary names it in `left_out`, and the
+    report compares the finders with the ceiling without it."""
+    code = hashlib.sha256()
+    for module in (ceiling, derive, symbols):
+        code.update(Path(module.__file__ or "").read_bytes())
+    key = {"data": data_key(pins, rows), "code": code.hexdigest(), "ctags": ctags_identity()}
+    digest = hashlib.sha256(orjson.dumps(key, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    path = cache / "ceilings" / f"{digest}.json"
+    per_row = None
+    kept = read_file(path)
+    if kept is not None:
+        with contextlib.suppress(orjson.JSONDecodeError):
+            per_row = ceiling.decode_rows(rows, orjson.loads(kept))
+        if per_row is None:
+            warn(f"cache entry {path} is not a ceiling of these rows: dropped, made again")
+    if per_row is None:
+        _fetch_corpora(rows, pins, cache, mirror, corpora)
+        sources = {
+            repo: derive.name_source(
+                checkout_symbols(corpora[repo].checkout, cache), pins[repo].language
+            )
+            for repo in dict.fromkeys(row.repo for row in rows)
+        }
+        per_row = ceiling.row_ceilings(rows, sources)
+        keep_file(path, orjson.dumps(ceiling.encode_rows(rows, per_row)))
+    per_row |= dict.fromkeys(unknown or [], ceiling.RowCeiling(0, 0.0, 0.0))
+    return ceiling.summary(rows, per_row, {name: pin.language for name, pin in pins.items()})
+
+
+def _fetch_corpora(
+    rows: list[QueryRow], pins: dict[str, Pin], cache: Path, mirror: Path | None,
+    corpora: dict[str, Corpus],
+) -> None:  # fmt: skip
+    """Fetch and list names only when a binary runs: a run from the cache needs neither."""
+    for repo in dict.fromkeys(row.repo for row in rows):
+        if repo not in corpora:
+            corpora[repo] = open_corpus(pins[repo], cache, mirror)
+
+
+def pasteable(flags: Flags, root: Path) -> Flags:
+    """A side's explain flags as they run from any folder: the finder's repo first, and
+    every path (a binary, an engine file) absolute; a base is its commit already."""
+    presets = set(preset_names())
+
+    def absolute(flag: str, value: str) -> str:
+        is_path = flag in ("--bin", "--base-bin") or (flag == "--engine" and value not in presets)
+        return str(Path(value).absolute()) if is_path else value
+
+    return (("--finder", str(root.absolute())), *((f, absolute(f, v)) for f, v in flags))
+
+
+def data_flags(args: argparse.Namespace) -> Flags:
+    """The data flags explain needs to read what this run read, wherever it is pasted: the
+    pins always (the default is a file of the current folder), the query set when it is
+    not the default, the cache and the mirrors when given."""
+    flags: list[tuple[str, str]] = []
+    if args.corpus:
+        flags.append(("--corpus", str(Path(args.corpus).absolute())))
+    if args.queries and args.queries != QUERY_SETS_DEFAULT:
+        value = args.queries
+        flags.append(("--queries", value if value in QUERY_SETS else str(Path(value).absolute())))
+    flags += [(f"--{name}", str(Path(getattr(args, name)).absolute()))
+              for name in ("cache", "mirror") if getattr(args, name)]  # fmt: skip
+    return tuple(flags)
+
+
+def _explain_flags(base: Flags | None, new: Flags | None, data: Flags) -> str | None:
+    """`recall explain` flags for a diff's rows; explain takes one engine, so a candidate
+    with an engine of its own is explained alone."""
+    if base is None or new is None:
+        return None
+    candidate, baseline = dict(new), dict(base)
+    both = (
+        candidate if candidate.get("--engine") != baseline.get("--engine") else baseline | candidate
+    )
+    return " ".join(option(flag, value) for flag, value in (*both.items(), *data))
+
+
+def _write_html(path: Path, report: Report) -> None:
+    try:
+        write_atomic(path, render_html(report.to_json()).encode("utf-8"))
+    except OSError as exc:
+        raise RecallError(f"--html {path}: cannot write: {exc.strerror or exc}") from None
+
+
+def _meta(engine: Engine, corpus: Path, queries: Path) -> dict:
+    return {
+        "recall": __version__,
+        "python": platform.python_version(),
+        "git": ".".join(map(str, git.Git().version_info)),
+        "ctags": ctags_version(),
+        "engine": {"source": engine.source, "sha256": engine.digest},
+        **_meta_digests(corpus, queries),
+    }
+
+
+def _meta_digests(corpus: Path, queries: Path) -> dict[str, str]:
+    def digest(path: Path) -> str:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+
+    return {"corpus_sha256": digest(corpus), "queries_sha256": digest(queries)}
