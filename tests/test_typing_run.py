@@ -136,3 +136,12 @@ def test_a_typing_run_saved_and_merged_reports_the_same_effort(real_cache, gin, 
     merged = run_cli("merge", *flags, str(saved), "--json")
     assert merged.returncode == 0, merged.stderr
     assert json.loads(merged.stdout)["effort"] == json.loads(ran.stdout)["effort"]
+
+
+def test_history_and_explain_refuse_a_typing_set_naming_the_command_that_reads_it(tmp_path):
+    for argv in (("history", "HEAD~1..HEAD"), ("explain", "t", "--repo", "gin")):
+        proc = run_cli(*argv, "--cache", str(tmp_path), "--queries", "typing")
+        assert proc.returncode == 2
+        last = proc.stderr.strip().splitlines()[-1]
+        assert f"typing.tsv: a typing set, which recall {argv[0]} does not read" in last
+        assert last.endswith("measures its keystrokes to the name")

@@ -20,6 +20,7 @@ from recall.commands._flags import (
 from recall.errors import EXIT_OK
 from recall.finders.engine import finder_env, resolve_engine
 from recall.inputs.corpus import cache_root, load_pins, mirror_root, select_pins
+from recall.inputs.keystrokes import refuse_typing
 from recall.inputs.queryset import is_committed_set, query_set_path, read_queries
 from recall.running.build import check_build_timeout, finder_root, make_binaries
 from recall.running.measure import open_corpus
@@ -58,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
     check_build_timeout(args.build_timeout)
     corpus, queries = Path(args.corpus), query_set_path(args.queries)
     (pin,) = select_pins(load_pins(corpus), [args.repo], corpus)
+    refuse_typing(queries, "recall explain")
     rows = read_queries(queries, None) if queries.exists() else []
     row = explain.pick_row(rows, pin.name, args.query, args.source, args.type)
     cache = cache_root(args.cache)

@@ -212,3 +212,13 @@ def derive_typing_all(
     for repo, conf in settings.items():
         rows += derive_typing_rows(repo, sources[repo], conf.n, conf.seed)
     return rows
+
+
+def refuse_typing(path: Path, command: str) -> None:
+    """A command that reads query sets only, given a typing set: one line that says which
+    command measures it, not a complaint about its header."""
+    if is_typing_file(path):
+        raise RecallError(
+            f"{path}: a typing set, which {command} does not read; recall run --queries "
+            f"{path} measures its keystrokes to the name"
+        )

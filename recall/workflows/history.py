@@ -29,6 +29,7 @@ from recall.analysis.stats import mean_reciprocal_rank
 from recall.errors import RecallError
 from recall.finders.engine import Engine, resolve_engine
 from recall.inputs.corpus import Pin, cache_root, load_pins, mirror_root
+from recall.inputs.keystrokes import refuse_typing
 from recall.inputs.queryset import QueryRow, query_set_path, read_queries, select
 from recall.running.build import base_binary, build_key, finder_root, resolve_commit
 from recall.running.identity import data_key, unseen_code
@@ -124,6 +125,7 @@ def select_rows(
     for repo in repos or []:
         if repo not in pins:
             raise RecallError(f"--repo {repo}: not a pin in {corpus_path}")
+    refuse_typing(queries_path, "recall history")
     all_rows = read_queries(queries_path, set(pins))
     rows = [row for row in select(all_rows, repos, types) if row.sourced]
     if not rows:
