@@ -12,7 +12,7 @@ ARGS ?=
 # No "Entering directory" lines on stdout when make runs make.
 MAKEFLAGS += --no-print-directory
 
-.PHONY: recall fetch fetched results results-typed results-typing test test-install check derive-check clean bench
+.PHONY: recall fetch fetched results results-typed results-typing test test-fast test-install check derive-check clean bench
 
 # stdout holds what the target is for (`make recall ARGS=--json > x.json` parses): the
 # venv's set-up and the corpora's fetch speak on stderr, each command echoed there (say).
@@ -65,6 +65,11 @@ bench: fetched
 TEST_JOBS ?= 2
 test: $(STAMP)
 	RECALL_MIRROR=$(MIRROR) $(BIN)/python -m pytest -q -m "not install" $(if $(filter-out 0,$(TEST_JOBS)),-n $(TEST_JOBS) --dist loadfile)
+
+# The tests not marked slow or install (no corpus indexed, no finder built, no browser or
+# language server started): under a minute on two cores, for the loop of an edit.
+test-fast: $(STAMP)
+	RECALL_MIRROR=$(MIRROR) $(BIN)/python -m pytest -q -m "not slow and not install" $(if $(filter-out 0,$(TEST_JOBS)),-n $(TEST_JOBS) --dist loadfile)
 
 test-install: $(STAMP)
 	RECALL_MIRROR=$(MIRROR) $(BIN)/python -m pytest -q -m install

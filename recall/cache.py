@@ -11,6 +11,11 @@ written last, so a killed or concurrent maker never leaves a folder that looks w
 and a killed maker's temporary folder is swept by the next one. A file entry (results,
 ceilings) is one file whose first line is the digest of the rest, written atomically.
 
+Every entry, a checkout of recall.inputs.corpus too, is guarded by the same two locks:
+<kind>/<key>.lock, held by its one maker, and <kind>/<key>.inuse, held shared by every
+process that uses it until it exits, which `recall cache prune` must take exclusively
+(never waiting) before it removes anything.
+
 A write that fails (a full disk, a read-only cache) must not lose work already done:
 `keep_file` and `FolderEntry.keep` say so in one warning line naming the entry and let
 the run go on with what it computed.
@@ -19,6 +24,7 @@ the run go on with what it computed.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import functools
 import hashlib
 import os
@@ -26,6 +32,7 @@ import shutil
 import sys
 import tempfile
 import time
+import typing
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +41,6 @@ import orjson
 
 from recall.errors import RecallError
 from recall.files import write_atomic
-from recall.inputs.corpus import hold_in_use, locked, try_exclusive, use_lock
 
 HEADER = b"recall-entry sha256:"  # a file entry's first line: this, the digest, "\n"
 STALE_TEMP_S = 86400.0  # a file entry's temporary file older than this was left by a kill
@@ -53,6 +59,106 @@ def warn(message: str) -> None:
 
 def _dropped(path: Path, why: str) -> None:
     warn(f"cache entry {path} {why}: dropped, made again")
+
+
+# Locks and in-use marks --------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def locked(lock_path: Path) -> Iterator[None]:
+    """An exclusive advisory lock, released by the kernel even if the holder is killed."""
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "a+b") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+_HELD: list[typing.IO[bytes]] = []
+
+
+def hold_in_use(lock_path: Path) -> None:
+    """Mark a cache entry in use by this process until it exits: a shared lock that
+    `recall cache prune` cannot take exclusively, and an mtime that says when it was last
+    used. Taken before the entry is fetched or built, so prune cannot slip in between; a
+    second call for the same entry keeps the one lock (so the process can make it
+    exclusive, see sole_user)."""
+    if _held(lock_path) is not None:
+        os.utime(lock_path)
+        return
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    handle = open(lock_path, "a+b")  # noqa: SIM115 - held until the process exits
+    fcntl.flock(handle, fcntl.LOCK_SH)
+    os.utime(lock_path)
+    _HELD.append(handle)
+
+
+def _held(lock_path: Path) -> typing.IO[bytes] | None:
+    return next((h for h in _HELD if h.name == os.fspath(lock_path) and not h.closed), None)
+
+
+def release_in_use() -> None:
+    """Drop every in-use mark this process holds, for a process that outlives its run."""
+    while _HELD:
+        _HELD.pop().close()
+
+
+@contextlib.contextmanager
+def sole_user(lock_path: Path) -> Iterator[bool]:
+    """An entry's in-use mark taken exclusively while no other process holds it (the
+    mark this process already holds is converted): True for the time of the block, after
+    which this process holds the mark shared, as hold_in_use leaves it; or False at once.
+    It never waits, so two runs that each hold a checkout the other must rebuild cannot
+    wait on each other for ever."""
+    handle = _held(lock_path)
+    fresh = handle is None
+    if handle is None:
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(lock_path, "a+b")  # noqa: SIM115 - kept in _HELD once the block succeeds
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        if fresh:
+            handle.close()
+        else:
+            fcntl.flock(handle, fcntl.LOCK_SH)  # a failed conversion may have dropped it
+        yield False
+        return
+    try:
+        yield True
+    except BaseException:
+        if fresh:
+            handle.close()
+        else:
+            fcntl.flock(handle, fcntl.LOCK_SH)
+        raise
+    fcntl.flock(handle, fcntl.LOCK_SH)
+    os.utime(lock_path)
+    if fresh:
+        _HELD.append(handle)
+
+
+@contextlib.contextmanager
+def try_exclusive(lock_path: Path) -> Iterator[bool]:
+    """An exclusive lock if nobody holds the file, else False at once (never waits)."""
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "a+b") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def use_lock(cache: Path, kind: str, key: str) -> Path:
+    """The file whose shared lock marks <cache>/<kind>/<key> in use (see hold_in_use)."""
+    return cache / kind / f"{key}.inuse"
 
 
 # Folder entries -----------------------------------------------------------------------
@@ -123,9 +229,13 @@ class FolderEntry:
     def lock(self) -> Path:
         return self.root / f"{self.key}.lock"
 
+    @property
+    def in_use(self) -> Path:
+        return use_lock(self.cache, self.kind, self.key)
+
     def hold(self) -> None:
         """Mark the entry in use by this process, so `recall cache prune` leaves it."""
-        hold_in_use(use_lock(self.cache, self.kind, self.key))
+        hold_in_use(self.in_use)
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
@@ -160,15 +270,7 @@ class FolderEntry:
 
     def drop(self) -> None:
         """Remove the entry: renamed aside first, so no half-removed entry is ever read."""
-        if not (self.path.exists() or self.path.is_symlink()):
-            return
-        if self.path.is_symlink() or not self.path.is_dir():
-            self.path.unlink()
-            return
-        trash = self.root / f".trash-{self.key}-{os.getpid()}"
-        shutil.rmtree(trash, ignore_errors=True)
-        self.path.rename(trash)
-        shutil.rmtree(trash, ignore_errors=True)
+        discard(self.path)
 
     def publish(self, make: Callable[[Path], object], note: str = "") -> None:
         """Make the entry: make(folder) fills a temporary folder beside it, whose digest is
@@ -192,7 +294,7 @@ class FolderEntry:
         its lock) and any other key's whose lock nobody holds (`.tmp-<key>-XXXX`, and a
         killed drop's `.trash-<key>-<pid>`)."""
         for stale in [*self.root.glob(".tmp-*"), *self.root.glob(".trash-*")]:
-            key = stale.name.split("-", 1)[1].rsplit("-", 1)[0]
+            key = leftover_key(stale.name)
             if key == self.key:
                 shutil.rmtree(stale, ignore_errors=True)
                 continue
@@ -200,13 +302,20 @@ class FolderEntry:
                 if idle:
                     shutil.rmtree(stale, ignore_errors=True)
 
-    def get(self, make: Callable[[Path], object], note: str = "") -> Path:
+    def get(
+        self,
+        make: Callable[[Path], object],
+        note: str = "",
+        usable: Callable[[Path], bool] = lambda path: True,
+    ) -> Path:
         """The entry's folder, made once: held in use, then looked up, checked, or made,
-        under the lock. A cache that cannot be written is one RecallError naming it."""
+        under the lock; usable(folder) is what a whole entry must also pass (an
+        interpreter's base executable may be gone). A cache that cannot be written is one
+        RecallError naming it."""
         self.hold()
         try:
             with self.locked():
-                if not self.valid():
+                if not (self.valid() and usable(self.path)):
                     self.publish(make, note)
         except OSError as exc:
             raise RecallError(f"cache {self.root}: {exc.strerror or exc}") from None
@@ -222,6 +331,25 @@ class FolderEntry:
             warn(f"cannot keep cache entry {self.path} ({exc.strerror or exc}): not kept")
             return False
         return True
+
+
+def leftover_key(name: str) -> str:
+    """The key whose maker or dropper left a folder: `.tmp-<key>-XXXX` (mkdtemp's XXXX
+    holds no dash) or `.trash-<key>-<pid>`; the key's lock guards it while it is alive.
+    An older recall set a checkout being rebuilt aside as `.tmp-<key>-old-XXXX`."""
+    return name.split("-", 1)[1].rsplit("-", 1)[0].removesuffix("-old")
+
+
+def discard(path: Path) -> None:
+    """Remove an entry, a link as a link (never followed into), a folder renamed aside
+    first (`.trash-<name>-<pid>` beside it), so no half-removed entry is ever read."""
+    if path.is_symlink() or (path.exists() and not path.is_dir()):
+        path.unlink()
+    elif path.is_dir():
+        trash = path.with_name(f".trash-{path.name}-{os.getpid()}")
+        shutil.rmtree(trash, ignore_errors=True)
+        path.rename(trash)
+        shutil.rmtree(trash, ignore_errors=True)
 
 
 # File entries -------------------------------------------------------------------------

@@ -55,6 +55,18 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ.setdefault("RECALL_MIRROR", str(mirror))
 
 
+# The fixtures whose users are slow by what the fixture does (index a real corpus with
+# ctags, copy and build fzy): their tests get the slow mark here, so a new test that asks
+# for one is left out of `make test-fast` without remembering to say so.
+SLOW_FIXTURES = frozenset({"gin", "all_names", "gin_source", "fzy_origin", "fzy"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
+
 needs_mirror = pytest.mark.skipif(
     mirror_dir() is None, reason="the offline corpus mirrors (../shared/corpora) are absent"
 )
@@ -202,10 +214,10 @@ def _as_a_new_process(cwd: Path, env: dict | None) -> Iterator[None]:
     until its process exits."""
     import tempfile
 
-    from recall.inputs import corpus
+    from recall import cache
 
     saved_env, saved_cwd, saved_tempdir = dict(os.environ), os.getcwd(), tempfile.tempdir
-    held = len(corpus._HELD)
+    held = len(cache._HELD)
     _clear_recall_caches()
     try:
         os.environ.clear()
@@ -214,8 +226,8 @@ def _as_a_new_process(cwd: Path, env: dict | None) -> Iterator[None]:
         os.chdir(cwd)
         yield
     finally:
-        while len(corpus._HELD) > held:
-            corpus._HELD.pop().close()
+        while len(cache._HELD) > held:
+            cache._HELD.pop().close()
         os.chdir(saved_cwd)
         tempfile.tempdir = saved_tempdir
         os.environ.clear()

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, SUBSEQUENCE_FINDER, commit_files, make_repo, needs_mirror, run_cli
 
+from recall.cache import release_in_use
 from recall.errors import RecallError
 from recall.finders.engine import load_engine
-from recall.inputs.corpus import release_in_use
 from recall.running import identity
 from recall.running.build import build_base, extract_archive, tree_identity, unsafe_member
 from recall.running.interpreter import finder_python
@@ -111,6 +111,7 @@ def _run_base(path: Path, cache: Path, ref: str):
 
 
 @needs_mirror
+@pytest.mark.slow
 def test_a_base_missing_a_module_fails_rather_than_importing_the_working_tree(tmp_path, real_cache):
     repo, path = _finder_repo(tmp_path)
     (path / "recall" / "errors.py").unlink()
@@ -123,6 +124,7 @@ def test_a_base_missing_a_module_fails_rather_than_importing_the_working_tree(tm
 
 
 @needs_mirror
+@pytest.mark.slow
 def test_a_base_with_no_finder_at_all_is_one_line_exit_2(tmp_path, real_cache):
     repo, path = _finder_repo(tmp_path)
     shutil.rmtree(path / "recall" / "finders" / "reference")
@@ -149,6 +151,7 @@ def test_a_bin_that_is_not_executable_is_refused(tmp_path, real_cache):
 
 
 @needs_mirror
+@pytest.mark.slow
 def test_a_working_tree_finder_run_by_a_program_on_path_is_measured_again_after_an_edit(
     tmp_path, real_cache
 ):

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, commit_files, make_repo, needs_ctags, needs_mirror, run_cli
 
-from recall.cache import FolderEntry, keep_file, read_file, sweep_files
+from recall.cache import FolderEntry, keep_file, locked, read_file, release_in_use, sweep_files
 from recall.cache import _checked as checked
 from recall.commands.cache import entries, stale
 from recall.errors import RecallError
 from recall.finders.engine import load_engine
-from recall.inputs.corpus import Pin, checkout_key, fetch, locked, release_in_use
+from recall.inputs.corpus import Pin, checkout_key, fetch
 from recall.inputs.symbols import checkout_symbols, ctags_identity
 from recall.running.build import build_base
 
@@ -51,6 +51,7 @@ def _cache(where: Path, *args: str):
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_list_shows_every_checkout_build_symbols_and_results_entry_with_size_and_use(filled):
     where, _, pins = filled
     proc = _cache(where, "list")
@@ -67,6 +68,7 @@ def test_list_shows_every_checkout_build_symbols_and_results_entry_with_size_and
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_prune_removes_unpinned_checkouts_their_symbols_and_surplus_builds_only(filled):
     where, cache, pins = filled
     demo, gone = checkout_key(pins["demo"]), checkout_key(pins["gone"])
@@ -94,6 +96,7 @@ def test_prune_removes_unpinned_checkouts_their_symbols_and_surplus_builds_only(
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_prune_older_than_removes_entries_unused_that_long(filled):
     _, cache, pins = filled
     os.utime(cache / "results" / "r1.json", (OLD, OLD))
@@ -105,13 +108,14 @@ def test_prune_older_than_removes_entries_unused_that_long(filled):
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_prune_skips_an_entry_a_running_harness_holds(filled):
     where, cache, pins = filled
     gone = checkout_key(pins["gone"])
     holder = subprocess.Popen(
         [sys.executable, "-c",
          "import sys; from pathlib import Path;"
-         " from recall.inputs.corpus import hold_in_use, use_lock;"
+         " from recall.cache import hold_in_use, use_lock;"
          f"hold_in_use(use_lock(Path({str(cache)!r}), 'corpora', {gone!r})); print('held', "
          "flush=True); sys.stdin.read()"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT,
@@ -132,6 +136,7 @@ def test_prune_skips_an_entry_a_running_harness_holds(filled):
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_explain_marks_its_checkout_in_use(filled):
     where, cache, pins = filled
     mark = cache / "corpora" / f"{checkout_key(pins['demo'])}.inuse"
@@ -316,3 +321,14 @@ def test_work_done_elsewhere_that_cannot_be_kept_is_one_warning_and_no_entry(tmp
     why = "(No space left on device): not kept"
     assert err == f"recall: warning: cannot keep cache entry {entry.path} {why}\n"
     assert [p.name for p in entry.root.iterdir() if p.is_dir()] == []
+
+
+def test_the_cache_mechanism_loads_no_git():
+    """recall.cache holds the locks and in-use marks itself (corpus imports cache, not the
+    other way round), so a cache user that reads no corpus does not pay for GitPython."""
+    probe = "import sys, recall.cache; print('git' in sys.modules)"
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60,
+    )  # fmt: skip
+    assert proc.stdout.strip() == "False"

@@ -16,18 +16,15 @@ from recall.analysis.ceiling import (
     standard_error,
     summary,
 )
-from recall.inputs.derive import (
+from recall.inputs.derive import NameSource, derive_rows, derive_typed_rows, eligible
+from recall.inputs.queryset import QueryRow
+from recall.inputs.recipes import (
     QWERTY_NEIGHBOURS,
-    NameSource,
-    derive_rows,
-    derive_typed_rows,
-    eligible,
     keyed_positions,
     prefix_lengths,
     swap_positions,
     swapped,
 )
-from recall.inputs.queryset import QueryRow
 
 NAMES = [
     "test_count", "TestContent", "test_counter", "tset_count", "test_cuont",

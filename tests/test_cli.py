@@ -4,6 +4,7 @@ import signal
 import subprocess
 import sys
 
+import pytest
 from conftest import ROOT, run_cli, run_recall
 
 from recall import __version__
@@ -59,6 +60,7 @@ def test_version_and_help_import_neither_numpy_nor_gitpython():
         assert not heavy, flag
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_start_up_exits_130_with_one_line_and_no_traceback(tmp_path):
     """Issue 31 class 11: SIGINT while the run's modules are still being imported (here
     during a platformdirs made slow on purpose) gives `recall: interrupted` and 130."""

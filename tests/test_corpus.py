@@ -10,6 +10,7 @@ import git
 import pytest
 from conftest import ROOT, make_repo, mirror_dir, needs_ctags, needs_mirror, run_cli
 
+from recall.cache import locked, release_in_use, try_exclusive
 from recall.errors import RecallError
 from recall.inputs.corpus import (
     FROZEN_EPOCH,
@@ -19,8 +20,6 @@ from recall.inputs.corpus import (
     fetch,
     is_clean,
     load_pins,
-    release_in_use,
-    try_exclusive,
 )
 
 
@@ -127,6 +126,24 @@ def test_leftover_temporary_folder_is_never_trusted(upstream, tmp_path):
     assert not (corpora / f".tmp-{key}-abc").exists()
 
 
+def test_a_fetch_sweeps_what_killed_makers_of_other_checkouts_left_but_not_a_live_one(
+    upstream, tmp_path
+):
+    """The checkout's sweep is every cache entry's (recall.cache): another key's temporary
+    or set-aside folder goes once nobody holds that key's lock, a locked key's stays."""
+    path, sha = upstream
+    corpora = tmp_path / "cache" / "corpora"
+    corpora.mkdir(parents=True)
+    dead = [corpora / ".tmp-gone-aaaaaaaaaaaa-x1y2", corpora / ".trash-gone-aaaaaaaaaaaa-99"]
+    live = corpora / ".tmp-busy-bbbbbbbbbbbb-z3w4"
+    for folder in (*dead, live):
+        folder.mkdir()
+    with locked(corpora / "busy-bbbbbbbbbbbb.lock"):  # a maker of "busy" is at work
+        fetch(pin_for(path, sha), tmp_path / "cache")
+    assert [folder.exists() for folder in dead] == [False, False]
+    assert live.exists()
+
+
 FETCH_SCRIPT = """
 import sys
 from pathlib import Path
@@ -145,6 +162,7 @@ def _spawn_fetch(pin: Pin, cache: Path) -> subprocess.Popen:
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_two_concurrent_fetches_end_with_one_good_checkout(upstream, tmp_path):
     path, sha = upstream
     pin = pin_for(path, sha)
@@ -159,6 +177,7 @@ def test_two_concurrent_fetches_end_with_one_good_checkout(upstream, tmp_path):
 
 
 @needs_mirror
+@pytest.mark.slow
 def test_sigkill_during_a_real_fetch_leaves_nothing_trusted(tmp_path, pins):
     rails = pins["rails"]
     mirror = mirror_dir() / "github.com" / "rails" / "rails.git"
@@ -209,6 +228,7 @@ def _two_pins_of_demo(tmp_path: Path) -> tuple[Path, Path]:
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_a_fetch_of_another_pin_of_the_same_repo_leaves_a_running_run_its_tree(tmp_path):
     """Issue 31 class 6: clone two fetches demo at another commit while clone one's run is
     in progress. The run still answers from its own pin (alpha_one #1, exit 0), and
@@ -263,6 +283,7 @@ sys.stdin.read()
 """
 
 
+@pytest.mark.slow
 def test_a_checkout_another_process_holds_is_never_rebuilt_under_it(upstream, tmp_path):
     """A run holds its checkout shared for its whole life; a rebuild needs it exclusively,
     so a checkout in use is refused, not rebuilt, and rebuilt once the holder is gone."""
@@ -289,6 +310,7 @@ def test_a_checkout_another_process_holds_is_never_rebuilt_under_it(upstream, tm
     release_in_use()
 
 
+@pytest.mark.slow
 def test_the_check_after_a_run_compares_the_sha_not_only_a_clean_tree(upstream, tmp_path):
     """A checkout folder that now holds another pin's tree, clean and frozen, is not clean
     for the pin the run asked for (the check a run makes after its binary)."""

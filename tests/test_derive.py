@@ -2,22 +2,16 @@ import pytest
 from conftest import ROOT
 
 from recall.inputs.derive import (
-    QWERTY_NEIGHBOURS,
     NameSource,
     PrefixIndex,
     derive_rows,
     derive_typed_rows,
-    double,
-    drop,
-    neighbour,
-    prefix,
     recipes,
     sample_names,
     typed_recipes,
-    typo,
-    words,
 )
 from recall.inputs.queryset import TYPED_TYPES, read_queries
+from recall.inputs.recipes import QWERTY_NEIGHBOURS, double, drop, neighbour, prefix, typo, words
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,7 @@ import os
 import shutil
 from pathlib import Path
 
+import pytest
 from conftest import ROOT, make_repo, mirror_dir, needs_mirror, run_cli
 
 from recall.commands.doctor import (
@@ -40,6 +41,7 @@ def test_doctor_passes_with_a_mirror_and_names_each_corpus(real_cache, gin):
 
 
 @needs_mirror
+@pytest.mark.slow
 def test_doctor_without_ctags_fails_with_the_install_command_and_fzf_only_warns(tmp_path):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -96,6 +98,7 @@ def _cut_path(tmp_path: Path, *programs: str) -> str:
     return str(bin_dir)
 
 
+@pytest.mark.slow
 def test_doctor_without_gopls_and_go_says_missing_with_the_install_command(tmp_path):
     path = _cut_path(tmp_path, "git", "ctags")
     proc = _doctor(tmp_path / "cache", "--mirror", str(tmp_path), env={"PATH": path})
@@ -123,6 +126,7 @@ def test_a_run_of_an_engine_whose_programs_are_missing_refuses_before_fetching(t
     assert not (cache / "corpora").exists()  # nothing fetched
 
 
+@pytest.mark.slow
 def test_a_python_engine_whose_module_is_not_importable_gets_the_pip_line_not_a_traceback(
     tmp_path,
 ):
@@ -141,6 +145,7 @@ def test_a_python_engine_whose_module_is_not_importable_gets_the_pip_line_not_a_
     assert not (cache / "corpora").exists()
 
 
+@pytest.mark.slow
 def test_a_language_server_without_its_python_package_is_refused_with_the_pip_line(tmp_path):
     """Without the peers extra, a server started as `{python} -c "from PKG... import"` used
     to fail every query with a traceback's text; now the run refuses up front."""

@@ -134,6 +134,7 @@ def test_explain_on_gin_gives_locations_that_define_the_names(gin, real_cache):
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_a_lost_rows_explain_line_runs_as_printed_from_another_folder_and_marks_its_source(
     setup,
 ):
@@ -165,6 +166,7 @@ def test_a_lost_rows_explain_line_runs_as_printed_from_another_folder_and_marks_
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_explain_refuses_a_source_that_is_not_a_name_of_the_corpus_as_run_does(setup):
     """Issue 31 class 11: `explain --source` took a name the corpus lacks (and showed it as
     not found), where run refuses such a source."""

@@ -13,87 +13,26 @@ from pathlib import Path
 
 import git
 import pytest
-from conftest import ROOT, commit_files, needs_ctags, run_cli, run_recall, tiny_suite, tmpfs
+from conftest import commit_files, needs_ctags, run_cli, run_recall, tmpfs
+from helpers import (
+    FAULT_ENGINE,
+    FAULT_FINDER,
+    FAULT_ROWS,
+    fault_args,
+    fault_env,
+    fault_world,
+)
 
 from recall.inputs.corpus import Pin, checkout_path, fetch, is_clean, load_pins
-
-BUILD = """
-import os, pathlib, subprocess, time
-fault = os.environ.get("FAULT")
-if fault == "build" or (fault == "basebuild" and "builds" in os.getcwd()):
-    child = subprocess.Popen(["sleep", "300"])  # the build's own child, in its group
-    marks = pathlib.Path(os.environ["MARKDIR"])
-    (marks / "partial").write_text(f"{os.getpid()} {child.pid}")
-    (marks / "partial").rename(marks / fault)  # the marker appears with both pids in it
-    time.sleep(300)
-"""
-FINDER = r"""
-import json, os, pathlib, sys, time
-mode, stage = os.environ.get("FAULT", ""), sys.argv[1]
-if mode == stage:
-    with open(pathlib.Path(os.environ["MARKDIR"]) / stage, "a") as mark:
-        mark.write(f"{os.getpid()}\n")
-    time.sleep(300)
-if stage == "index":
-    sys.exit(0)
-query, names = sys.argv[2], open(sys.argv[3]).read().splitlines()
-if mode == "dirty":
-    pathlib.Path("lib", "written-by-finder.txt").write_text("x")
-if mode == "echo":
-    with open(pathlib.Path(os.environ["MARKDIR"]) / "queries", "a", encoding="utf-8") as log:
-        log.write(json.dumps(query) + "\n")
-    print(query)  # then every name: an answer that names nothing in the corpus is refused
-    print("\n".join(names))
-    sys.exit(0)
-if mode == "peek":
-    with open(pathlib.Path(os.environ["MARKDIR"]) / "peek", "a") as log:
-        log.write("edited\n" if "edited by hand" in open("lib/alpha.py").read() else "pin\n")
-print("\n".join(sorted(n for n in names if query.lower() in n.lower())))
-"""
-ENGINE = """[engine]
-build = ["{python}", "{tree}/build.py"]
-bin = ["{python}", "{tree}/finder.py"]
-index = ["{bin}", "index"]
-query = ["{bin}", "query", "{query}", "{names}"]
-output = "lines"
-pass_env = ["MARKDIR", "FAULT"]
-"""
-ROWS = [
-    ("alpha", "alpha_function"), ("beta", "BetaClass"), ("gamma", "gamma_delta"),
-    ("epsilon", "epsilon_value"), ("delta", "gamma_delta"), ("func", "alpha_function"),
-]  # fmt: skip
 
 
 @pytest.fixture
 def world(tmp_path: Path) -> dict:
-    """A tiny pinned corpus, a finder repo with a build, and fresh TMPDIR, HOME and cache."""
-    rows = [f"{q}\texact\t{s}" for q, s in ROWS]
-    files = {"finder.py": FINDER, "build.py": BUILD, "recall.toml": ENGINE}
-    paths = tiny_suite(tmp_path, rows, files)
-    dirs = {name: tmp_path / name for name in ("tmp", "home", "cache", "marks")}
-    for path in dirs.values():
-        path.mkdir()
-    return {**paths, **dirs}
+    return fault_world(tmp_path)
 
 
 def _checkout(world: dict) -> Path:
     return checkout_path(world["cache"], load_pins(world["corpus"])["tiny"])
-
-
-def _args(world: dict, *extra: str) -> list[str]:
-    return [
-        "--finder", str(world["finder"]), "--corpus", str(world["corpus"]),
-        "--queries", str(world["queries"]), "--cache", str(world["cache"]),
-        "--allow-empty", "--json", "--jobs", "2", *extra,
-    ]  # fmt: skip
-
-
-def _env(world: dict, fault: str = "") -> dict[str, str]:
-    return {
-        "TMPDIR": str(world["tmp"]), "HOME": str(world["home"]),
-        "MARKDIR": str(world["marks"]), "FAULT": fault, "PYTHONPATH": str(ROOT),
-        "RECALL_MIRROR": "",  # the fixture pins are in no mirror: no fallback line on stderr
-    }  # fmt: skip
 
 
 def _start(world: dict, fault: str, *extra: str) -> subprocess.Popen:
@@ -101,8 +40,8 @@ def _start(world: dict, fault: str, *extra: str) -> subprocess.Popen:
     SIGINT at its default, as a terminal gives it, even when the suite itself was started
     in the background (where the shell ignores SIGINT, and children inherit that)."""
     return subprocess.Popen(
-        [sys.executable, "-m", "recall", *_args(world, *extra)], cwd=world["finder"],
-        env={**os.environ, **_env(world, fault)}, stdout=subprocess.PIPE,
+        [sys.executable, "-m", "recall", *fault_args(world, *extra)], cwd=world["finder"],
+        env={**os.environ, **fault_env(world, fault)}, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True, start_new_session=True,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
@@ -138,13 +77,14 @@ def _state(proc: Path) -> str:
 
 
 def _run_ok(world: dict, *extra: str) -> dict:
-    proc = run_cli(*_args(world, *extra), cwd=world["finder"], env=_env(world))
+    proc = run_cli(*fault_args(world, *extra), cwd=world["finder"], env=fault_env(world))
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
 
 @pytest.mark.parametrize("stage", ["build", "basebuild", "index", "query"])
 @needs_ctags
+@pytest.mark.slow
 def test_ctrl_c_at_each_stage_leaves_no_temporary_folder_and_the_next_run_works(world, stage):
     extra = ("--base", "HEAD") if "build" in stage else ()
     proc = _start(world, stage, *extra)
@@ -158,16 +98,17 @@ def test_ctrl_c_at_each_stage_leaves_no_temporary_folder_and_the_next_run_works(
     assert not list(world["cache"].glob("builds/*/.recall-built"))
     _assert_dead(world["marks"] / stage)  # a build too, though it runs in a group of its own
     report = _run_ok(world, *extra)
-    assert report["runs"][-1]["first"] == len(ROWS)
+    assert report["runs"][-1]["first"] == len(FAULT_ROWS)
 
 
 @pytest.mark.parametrize("stage", ["build", "basebuild", "index", "query", "batch"])
 @needs_ctags
+@pytest.mark.slow
 def test_sigterm_at_each_stage_kills_what_it_started_cleans_up_and_exits_143(world, stage):
     extra = ("--base", "HEAD") if "build" in stage else ()
     engine = world["finder"] / "recall.toml"
     if stage == "batch":  # a batch process per corpus, in flight when the signal comes
-        engine.write_text(ENGINE + 'batch = ["{bin}", "batch", "{names}"]\n')
+        engine.write_text(FAULT_ENGINE + 'batch = ["{bin}", "batch", "{names}"]\n')
     proc = _start(world, stage, *extra)
     _wait_for(world["marks"] / stage, proc)
     started = time.monotonic()
@@ -179,11 +120,12 @@ def test_sigterm_at_each_stage_kills_what_it_started_cleans_up_and_exits_143(wor
     assert _leftovers(world) == []
     assert not list(world["cache"].glob("builds/*/.recall-built"))
     _assert_dead(world["marks"] / stage)
-    engine.write_text(ENGINE)
-    assert _run_ok(world, *extra)["runs"][-1]["first"] == len(ROWS)
+    engine.write_text(FAULT_ENGINE)
+    assert _run_ok(world, *extra)["runs"][-1]["first"] == len(FAULT_ROWS)
 
 
 @pytest.mark.parametrize("stage", ["build", "basebuild"])
+@pytest.mark.slow
 def test_a_build_past_build_timeout_is_killed_with_its_group_one_line_exit_2(world, stage):
     """The build that hangs hangs for ever, and it is the only build under the limit (the
     base's is tried with a candidate given by --bin, which builds nothing), so a loaded
@@ -191,8 +133,8 @@ def test_a_build_past_build_timeout_is_killed_with_its_group_one_line_exit_2(wor
     extra = ("--base", "HEAD", "--bin", sys.executable) if stage == "basebuild" else ()
     started = time.monotonic()
     proc = run_recall(
-        *_args(world, "--build-timeout", "1", *extra), cwd=world["finder"],
-        env=_env(world, stage),
+        *fault_args(world, "--build-timeout", "1", *extra), cwd=world["finder"],
+        env=fault_env(world, stage),
     )  # fmt: skip
     assert time.monotonic() - started < 30
     assert proc.returncode == 2, proc.stderr
@@ -204,12 +146,13 @@ def test_a_build_past_build_timeout_is_killed_with_its_group_one_line_exit_2(wor
     assert not list(world["cache"].glob("builds/*/.recall-built"))
 
 
+@pytest.mark.slow
 def test_explain_bounds_the_build_by_build_timeout_too(world):
     proc = run_recall(
         "explain", "alpha", "--repo", "tiny", "--finder", str(world["finder"]),
         "--corpus", str(world["corpus"]), "--queries", str(world["queries"]),
         "--cache", str(world["cache"]), "--build-timeout", "1",
-        cwd=world["finder"], env=_env(world, "build"),
+        cwd=world["finder"], env=fault_env(world, "build"),
     )  # fmt: skip
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.startswith("recall: build timed out after 1 s: ")
@@ -222,7 +165,7 @@ def test_a_build_timeout_of_zero_is_a_usage_error(world, command):
     proc = run_cli(
         *args, "--finder", str(world["finder"]), "--corpus", str(world["corpus"]),
         "--queries", str(world["queries"]), "--cache", str(world["cache"]),
-        "--build-timeout", "0", cwd=world["finder"], env=_env(world),
+        "--build-timeout", "0", cwd=world["finder"], env=fault_env(world),
     )  # fmt: skip
     assert proc.returncode == 2
     assert proc.stderr == "recall: --build-timeout must be above 0\n"
@@ -230,6 +173,7 @@ def test_a_build_timeout_of_zero_is_a_usage_error(world, command):
 
 @pytest.mark.parametrize("stage", ["build", "basebuild", "index", "query"])
 @needs_ctags
+@pytest.mark.slow
 def test_sigkill_at_each_stage_is_recovered_by_the_next_run(world, stage):
     extra = ("--base", "HEAD") if "build" in stage else ()
     proc = _start(world, stage, *extra)
@@ -241,11 +185,12 @@ def test_sigkill_at_each_stage_is_recovered_by_the_next_run(world, stage):
         with contextlib.suppress(ProcessLookupError):
             os.kill(int(pid), signal.SIGKILL)
     report = _run_ok(world, *extra)
-    assert report["runs"][-1]["first"] == len(ROWS)
+    assert report["runs"][-1]["first"] == len(FAULT_ROWS)
     assert _leftovers(world) == []  # the killed run's folders were swept
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_sigint_after_the_fetch_leaves_a_clean_checkout(world, tmp_path):
     """Interrupted just after the fetch (in the index stage): the checkout stays clean."""
     pin = json.loads(world["corpus"].read_text())["tiny"]
@@ -258,8 +203,9 @@ def test_sigint_after_the_fetch_leaves_a_clean_checkout(world, tmp_path):
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_finder_that_writes_into_the_checkout_is_named_and_the_checkout_rebuilt(world):
-    proc = run_cli(*_args(world), cwd=world["finder"], env=_env(world, "dirty"))
+    proc = run_cli(*fault_args(world), cwd=world["finder"], env=fault_env(world, "dirty"))
     assert proc.returncode == 0, proc.stderr
     run = json.loads(proc.stdout)["runs"][0]
     assert run["dirtied"] == ["tiny"]
@@ -267,8 +213,8 @@ def test_finder_that_writes_into_the_checkout_is_named_and_the_checkout_rebuilt(
     assert not (checkout / "lib" / "written-by-finder.txt").exists()
     assert git.Repo(checkout).git.status("--porcelain", "--ignored") == ""
     text = run_cli(
-        *[a for a in _args(world) if a != "--json"], cwd=world["finder"],
-        env=_env(world, "dirty"),
+        *[a for a in fault_args(world) if a != "--json"], cwd=world["finder"],
+        env=fault_env(world, "dirty"),
     )  # fmt: skip
     assert "candidate wrote into the checkout of tiny; it was rebuilt" in text.stdout
     assert _run_ok(world)["runs"][0]["dirtied"] == []
@@ -278,14 +224,15 @@ AWKWARD = ["a b", 'it\'s "q"', "$HOME", "`id`", "x;y", "-rf", "--output=x", "naÃ
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_awkward_queries_reach_the_finder_unchanged_never_through_a_shell(world):
     hand = [f"tiny\t{q}\thand\t" for q in AWKWARD]
     with world["queries"].open("a", encoding="utf-8") as queries:
         queries.write("\n".join(hand) + "\n")
-    proc = run_cli(*_args(world), cwd=world["finder"], env=_env(world, "echo"))
+    proc = run_cli(*fault_args(world), cwd=world["finder"], env=fault_env(world, "echo"))
     assert proc.returncode == 0, proc.stderr
     received = (world["marks"] / "queries").read_text(encoding="utf-8").splitlines()
-    sent = [query for query, _source in ROWS] + AWKWARD
+    sent = [query for query, _source in FAULT_ROWS] + AWKWARD
     assert sorted(json.loads(line) for line in received) == sorted(sent)
     assert json.loads(proc.stdout)["runs"][0]["errors"] == 0
     assert not (world["finder"] / "x").exists()
@@ -296,6 +243,7 @@ def _snapshot(folder: Path) -> list[tuple[str, int]]:
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_nothing_is_written_outside_the_cache_the_temporary_folder_and_the_report(world):
     repo = git.Repo(world["finder"])
     before = repo.git.status("--porcelain", "--ignored")
@@ -312,13 +260,16 @@ def test_nothing_is_written_outside_the_cache_the_temporary_folder_and_the_repor
 def test_html_to_a_fifo_is_refused_before_any_work_and_the_fifo_stays(world):
     fifo = world["tmp"].parent / "report.html"
     os.mkfifo(fifo)
-    proc = run_cli(*_args(world, "--html", str(fifo)), cwd=world["finder"], env=_env(world))
+    proc = run_cli(
+        *fault_args(world, "--html", str(fifo)), cwd=world["finder"], env=fault_env(world)
+    )
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr == f"recall: {fifo}: is a FIFO, not a regular file; refusing to replace it\n"
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and proc.stdout == ""
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_save_and_html_through_a_symlink_write_its_target_and_keep_the_link_and_mode(world):
     kept = world["tmp"].parent / "kept"
     kept.mkdir()
@@ -339,24 +290,26 @@ def test_save_and_html_through_a_symlink_write_its_target_and_keep_the_link_and_
 def test_a_file_where_the_cache_folder_should_be_is_one_line_exit_2(world):
     world["cache"].rmdir()
     world["cache"].write_text("not a folder")
-    proc = run_cli(*_args(world), cwd=world["finder"], env=_env(world))
+    proc = run_cli(*fault_args(world), cwd=world["finder"], env=fault_env(world))
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.startswith("recall: ") and proc.stderr.count("\n") == 1
     assert "Traceback" not in proc.stderr
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tiny tmpfs needs root")
+@pytest.mark.slow
 def test_a_full_cache_disk_is_one_line_exit_2(world, tmp_path):
     with tmpfs(tmp_path / "full", "64k") as mount:
         (mount / "filler").write_bytes(b"\0" * 60_000)
-        args = [a if a != str(world["cache"]) else str(mount / "cache") for a in _args(world)]
-        proc = run_recall(*args, cwd=world["finder"], env=_env(world))
+        args = [a if a != str(world["cache"]) else str(mount / "cache") for a in fault_args(world)]
+        proc = run_recall(*args, cwd=world["finder"], env=fault_env(world))
         assert proc.returncode == 2, proc.stderr
         assert proc.stderr.startswith("recall: ") and proc.stderr.count("\n") == 1
         assert "Traceback" not in proc.stderr
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_two_runs_at_once_on_one_fresh_cache_agree(world):
     procs = [_start(world, "", "--base", "HEAD") for _ in range(2)]
     outs = [p.communicate(timeout=120) for p in procs]
@@ -376,41 +329,45 @@ def test_two_runs_at_once_on_one_fresh_cache_agree(world):
 )  # fmt: skip
 def test_a_build_that_fails_or_produces_no_binary_is_one_line_exit_2(world, build, bin_, message):
     engine = world["finder"] / "recall.toml"
-    text = ENGINE.replace('["{python}", "{tree}/build.py"]', build)
+    text = FAULT_ENGINE.replace('["{python}", "{tree}/build.py"]', build)
     engine.write_text(text.replace('["{python}", "{tree}/finder.py"]', bin_))
-    proc = run_cli(*_args(world), cwd=world["finder"], env=_env(world))
+    proc = run_cli(*fault_args(world), cwd=world["finder"], env=fault_env(world))
     assert proc.returncode == 2 and message in proc.stderr, proc.stderr
     assert proc.stderr.startswith("recall: ") and proc.stderr.count("\n") == 1
     assert proc.stdout == ""
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_names_holding_a_tab_or_newline_never_break_the_report(world):
     finder = 'import json\nprint(json.dumps([{"name": "bad\\tna\\nme"}, {"name": "BetaClass"}]))\n'
     (world["finder"] / "finder.py").write_text(finder)
     (world["finder"] / "recall.toml").write_text(
-        ENGINE.replace('output = "lines"', 'output = "json"').replace(
+        FAULT_ENGINE.replace('output = "lines"', 'output = "json"').replace(
             'index = ["{bin}", "index"]\n', ""
         )
     )
-    args = [a for a in _args(world) if a != "--json"]
-    proc = run_cli(*args, "--misses", cwd=world["finder"], env=_env(world))
+    args = [a for a in fault_args(world) if a != "--json"]
+    proc = run_cli(*args, "--misses", cwd=world["finder"], env=fault_env(world))
     assert proc.returncode == 0, proc.stderr
     rows = [line for line in proc.stdout.splitlines() if "bad" in line]
-    assert len(rows) == len(ROWS) and all("bad\\tna\\nme" in row for row in rows)
-    proc = run_cli(*_args(world), "--misses", cwd=world["finder"], env=_env(world))
+    assert len(rows) == len(FAULT_ROWS) and all("bad\\tna\\nme" in row for row in rows)
+    proc = run_cli(*fault_args(world), "--misses", cwd=world["finder"], env=fault_env(world))
     assert json.loads(proc.stdout)["misses"][0]["first"] == "bad\tna\nme"
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_a_query_that_errors_in_the_candidate_counts_as_a_loss(world):
     repo = git.Repo(world["finder"])
-    crash = FINDER.replace(
+    crash = FAULT_FINDER.replace(
         'if mode == "dirty":', 'if query == "beta":\n    sys.exit(5)\nif mode == "dirty":'
     )
     commit_files(repo, {"finder.py": crash}, "crash on beta")
     proc = run_cli(
-        *_args(world, "--base", "HEAD~1", "--fail-on-loss"), cwd=world["finder"], env=_env(world)
+        *fault_args(world, "--base", "HEAD~1", "--fail-on-loss"),
+        cwd=world["finder"],
+        env=fault_env(world),
     )
     assert proc.returncode == 1, proc.stderr
     report = json.loads(proc.stdout)
@@ -422,11 +379,12 @@ def test_a_query_that_errors_in_the_candidate_counts_as_a_loss(world):
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_a_checkout_edited_by_hand_is_rebuilt_before_the_first_query(world):
     _run_ok(world)
     alpha = _checkout(world) / "lib" / "alpha.py"
     alpha.write_text(alpha.read_text() + "# edited by hand\n")
-    proc = run_cli(*_args(world), cwd=world["finder"], env=_env(world, "peek"))
+    proc = run_cli(*fault_args(world), cwd=world["finder"], env=fault_env(world, "peek"))
     assert proc.returncode == 0, proc.stderr
     assert "tiny: the checkout no longer matches its pin" in proc.stderr
     assert set((world["marks"] / "peek").read_text().split()) == {"pin"}
@@ -437,9 +395,11 @@ def test_a_checkout_edited_by_hand_is_rebuilt_before_the_first_query(world):
 def test_a_source_that_is_no_name_of_its_corpus_is_a_bad_row_with_its_line(world):
     with world["queries"].open("a") as queries:
         queries.write("tiny\talfun\texact\talpha_function \n")
-    proc = run_cli(*_args(world, "--strict-queries"), cwd=world["finder"], env=_env(world))
+    proc = run_cli(
+        *fault_args(world, "--strict-queries"), cwd=world["finder"], env=fault_env(world)
+    )
     assert proc.returncode == 2 and proc.stdout == ""
-    line = len(ROWS) + 2
+    line = len(FAULT_ROWS) + 2
     assert f"queries.tsv:{line}: source 'alpha_function ' is not a name of tiny" in proc.stderr
 
 
@@ -456,12 +416,12 @@ def test_a_source_that_is_no_name_of_its_corpus_is_a_bad_row_with_its_line(world
 @needs_ctags
 def test_an_engine_that_answers_nothing_is_exit_2_with_the_reason(world, finder, bin_, message):
     (world["finder"] / "finder.py").write_text(finder)
-    engine = ENGINE.replace('index = ["{bin}", "index"]\n', "")
+    engine = FAULT_ENGINE.replace('index = ["{bin}", "index"]\n', "")
     if bin_:
         engine = engine.replace('bin = ["{python}", "{tree}/finder.py"]', f"bin = {bin_}")
     (world["finder"] / "recall.toml").write_text(engine)
-    args = [a for a in _args(world) if a != "--allow-empty"]
-    proc = run_cli(*args, cwd=world["finder"], env=_env(world))
+    args = [a for a in fault_args(world) if a != "--allow-empty"]
+    proc = run_cli(*args, cwd=world["finder"], env=fault_env(world))
     assert proc.returncode == 2 and message in proc.stderr, proc.stderr
     assert proc.stderr.count("\n") == 1
 
@@ -482,7 +442,7 @@ def test_a_batch_finder_out_of_step_is_one_line_exit_2_and_no_report(world):
         '[engine]\nbin = ["{python}", "{tree}/batch.py"]\nquery = ["{bin}", "{query}"]\n'
         'batch = ["{bin}"]\n'
     )
-    proc = run_cli(*_args(world), cwd=world["finder"], env=_env(world))
+    proc = run_cli(*fault_args(world), cwd=world["finder"], env=fault_env(world))
     assert proc.returncode == 2, proc.stderr
     assert (
         proc.stderr.startswith("recall: batch finder candidate (") and " on tiny: " in proc.stderr

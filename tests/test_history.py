@@ -10,11 +10,13 @@ from pathlib import Path
 import git
 import numpy as np
 import pytest
-from conftest import fzy_clone, mirror_dir, needs_ctags, needs_mirror, run_cli
-from test_html import FIRST_BLUE, _chromium, needs_chromium
+from conftest import fzy_clone, mirror_dir, needs_chromium, needs_ctags, needs_mirror, run_cli
+from helpers import FIRST_BLUE, chromium
 
+from recall.analysis.model import QueryResult, RunResult
+from recall.inputs.queryset import QueryRow
 from recall.render.history import render_html
-from recall.workflows.history import Commit, github_commit_url, is_range, thin
+from recall.workflows.history import Commit, Point, document, github_commit_url, is_range, thin
 
 pytestmark = [needs_mirror, needs_ctags]
 SELECTION = ("--repo", "gin", "--type", "abbr3")
@@ -129,6 +131,7 @@ def test_history_exits_2_when_every_commit_failed(broken: tuple[Path, list[str]]
 
 
 @needs_chromium
+@pytest.mark.slow
 def test_history_chart_draws_each_line_with_a_gap_at_a_failed_build(
     broken: tuple[Path, list[str]], real_cache: Path, tmp_path: Path
 ):
@@ -140,7 +143,7 @@ def test_history_chart_draws_each_line_with_a_gap_at_a_failed_build(
     html = page.read_text()
     assert html.count('data-series="#1 %"') == 1  # master~1 to readme; the break; one point
     assert html.count("<circle") == 3 * 3  # three metrics at the three commits that built
-    pixels, console = _chromium(page, tmp_path)
+    pixels, console = chromium(page, tmp_path)
     assert not console
     blue = np.all(pixels == np.array(FIRST_BLUE, dtype=np.uint8), axis=2)
     columns = np.flatnonzero(blue.any(axis=0))
@@ -176,6 +179,26 @@ def test_a_point_links_to_its_commit_when_origin_is_on_github():
     assert f'<a href="{url}"><circle' in page
     assert f"<title>{sha} &lt;b&gt;s&lt;/b&gt;: #1 % 100.0</title>" in page
     assert "<b>s</b>" not in page
+
+
+def test_a_history_row_counts_as_the_report_does_ndcg_at_10_included():
+    rows = [QueryRow("gin", "ctx", "abbr3", "Context"), QueryRow("gin", "eng", "abbr3", "Engine"),
+            QueryRow("flask", "app", "typo", "Flask")]  # fmt: skip
+    results = (QueryResult(1, ()), QueryResult(3, ()), QueryResult(None, (), error="timed out"))
+    point = Point(Commit("a" * 40, "2024-01-02T03:04:05+00:00", "s"),
+                  RunResult("c", "bin", 1.0, 2.0, results), None, False, True)  # fmt: skip
+    entry = document({}, rows, [point], [None])["commits"][0]
+    assert {k: entry[k] for k in ("n", "first", "top10", "found", "errors", "mrr", "ndcg10")} == {
+        "n": 3,
+        "first": 1,
+        "top10": 2,
+        "found": 2,
+        "errors": 1,
+        "mrr": 0.4444,
+        "ndcg10": 0.5,
+    }  # rank 3 gains 1 / log2(4)
+    assert entry["by_repo"]["gin"]["ndcg10"] == 0.75 and entry["by_type"]["typo"]["ndcg10"] == 0.0
+    assert list(entry["by_repo"]) == ["flask", "gin"]  # sorted, as before
 
 
 def test_every_n_keeps_the_newest_commit_and_ranges_are_told_from_refs():

@@ -1,83 +1,15 @@
+import html
 import json
 import re
-import shutil
-import struct
-import subprocess
-import zlib
 from pathlib import Path
 
 import git
 import numpy as np
 import pytest
 from conftest import ROOT, needs_chromium, run_cli
+from helpers import DOWN_RED, FIRST_BLUE, UP_GREEN, chromium, golden_report, has_color
 
 from recall.render.html import render_html, source_link
-
-CHROMIUM = shutil.which("chromium") or "chromium"
-FIRST_BLUE, UP_GREEN, DOWN_RED = (8, 81, 156), (49, 163, 84), (222, 45, 38)
-
-
-def _pixels(png: bytes) -> np.ndarray:
-    """Decode an 8-bit RGB or RGBA PNG (what Chromium writes) into an h x w x 3 array."""
-    assert png[:8] == b"\x89PNG\r\n\x1a\n"
-    pos, idat = 8, b""
-    while pos < len(png):
-        size, kind = struct.unpack(">I4s", png[pos : pos + 8])
-        body = png[pos + 8 : pos + 8 + size]
-        if kind == b"IHDR":
-            width, height, depth, color = struct.unpack(">IIBB", body[:10])
-        elif kind == b"IDAT":
-            idat += body
-        pos += 12 + size
-    assert depth == 8 and color in (2, 6)
-    bpp = 3 if color == 2 else 4
-    stride = width * bpp
-    raw = np.frombuffer(zlib.decompress(idat), dtype=np.uint8).reshape(height, stride + 1)
-    out = np.zeros((height, stride), dtype=np.uint8)
-    prev = np.zeros(stride, dtype=np.uint8)
-    for y in range(height):
-        kind, line = raw[y, 0], raw[y, 1:]
-        if kind == 0:
-            row = line.copy()
-        elif kind == 1:
-            row = np.cumsum(line.reshape(width, bpp), axis=0, dtype=np.int64) % 256
-            row = row.astype(np.uint8).reshape(stride)
-        elif kind == 2:
-            row = line + prev
-        else:
-            row = bytearray(line.tobytes())
-            up = prev.tobytes()
-            for i in range(stride):
-                a = row[i - bpp] if i >= bpp else 0
-                b, c = up[i], (up[i - bpp] if i >= bpp else 0)
-                if kind == 3:
-                    row[i] = (row[i] + (a + b) // 2) & 0xFF
-                else:
-                    p = a + b - c
-                    pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-                    pred = a if pa <= pb and pa <= pc else (b if pb <= pc else c)
-                    row[i] = (row[i] + pred) & 0xFF
-            row = np.frombuffer(bytes(row), dtype=np.uint8)
-        out[y], prev = row, row
-    return out.reshape(height, width, bpp)[:, :, :3]
-
-
-def _chromium(page: Path, tmp: Path) -> tuple[np.ndarray, list[str]]:
-    shot = tmp / f"{page.stem}.png"
-    proc = subprocess.run(
-        [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         f"--user-data-dir={tmp / ('profile-' + page.stem)}", "--enable-logging=stderr",
-         "--v=0", f"--screenshot={shot}", "--window-size=1000,1800", page.as_uri()],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    console = [line for line in proc.stderr.splitlines() if re.search("CONSOLE|Uncaught", line)]
-    return _pixels(shot.read_bytes()), console
-
-
-def _has(pixels: np.ndarray, color: tuple[int, int, int]) -> bool:
-    return bool(np.all(pixels == np.array(color, dtype=np.uint8), axis=2).any())
 
 
 @pytest.fixture
@@ -98,6 +30,7 @@ def worse_clone(tmp_path: Path) -> Path:
 
 
 @needs_chromium
+@pytest.mark.slow
 def test_html_of_a_base_run_renders_charts_and_links_without_console_errors(
     real_cache, gin, worse_clone, tmp_path
 ):
@@ -119,18 +52,23 @@ def test_html_of_a_base_run_renders_charts_and_links_without_console_errors(
     assert f'href="{link}"' in html
     assert "<script" not in html and "http://" not in html.replace("http://www.w3.org", "")
 
-    pixels, console = _chromium(page, tmp_path)
+    pixels, console = chromium(page, tmp_path)
     assert console == []
     white = np.all(pixels == 255, axis=2)
     assert 0.02 < 1 - white.mean() < 0.9
-    assert _has(pixels, FIRST_BLUE) and _has(pixels, UP_GREEN) and _has(pixels, DOWN_RED)
+    assert (
+        has_color(pixels, FIRST_BLUE)
+        and has_color(pixels, UP_GREEN)
+        and has_color(pixels, DOWN_RED)
+    )
 
 
 @needs_chromium
+@pytest.mark.slow
 def test_the_console_check_sees_a_page_script_error(tmp_path):
     page = tmp_path / "bad.html"
     page.write_text("<!DOCTYPE html><p>x</p><script>undefined_fn();</script>")
-    _, console = _chromium(page, tmp_path)
+    _, console = chromium(page, tmp_path)
     assert any("Uncaught ReferenceError" in line for line in console)
 
 
@@ -167,3 +105,17 @@ def test_source_links_only_for_github_pins_with_a_file():
     )
     assert source_link(pin, None, 12) is None
     assert source_link({"url": "https://gitlab.com/o/r.git", "sha": "b" * 40}, "x", 1) is None
+
+
+def test_the_headline_shows_the_text_report_s_columns_and_cells_ndcg_at_10_included():
+    page = render_html(golden_report().to_json())
+    headline = page.split("<h2>Headline</h2>")[1].split("</table>")[0]
+    shown = [
+        [html.unescape(cell) for cell in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row)]
+        for row in headline.split("<tr>")[1:]
+    ]
+    lines = (Path(__file__).parent / "golden" / "report.md").read_text().splitlines()
+    table = [line for line in lines[1:6] if not line.startswith("|---")]
+    markdown = [line.strip("| ").replace("\\[", "[").replace("\\]", "]").split(" | ")
+                for line in table]  # fmt: skip
+    assert shown == markdown and "nDCG@10" in shown[0]

@@ -266,7 +266,7 @@ def test_a_base_and_an_unchanged_working_tree_reuse_their_kept_indexes(tmp_path,
 def test_recall_cache_lists_a_kept_index_and_prune_removes_it_once_unused(finder, corpus, tmp_path):
     import os
 
-    from recall.inputs.corpus import release_in_use
+    from recall.cache import release_in_use
 
     _run(finder, corpus, "file:one")
     release_in_use()  # this test process is not a running harness

@@ -126,6 +126,7 @@ def test_init_with_the_fzy_preset_in_fzys_repo_measures_the_tree_against_its_bas
 
 @needs_mirror
 @needs_ctags
+@pytest.mark.slow
 def test_a_base_that_runs_the_program_the_candidate_runs_is_refused_unless_meant(
     tmp_path, real_cache
 ):

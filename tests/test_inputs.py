@@ -7,9 +7,8 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import make_repo, needs_ctags, run_cli, tiny_suite
-from test_faults import BUILD, ENGINE, FINDER, _args, _env
-from test_faults import ROWS as TINY_ROWS
+from conftest import make_repo, needs_ctags, run_cli
+from helpers import fault_args, fault_env, fault_world
 
 from recall.analysis.model import Hit, QueryResult, RunResult
 from recall.cache import keep_file
@@ -27,15 +26,7 @@ from recall.running.results_cache import cached_run, decode_run, encode_run, loa
 
 @pytest.fixture
 def world(tmp_path: Path) -> dict:
-    """test_faults' world: a tiny pinned corpus, a finder repo, and fresh TMPDIR, HOME and
-    cache (made here, since importing a fixture shadows it)."""
-    rows = [f"{q}\texact\t{s}" for q, s in TINY_ROWS]
-    files = {"finder.py": FINDER, "build.py": BUILD, "recall.toml": ENGINE}
-    dirs = {name: tmp_path / name for name in ("tmp", "home", "cache", "marks")}
-    paths = tiny_suite(tmp_path, rows, files)
-    for path in dirs.values():
-        path.mkdir()
-    return {**paths, **dirs}
+    return fault_world(tmp_path)
 
 
 DEEP = b"[" * 100_000 + b"]" * 100_000
@@ -52,19 +43,21 @@ def _one_line_exit_2(proc, *needles: str) -> None:
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf", "0", "-3", "1e300"])
 def test_a_timeout_that_is_not_a_finite_number_of_seconds_is_one_line_exit_2(world, value):
-    proc = run_cli(*_args(world, f"--timeout={value}"), cwd=world["finder"], env=_env(world))
+    proc = run_cli(
+        *fault_args(world, f"--timeout={value}"), cwd=world["finder"], env=fault_env(world)
+    )
     _one_line_exit_2(proc, "--timeout")
     explain = run_cli(
         "explain", "alpha", "--repo", "tiny", "--corpus", str(world["corpus"]),
         "--cache", str(world["cache"]), "--finder", str(world["finder"]), f"--timeout={value}",
-        cwd=world["finder"], env=_env(world),
+        cwd=world["finder"], env=fault_env(world),
     )  # fmt: skip
     _one_line_exit_2(explain, "--timeout")
 
 
 @pytest.mark.parametrize(("flag", "value"), [("--jobs", "0"), ("--jobs", "-2"), ("--bench", "0")])
 def test_jobs_and_bench_reps_below_one_are_one_line_exit_2(world, flag, value):
-    proc = run_cli(*_args(world, flag, value), cwd=world["finder"], env=_env(world))
+    proc = run_cli(*fault_args(world, flag, value), cwd=world["finder"], env=fault_env(world))
     _one_line_exit_2(proc, flag)
 
 
@@ -99,7 +92,7 @@ def test_an_engine_file_nested_past_any_depth_is_refused_as_not_toml():
 
 def test_a_corpus_file_nested_100k_deep_is_one_line_exit_2(world):
     world["corpus"].write_bytes(DEEP)
-    proc = run_cli(*_args(world), cwd=world["finder"], env=_env(world))
+    proc = run_cli(*fault_args(world), cwd=world["finder"], env=fault_env(world))
     _one_line_exit_2(proc, f"{world['corpus']}: not JSON")
 
 
@@ -109,7 +102,7 @@ def test_a_derive_settings_file_nested_100k_deep_is_one_line_exit_2(world, tmp_p
     proc = run_cli(
         "derive", "all", "--corpus", str(world["corpus"]), "--settings", str(settings),
         "--queries", str(world["queries"]), "--cache", str(world["cache"]),
-        cwd=world["finder"], env=_env(world),
+        cwd=world["finder"], env=fault_env(world),
     )  # fmt: skip
     _one_line_exit_2(proc, f"{settings}: not JSON")
 
@@ -117,7 +110,9 @@ def test_a_derive_settings_file_nested_100k_deep_is_one_line_exit_2(world, tmp_p
 def test_a_saved_run_nested_100k_deep_is_one_line_exit_2(world, tmp_path):
     path = tmp_path / "saved.json"
     path.write_bytes(DEEP_OBJECT)
-    proc = run_cli(*_args(world, "--against", str(path)), cwd=world["finder"], env=_env(world))
+    proc = run_cli(
+        *fault_args(world, "--against", str(path)), cwd=world["finder"], env=fault_env(world)
+    )
     _one_line_exit_2(proc, f"--against {path}: not JSON")
 
 

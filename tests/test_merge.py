@@ -53,6 +53,7 @@ def _merge(shards: dict, *files: str, extra: tuple[str, ...] = ()):
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_merged_shards_report_what_the_unsharded_run_does_but_the_seconds(shards):
     merged = _merge(shards, "2.json", "1.json", extra=("--json",))
     assert merged.returncode == 0, merged.stderr
@@ -64,6 +65,7 @@ def test_merged_shards_report_what_the_unsharded_run_does_but_the_seconds(shards
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_a_merge_takes_the_repo_and_type_selection_from_the_shard_files(shards):
     paths = [str(shards["tmp"] / f) for f in ("1.json", "2.json")]
     merged = run_cli("merge", *paths, "--cache", shards["cache"], "--json")
@@ -85,12 +87,14 @@ def test_a_merge_takes_the_repo_and_type_selection_from_the_shard_files(shards):
         (("1.json", "2.json", "whole.json"), "is in"),
     ],
 )
+@pytest.mark.slow
 def test_a_shard_missing_or_given_twice_is_refused(shards, files, message):
     proc = _merge(shards, *files)
     assert proc.returncode == 2 and message in proc.stderr and proc.stdout == ""
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_shards_that_ran_other_code_or_another_selection_are_refused(shards):
     data = orjson.loads((shards["tmp"] / "2.json").read_bytes())
     data["meta"]["engine"]["sha256"] = "0" * 64
@@ -118,6 +122,7 @@ def holdout_shards(tmp_path_factory, real_cache) -> dict:
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_merged_shards_of_a_split_run_report_that_split_as_the_unsharded_run_does(
     holdout_shards,
 ):

@@ -12,7 +12,8 @@ from conftest import ROOT, run_cli
 
 from recall.errors import RecallError
 from recall.finders.engine import load_preset, parse_engine
-from recall.finders.kinds.python import HARNESS_ROOT, read_names
+from recall.finders.kinds import HARNESS_ROOT
+from recall.finders.kinds.adapter import read_names
 from recall.inputs.symbols import checkout_symbols, distinct_names
 
 NAMES = ["TestFloatLimits", "foo_bar", "test_float_limits", "tesla"]

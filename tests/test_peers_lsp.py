@@ -175,6 +175,7 @@ def fixture_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.mark.slow
 @needs_jedi
 def test_jedi_language_server_answers_workspace_symbol_through_the_adapter(fixture_repo):
     stdin = (
@@ -197,6 +198,7 @@ def test_jedi_language_server_answers_workspace_symbol_through_the_adapter(fixtu
     assert answers[4]["results"] == []
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     not HAVE_BASEDPYRIGHT,
     reason="basedpyright is not installed (pip install -e '.[peers]'; .ci/run installs it)",
@@ -227,6 +229,7 @@ GO_FIXTURE = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     shutil.which("gopls") is None or shutil.which("go") is None,
     reason="gopls or go is not installed (apt-get install gopls golang-go; .ci/run does)",
@@ -265,6 +268,7 @@ TS_FIXTURE = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     shutil.which("node") is None or shutil.which("npm") is None,
     reason="node or npm is not installed (apt-get install nodejs npm; .ci/run does)",
@@ -395,6 +399,7 @@ def test_a_server_that_dies_ends_the_adapter_saying_how(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_a_server_that_never_becomes_ready_is_exit_2_naming_the_timeout(tmp_path):
     server, _log = _fake_server(tmp_path, "never")
     proc = _adapter(tmp_path, server, _request("foo", id=0), "--ready-timeout", "1")

@@ -125,6 +125,7 @@ def _request(query: object, limit: object = 0, **extra: object) -> str:
     return json.dumps({**extra, "query": query, "limit": limit}) + "\n"
 
 
+@pytest.mark.slow
 def test_the_install_is_one_folder_per_lock_with_every_pinned_package(modules, real_cache):
     assert modules.parent.parent == real_cache / "node"
     assert (modules.parent / MARKER).is_file()
@@ -135,6 +136,7 @@ def test_the_install_is_one_folder_per_lock_with_every_pinned_package(modules, r
     assert not [p for p in (real_cache / "node").iterdir() if p.name.startswith(".tmp-")]
 
 
+@pytest.mark.slow
 def test_the_adapter_answers_ids_limits_and_bare_lists_as_fuse_does(tmp_path, modules):
     stdin = _request("tesflolim", id=0) + _request("fobar", 2, id=1) + _request("tes", 1)
     proc = _adapter(tmp_path, modules, "fuse.js", stdin=stdin)
@@ -147,6 +149,7 @@ def test_the_adapter_answers_ids_limits_and_bare_lists_as_fuse_does(tmp_path, mo
     assert [row["name"] for row in lines[2]] == expected[2][:1]  # no id: the bare list
 
 
+@pytest.mark.slow
 def test_bad_requests_and_a_failing_package_are_that_line_s_error_and_it_goes_on(tmp_path, modules):
     stdin = (
         "not json\n" + "[1]\n" + _request(3, id=1) + _request("tes", -1, id=2)
@@ -168,6 +171,7 @@ def test_bad_requests_and_a_failing_package_are_that_line_s_error_and_it_goes_on
     assert all(line["error"].startswith("TypeError: ") for line in lines)
 
 
+@pytest.mark.slow
 def test_each_line_is_answered_as_it_is_read(tmp_path, modules):
     names = _names_file(tmp_path, NAMES)
     argv = ["node", str(ADAPTER), "--package", "fuzzysort", "--names", str(names),
@@ -181,6 +185,7 @@ def test_each_line_is_answered_as_it_is_read(tmp_path, modules):
         assert proc.wait(timeout=30) == 0
 
 
+@pytest.mark.slow
 def test_one_query_and_names_split_on_newlines_only(tmp_path, modules):
     names = _names_file(tmp_path, ["odd\rname", "odd\u2028other", "plain", ""])
     proc = subprocess.run(
@@ -203,6 +208,7 @@ def test_a_package_that_cannot_be_loaded_is_one_line_on_stderr_and_exit_2(tmp_pa
     assert len(proc.stderr.splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_a_failed_install_is_one_line_naming_npm_s_reason_and_leaves_nothing(tmp_path):
     folder = tmp_path / "pins"
     folder.mkdir()
@@ -276,6 +282,7 @@ def test_a_node_engine_runs_the_adapter_of_the_tree_under_test():
 
 
 @pytest.mark.parametrize("preset", list(PRESETS))
+@pytest.mark.slow
 def test_each_node_preset_on_gin_ranks_as_the_package_called_directly(
     preset, modules, real_cache, gin, tmp_path
 ):
@@ -299,6 +306,7 @@ def test_each_node_preset_on_gin_ranks_as_the_package_called_directly(
         assert [row[0] for row in top] == hits[:10], query
 
 
+@pytest.mark.slow
 def test_a_base_runs_its_own_adapter(tmp_path, modules, real_cache, gin):
     """The base commit's adapter answers in reverse; the working tree's is recall's own:
     the base's numbers are its adapter's, not the working tree's."""

@@ -137,6 +137,7 @@ def _start_pin(where: Path, *args: str) -> subprocess.Popen:
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_two_pins_of_different_repos_at_once_both_land(project):
     tmp, url, first, second = project
     where = tmp / "project"

@@ -2,12 +2,16 @@
 step with its request is an error of the run, never a silent shift onto the next query, and
 a finder that dies says how it died."""
 
+import json
+import os
 import re
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from conftest import ROOT, needs_ctags
 
 from recall.analysis.model import RunResult
 from recall.errors import RecallError
@@ -306,3 +310,48 @@ def test_a_missing_cwd_or_stdin_names_the_engine_key_and_the_path(
         "TREE", re.escape(str(tmp_path))
     )
     assert re.fullmatch(expected, str(caught.value)), str(caught.value)
+
+
+# Requests each server must refuse alike: a bool is no limit (JSON's true is not 1), and
+# every fault of the request names itself the same way whoever serves it.
+BAD_REQUESTS = [
+    '{"id": 1, "query": "parse", "limit": true}',
+    "not json",
+    "[1, 2]",
+    '{"id": 2, "limit": 3}',
+    '{"id": 3, "query": "parse", "limit": -1}',
+    '{"id": 4, "query": 7}',
+]
+
+
+def _serve(argv: list[str], lines: list[str]) -> list[dict]:
+    proc = subprocess.run(
+        argv, input="".join(f"{line}\n" for line in lines), capture_output=True, text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    return [json.loads(line) for line in proc.stdout.splitlines()]
+
+
+@pytest.mark.slow
+@needs_ctags
+def test_the_reference_finder_and_a_library_worker_refuse_bad_requests_alike(tmp_path):
+    """One server loop (protocol.serve) behind both: the same bad line gets the same error
+    line, its id echoed, and the next request is answered."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "mod.py").write_text("def parse_config(): pass\n")
+    db, names = tmp_path / "mod.db", tmp_path / "names.txt"
+    reference = [sys.executable, "-m", "recall.finders.reference"]
+    index = [*reference, "index", str(tree), "--language", "python", "--db", str(db)]
+    subprocess.run(index, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=True, timeout=120)
+    names.write_text("parse_config\n")
+    worker = [sys.executable, "-m", "recall.finders.kinds.python", "--names", str(names),
+              "--callable", "rapidfuzz.process:extract"]  # fmt: skip
+    lines = [*BAD_REQUESTS, '{"id": 5, "query": "parse", "limit": 1}']
+    by_reference = _serve([*reference, "query", "--batch", "--db", str(db)], lines)
+    by_worker = _serve(worker, lines)
+    assert by_reference[:-1] == by_worker[:-1]
+    assert [answer.get("id") for answer in by_worker] == [1, None, None, 2, 3, 4, 5]
+    assert all(answer["error"].startswith("bad request") for answer in by_worker[:-1])
+    assert by_reference[-1]["results"][0]["name"] == by_worker[-1]["results"][0]["name"]

@@ -63,6 +63,7 @@ def test_sloppy_queries_rank_the_intended_name_first(db, query, expected):
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_batch_answers_each_line_in_order_and_survives_a_bad_line(db):
     lines = [json.dumps({"query": "tesflolim", "limit": 0}), "not json",
              json.dumps({"query": "parcon", "limit": 2})]  # fmt: skip
@@ -78,6 +79,7 @@ def test_batch_answers_each_line_in_order_and_survives_a_bad_line(db):
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_batch_echoes_the_id_it_received_with_the_answer_or_the_error(db):
     lines = [json.dumps({"id": 7, "query": "tesflolim", "limit": 0}),
              json.dumps({"id": "x", "query": "parcon", "limit": -1}),
@@ -137,6 +139,7 @@ def TestErrorLogger(): pass
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_names_that_start_with_the_query_come_first_the_shorter_first(tmp_path_factory):
     # `testerro` is part way through typing a name: the names that start with it beat
     # TestErr, one edit away, and among them the shortest is the likeliest end

@@ -130,6 +130,7 @@ def _mine(project: Path, *extra: str):
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_the_default_regress_file_skips_cases_of_repos_the_corpus_does_not_pin_and_says_so(mine):
     committed = len(read_cases(ROOT / "regress.tsv", None))
     proc = _mine(mine, "--json")

@@ -106,6 +106,7 @@ def test_a_code_span_holds_any_text_literally():
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_a_finders_names_and_stderr_stay_text_in_markdown_html_and_the_terminal(tiny, tmp_path):
     page = tmp_path / "report.html"
     text = _recall(tiny, "--misses", "--html", str(page))
@@ -133,6 +134,7 @@ def test_a_finders_names_and_stderr_stay_text_in_markdown_html_and_the_terminal(
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_a_commit_subject_stays_text_in_history_markdown_text_and_html(tiny, tmp_path):
     with git.Repo(tiny["finder"]) as repo:
         sha = repo.head.commit.hexsha

@@ -2,35 +2,21 @@ import os
 from pathlib import Path
 
 import pytest
+from helpers import PINS, golden_report, ranked, run_result
 
 from recall.analysis.ceiling import RowCeiling
 from recall.analysis.ceiling import summary as ceiling_summary
 from recall.analysis.model import (
     AgainstCeiling,
-    Hit,
-    QueryResult,
-    RegressSection,
     Report,
-    RunResult,
 )
-from recall.analysis.regress import Case
 from recall.analysis.report import analyse, diff, move_bucket
-from recall.finders.protocol import rank_by_name
 from recall.inputs.corpus import Pin
 from recall.inputs.queryset import QueryRow
 from recall.render.html import render_html
 from recall.render.text import render
 
 ROWS = [QueryRow("gin", f"q{i}", "abbr3", f"name{i}") for i in range(6)]
-
-
-def _result(source: str, order: list[str], located: bool = True) -> QueryResult:
-    hits = [Hit(n, f"{n}.go" if located else None, 7 if located else None) for n in order]
-    return rank_by_name(hits, source)
-
-
-def _run(label: str, results: list[QueryResult]) -> RunResult:
-    return RunResult(label, "bin", 0.0, 0.0, tuple(results))
 
 
 def test_move_buckets_are_new_minus_base_rank_with_found_and_lost():
@@ -43,22 +29,22 @@ def test_move_buckets_are_new_minus_base_rank_with_found_and_lost():
 def test_diff_moves_count_every_sourced_row_and_lost_rows_carry_the_source_location():
     fill = [f"x{j}" for j in range(12)]
     base = [
-        _result("name0", ["name0", "x0"]),  # 1 -> 2: down 1, lost #1
-        _result("name1", ["name1", *fill]),  # 1 -> missed: lost, lost #1 and top 10
-        _result("name2", ["x0", "x1", "name2"]),  # 3 -> 1: up 2-4
-        _result("name3", ["x0"]),  # missed -> 1: found
-        _result("name4", ["name4"], located=False),  # 1 -> 2 without locations
-        _result("name5", ["name5"]),  # same
+        ranked("name0", ["name0", "x0"]),  # 1 -> 2: down 1, lost #1
+        ranked("name1", ["name1", *fill]),  # 1 -> missed: lost, lost #1 and top 10
+        ranked("name2", ["x0", "x1", "name2"]),  # 3 -> 1: up 2-4
+        ranked("name3", ["x0"]),  # missed -> 1: found
+        ranked("name4", ["name4"], located=False),  # 1 -> 2 without locations
+        ranked("name5", ["name5"]),  # same
     ]
     new = [
-        _result("name0", ["x0", "name0"]),
-        _result("name1", fill),
-        _result("name2", ["name2"]),
-        _result("name3", ["name3"]),
-        _result("name4", ["x0", "name4"], located=False),
-        _result("name5", ["name5"]),
+        ranked("name0", ["x0", "name0"]),
+        ranked("name1", fill),
+        ranked("name2", ["name2"]),
+        ranked("name3", ["name3"]),
+        ranked("name4", ["x0", "name4"], located=False),
+        ranked("name5", ["name5"]),
     ]
-    d = diff(ROWS, _run("base", base), _run("new", new))
+    d = diff(ROWS, run_result("base", base), run_result("new", new))
     moves = {k: v for k, v in d.moves.items() if v}
     assert moves == {"down 1": 2, "lost": 1, "up 2-4": 1, "found": 1, "same": 1}
     assert list(d.moves) == [
@@ -74,44 +60,11 @@ def test_diff_moves_count_every_sourced_row_and_lost_rows_carry_the_source_locat
 
 
 GOLDEN = Path(__file__).parent / "golden"
-PINS = {
-    "gin": Pin("gin", "https://github.com/gin-gonic/gin", "a" * 40, "go"),
-    "flask": Pin("flask", "https://github.com/pallets/flask", "b" * 40, "python"),
-}
-
-
-def _golden_report() -> Report:
-    """Fixed results for two repos, a regress case, an accepted and a stale accepted loss."""
-    rows = [
-        QueryRow(repo, f"{repo[:2]}{i}", kind, f"{repo.title()}{i}")
-        for repo in ("gin", "flask")
-        for i, kind in enumerate(["abbr3", "abbr3", "typo", "glob", "consonants"])
-    ] + [QueryRow("gin", "hand0", "hand", "")]
-    fill = [f"Other{j}" for j in range(11)]
-    base_orders = [[r.source, *fill] for r in rows[:-1]] + [fill]
-    new_orders = [
-        [*fill[:1], r.source] if i % 3 == 0 else [*fill, r.source] if i == 4 else [r.source]
-        for i, r in enumerate(rows[:-1])
-    ] + [fill[1:]]
-    base = [_result(r.source, order) for r, order in zip(rows, base_orders, strict=True)]
-    new = [_result(r.source, order) for r, order in zip(rows, new_orders, strict=True)]
-    runs = [_run("base main (0123456789ab)", base), _run("candidate", new)]
-    cases = [Case("gin", "ctx", r"^Gin1\.go:7 Gin1$"), Case("flask", "app", "!_test")]
-    chances = [RowCeiling(1, 1.0, 1.0), RowCeiling(2, 0.5, 1.0), RowCeiling(12, 0.25, 0.9)]
-    per_row = {row: chances[i % 3] for i, row in enumerate(rows[:-1])}
-    languages = {name: pin.language for name, pin in PINS.items()}
-    return analyse(
-        {}, PINS, rows, runs, baseline=True, cases=cases,
-        case_results=[(base[1], base[5]), (new[0], new[5])],
-        regress=RegressSection("regress.tsv", len(cases), 0),
-        accepted=[("gin", "gi0", "Gin0"), ("gin", "x", "X")], explain_flags=[None],
-        ceiling=ceiling_summary(rows, per_row, languages),
-    )  # fmt: skip
 
 
 @pytest.mark.parametrize("name", ["report.txt", "report.md"])
 def test_the_rendered_report_matches_the_committed_golden_file(name):
-    text = render(_golden_report(), markdown=name.endswith(".md"))
+    text = render(golden_report(), markdown=name.endswith(".md"))
     path = GOLDEN / name
     if os.environ.get("RECALL_UPDATE_GOLDEN"):
         path.write_text(text)
@@ -120,8 +73,8 @@ def test_the_rendered_report_matches_the_committed_golden_file(name):
 
 def test_text_report_prints_a_pasteable_explain_line_under_each_lost_row():
     rows = [QueryRow("gin", "it's", "abbr3", "name0"), QueryRow("gin", "q1", "abbr3", "name1")]
-    base = _run("base", [_result("name0", ["name0"]), _result("name1", ["name1"])])
-    new = _run("new", [_result("name0", ["x", "name0"]), _result("name1", ["name1"])])
+    base = run_result("base", [ranked("name0", ["name0"]), ranked("name1", ["name1"])])
+    new = run_result("new", [ranked("name0", ["x", "name0"]), ranked("name1", ["name1"])])
     pins = {"gin": Pin("gin", "https://example.com/gin.git", "0" * 40, "go")}
     report = analyse(
         {}, pins, rows, [base, new], baseline=True, cases=[], case_results=[(), ()],
@@ -140,7 +93,7 @@ def _against(hits: dict[str, int], chances: list[RowCeiling], left_out: int = 0)
     ceiling of `chances` per row; the last `left_out` rows have no ceiling."""
     rows = [QueryRow("gin", f"q{i}", "abbr3", f"name{i}") for i in range(10)]
     runs = [
-        _run(label, [_result(r.source, [r.source] if i < hit else ["x"])
+        run_result(label, [ranked(r.source, [r.source] if i < hit else ["x"])
                      for i, r in enumerate(rows)])
         for label, hit in hits.items()
     ]  # fmt: skip
@@ -198,8 +151,8 @@ def test_explain_lines_name_each_rows_source_and_a_row_lost_twice_is_explained_o
     # falls from #1 out of the top 10 (in both lost lists)
     rows = [QueryRow("gin", "q", "abbr3", "name0"), QueryRow("gin", "q", "abbr2", "name1")]
     fill = [f"x{j}" for j in range(12)]
-    base = _run("base", [_result("name0", ["name0", "name1"]), _result("name1", ["name1"])])
-    new = _run("new", [_result("name0", [*fill, "name0"]), _result("name1", ["x", "name1"])])
+    base = run_result("base", [ranked("name0", ["name0", "name1"]), ranked("name1", ["name1"])])
+    new = run_result("new", [ranked("name0", [*fill, "name0"]), ranked("name1", ["x", "name1"])])
     pins = {"gin": Pin("gin", "https://example.com/gin.git", "0" * 40, "go")}
     report = analyse(
         {}, pins, rows, [base, new], baseline=True, cases=[], case_results=[(), ()],
@@ -216,22 +169,22 @@ def test_explain_lines_name_each_rows_source_and_a_row_lost_twice_is_explained_o
 def test_gains_are_listed_beside_losses_in_text_markdown_and_json():
     fill = [f"x{j}" for j in range(12)]
     base = [
-        _result("name0", ["x0", "name0"]),  # 2 -> 1: gained #1
-        _result("name1", [*fill, "name1"]),  # 13 -> 1: gained #1, entered the top 10
-        _result("name2", [*fill, "name2"]),  # 13 -> 4: entered the top 10
-        _result("name3", ["name3"]),  # 1 -> 2: lost #1
-        _result("name4", ["name4"]),
-        _result("name5", ["name5"]),
+        ranked("name0", ["x0", "name0"]),  # 2 -> 1: gained #1
+        ranked("name1", [*fill, "name1"]),  # 13 -> 1: gained #1, entered the top 10
+        ranked("name2", [*fill, "name2"]),  # 13 -> 4: entered the top 10
+        ranked("name3", ["name3"]),  # 1 -> 2: lost #1
+        ranked("name4", ["name4"]),
+        ranked("name5", ["name5"]),
     ]
     new = [
-        _result("name0", ["name0"]),
-        _result("name1", ["name1"]),
-        _result("name2", ["x0", "x1", "x2", "name2"]),
-        _result("name3", ["x0", "name3"]),
-        _result("name4", ["name4"]),
-        _result("name5", ["name5"]),
+        ranked("name0", ["name0"]),
+        ranked("name1", ["name1"]),
+        ranked("name2", ["x0", "x1", "x2", "name2"]),
+        ranked("name3", ["x0", "name3"]),
+        ranked("name4", ["name4"]),
+        ranked("name5", ["name5"]),
     ]
-    d = diff(ROWS, _run("base", base), _run("new", new))
+    d = diff(ROWS, run_result("base", base), run_result("new", new))
     assert [(g.source, g.base_rank, g.new_rank) for g in d.gained_first] == [
         ("name0", 2, 1), ("name1", 13, 1),
     ]  # fmt: skip
@@ -247,8 +200,9 @@ def test_gains_are_listed_beside_losses_in_text_markdown_and_json():
     }  # fmt: skip
     assert data["verdict"]["test"] == "mcnemar_exact" and data["verdict"]["alpha"] == 0.05
     report = analyse(
-        {}, {"gin": PINS["gin"]}, ROWS, [_run("base", base), _run("new", new)], baseline=True,
-        cases=[], case_results=[(), ()], regress=None, accepted=None, explain_flags=[None],
+        {}, {"gin": PINS["gin"]}, ROWS, [run_result("base", base), run_result("new", new)],
+        baseline=True, cases=[], case_results=[(), ()], regress=None, accepted=None,
+        explain_flags=[None],
         ceiling=ceiling_summary(ROWS, {}, {"gin": "go"}),
     )  # fmt: skip
     text = render(report).splitlines()
@@ -262,9 +216,9 @@ def test_gains_are_listed_beside_losses_in_text_markdown_and_json():
 
 def test_with_several_candidates_a_summary_comes_first_and_the_lists_are_capped():
     rows = [QueryRow("gin", f"q{i}", "abbr3", f"name{i}") for i in range(30)]
-    base = _run("base", [_result(r.source, [r.source]) for r in rows])
-    worse = _run("worse", [_result(r.source, ["x", r.source]) for r in rows])
-    same = _run("same", [_result(r.source, [r.source]) for r in rows])
+    base = run_result("base", [ranked(r.source, [r.source]) for r in rows])
+    worse = run_result("worse", [ranked(r.source, ["x", r.source]) for r in rows])
+    same = run_result("same", [ranked(r.source, [r.source]) for r in rows])
     report = analyse(
         {}, {"gin": PINS["gin"]}, rows, [base, worse, same], baseline=True, cases=[],
         case_results=[(), (), ()], regress=None, accepted=None, explain_flags=["", ""],
@@ -292,9 +246,9 @@ def test_with_several_candidates_a_summary_comes_first_and_the_lists_are_capped(
 
 def test_the_html_page_has_every_diff_whole_with_its_verdict_and_gains():
     rows = [QueryRow("gin", f"q{i}", "abbr3", f"name{i}") for i in range(30)]
-    base = _run("base", [_result(r.source, ["x", r.source]) for r in rows])
-    better = _run("better", [_result(r.source, [r.source]) for r in rows])
-    worse = _run("worse", [_result(r.source, ["x", "y", r.source]) for r in rows])
+    base = run_result("base", [ranked(r.source, ["x", r.source]) for r in rows])
+    better = run_result("better", [ranked(r.source, [r.source]) for r in rows])
+    worse = run_result("worse", [ranked(r.source, ["x", "y", r.source]) for r in rows])
     report = analyse(
         {}, {"gin": PINS["gin"]}, rows, [base, better, worse], baseline=True, cases=[],
         case_results=[(), (), ()], regress=None, accepted=None, explain_flags=["", ""],

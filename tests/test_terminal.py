@@ -62,6 +62,7 @@ def test_shown_escapes_every_c0_c1_and_del_as_repr_does_and_safe_output_keeps_la
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_control_characters_from_a_finder_or_the_query_set_are_escaped_in_text_and_markdown(
     tiny,
 ):
@@ -220,6 +221,7 @@ def test_progress_is_plain_text_under_no_color_and_absent_off_a_terminal():
 
 
 @needs_ctags
+@pytest.mark.slow
 def test_a_run_on_a_pseudo_terminal_shows_progress_on_stderr_and_nothing_on_stdout(tiny):
     """The real CLI in a process whose stderr is a pty: the status line reaches it, stdout
     (a pipe) holds the report alone; NO_COLOR leaves no escape on the pty."""

@@ -22,53 +22,35 @@ from __future__ import annotations
 
 import bisect
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
 
 from recall.analysis.model import CeilingCounts, CeilingSummary, LeftOut
-from recall.inputs.derive import (
+from recall.inputs.derive import NameSource, eligible
+from recall.inputs.queryset import QueryRow
+from recall.inputs.recipes import (
     PREFIX_MAX,
     PREFIX_MIN,
     QWERTY_NEIGHBOURS,
-    NameSource,
-    abbreviation,
-    consonants,
-    eligible,
-    first_last,
-    glob,
+    RECIPES,
     keyed_positions,
-    other_case,
     prefix_lengths,
-    qualified,
     swap_positions,
     swapped,
-    word_pairs,
     words,
 )
-from recall.inputs.queryset import QueryRow
 
 TOP = 10
-# One answer per name: run forwards, likelihood 1.
-_SINGLE: dict[str, Callable[[str, list[str], NameSource], str | None]] = {
-    "abbr3": lambda name, parts, source: abbreviation(parts, 3),
-    "abbr2": lambda name, parts, source: abbreviation(parts, 2),
-    "first+last": lambda name, parts, source: first_last(parts),
-    "consonants": lambda name, parts, source: consonants(parts),
-    "glob": lambda name, parts, source: glob(parts),
-    "qualified": lambda name, parts, source: qualified(
-        name, source.owners.get(name), source.language
-    ),
-    "case": lambda name, parts, source: other_case(name, parts),
-}
-# A uniform choice among a name's words or pairs of words: run forwards over words.
-_CHOICES: dict[str, Callable[[list[str]], list[str]]] = {
-    "word": lambda parts: parts[1:],
-    "words": word_pairs,
-}
-INVERTED = ("typo", "prefix", "drop", "double", "neighbour")
+# How each recipe's draws are counted (recall.inputs.recipes): one answer per name, run
+# forwards with likelihood 1; a uniform choice among a name's words or pairs of words, run
+# forwards over them; or inverted from the query (likelihood, _Names.inverted).
+_SINGLE = {r.type: r.make for r in RECIPES if r.draw == "one"}
+_CHOICES = {r.type: r.choices for r in RECIPES if r.draw == "choice" and r.choices}
+INVERTED = tuple(r.type for r in RECIPES if r.draw == "inverted")
 KINDS = (*_SINGLE, *_CHOICES, *INVERTED)
+UNSEEDED = 0  # the seed given to a one-answer recipe, which draws nothing
 
 
 def likelihood(kind: str, name: str, query: str) -> float:
@@ -119,12 +101,13 @@ class _Names:
         single = [(kind, _SINGLE[kind]) for kind in kinds if kind in _SINGLE]
         choices = [(kind, _CHOICES[kind]) for kind in kinds if kind in _CHOICES]
         found: dict[tuple[str, str], list[float]] = defaultdict(list)
+        owners, language = self.source.owners, self.source.language
         for name in self.eligible:
             parts = words(name)
             if not parts:
                 continue
             for kind, recipe in single:
-                query = recipe(name, parts, self.source)
+                query = recipe(name, parts, UNSEEDED, owners.get(name), language)
                 if query and (kind, query) in asked:
                     found[(kind, query)].append(1.0)
             for kind, choose in choices:
@@ -204,7 +187,7 @@ def yields(kind: str, name: str, query: str, source: NameSource) -> bool:
         return False
     if kind in _CHOICES:
         return query in _CHOICES[kind](parts)
-    return _SINGLE[kind](name, parts, source) == query
+    return _SINGLE[kind](name, parts, UNSEEDED, source.owners.get(name), source.language) == query
 
 
 def row_ceilings(

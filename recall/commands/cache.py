@@ -3,7 +3,7 @@
 Checkouts, builds and kept indexes are large and rebuilt slowly, so prune removes only
 what is stale (a checkout no pin asks for, symbols of no current checkout, builds past
 --keep-builds, anything unused for --older-than days) and never an entry a running
-harness holds: runs keep a shared lock on <kind>/<key>.inuse (corpus.hold_in_use) that
+harness holds: runs keep a shared lock on <kind>/<key>.inuse (cache.hold_in_use) that
 prune must take exclusively, without waiting, before it deletes anything.
 """
 
@@ -14,7 +14,6 @@ import contextlib
 import dataclasses
 import os
 import re
-import shutil
 import sys
 import time
 from collections.abc import Iterator
@@ -22,17 +21,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from recall.cache import discard, leftover_key, try_exclusive, use_lock
 from recall.commands._flags import add_common
 from recall.errors import EXIT_OK, RecallError
-from recall.inputs.corpus import (
-    MARKER,
-    Pin,
-    cache_root,
-    load_pins,
-    read_marker,
-    try_exclusive,
-    use_lock,
-)
+from recall.inputs.corpus import MARKER, Pin, cache_root, load_pins, read_marker
 from recall.inputs.symbols import ctags_identity, symbols_key
 
 KINDS = (
@@ -171,12 +163,7 @@ def _claimed(cache: Path, entry: Entry) -> Iterator[bool]:
     if entry.kind not in ("corpora", "builds", "indexes", "interpreters", "node"):
         yield True
         return
-    name = entry.key
-    if name.startswith(".tmp-"):
-        # a temporary folder is .tmp-<name>-XXXX: guarded by <name>.lock while in use
-        name = name.removeprefix(".tmp-").rsplit("-", 1)[0].removesuffix("-old")
-    elif name.startswith(".trash-"):
-        name = name.removeprefix(".trash-").rsplit("-", 1)[0]
+    name = leftover_key(entry.key) if entry.key.startswith(LEFTOVER) else entry.key
     with try_exclusive(use_lock(cache, entry.kind, name)) as free:
         if not free:
             yield False
@@ -192,14 +179,7 @@ def remove(cache: Path, entry: Entry) -> bool:
     with _claimed(cache, entry) as free:
         if not free:
             return False
-        if entry.path.is_symlink():
-            entry.path.unlink()
-        elif entry.path.is_dir():
-            trash = entry.path.with_name(f".trash-{entry.path.name}-{os.getpid()}")
-            entry.path.rename(trash)
-            shutil.rmtree(trash, ignore_errors=True)
-        else:
-            entry.path.unlink(missing_ok=True)
+        discard(entry.path)
     return True
 
 

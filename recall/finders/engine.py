@@ -17,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 
 from recall.errors import RecallError
-from recall.inputs.corpus import LANGUAGES
+from recall.inputs.languages import LANGUAGES
 
 PLACEHOLDERS = (
     "tree", "bin", "python", "db", "corpus", "names", "language", "query", "limit",

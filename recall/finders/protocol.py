@@ -1,4 +1,16 @@
-"""What a finder's answer means: its rows parsed, and the rank of the name meant.
+"""The batch protocol, both ends: the finder's (serve), and the harness's reading of an
+answer (its rows parsed, and the rank of the name meant).
+
+A batch finder reads JSON lines {"id": I, "query": Q, "limit": N} (limit 0 or absent for
+every hit) and writes, for each, one line {"id": I, "results": [...]} in order, flushed;
+a request without an id gets the bare list. A bad request, or a search that raises, is
+one line {"id": I, "error": "..."} for that query, and the finder goes on: one query's
+fault never ends the batch. The id is echoed with the answer or the error, so the harness
+can tell an answer that landed on the wrong query. The reference finder and every kind's
+worker (python, frizbee, lsp) serve through `serve`, so they validate requests alike.
+
+The serving end runs in a finder's own process, whose start-up a run measures, so this
+module imports the model (and NumPy behind it) and the engine only when it ranks.
 
 Rank is counted among distinct names, so a finder that lists one name once per
 definition is not penalised for its duplicates.
@@ -13,17 +25,64 @@ prints a score first on each line, and `output = "lines"` takes it for the name)
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
+from typing import TYPE_CHECKING, BinaryIO
 
 import orjson
 
-from recall.analysis.model import TOP, Hit, QueryResult
-from recall.finders.engine import Engine
+if TYPE_CHECKING:
+    from recall.analysis.model import Hit, QueryResult
+    from recall.finders.engine import Engine
+
+Rows = list[dict[str, object]]  # one answer: hits best first, each {"name", "file", "line"}
+Search = Callable[[str, int], Rows]  # a finder's search: (query, limit; 0 for all) -> rows
+# what serve answers from: a Search, or one that returns its JSON list already encoded
+Answers = Callable[[str, int], "Rows | bytes"]
+BAD_REQUEST = 'bad request: expected {"query": string, "limit": whole number >= 0}'
+
+
+def serve(search: Answers, requests: Iterable[bytes], out: BinaryIO) -> None:
+    """Answer each request line with one line, in order, flushed so the harness never
+    waits; blank lines are skipped."""
+    for line in requests:
+        if not line.strip():
+            continue
+        out.write(answer_line(search, line) + b"\n")
+        out.flush()
+
+
+def answer_line(search: Answers, line: bytes) -> bytes:
+    """One request line's answer line (without its newline): the results, or an error that
+    names what was wrong with the request or what the search raised."""
+    try:
+        request = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        return orjson.dumps({"error": f"bad request: not JSON: {exc}"})
+    if not isinstance(request, dict):
+        return orjson.dumps({"error": BAD_REQUEST})
+    query, limit = request.get("query"), request.get("limit", 0)
+    if not isinstance(query, str) or type(limit) is not int or limit < 0:
+        return _reply(request, {"error": BAD_REQUEST})
+    try:
+        results = search(query, limit)
+    except Exception as exc:  # the finder's fault, reported for this query alone
+        return _reply(request, {"error": f"{type(exc).__name__}: {exc}"})
+    encoded = results if isinstance(results, bytes) else orjson.dumps(results)
+    if "id" in request:
+        return b'{"id":' + orjson.dumps(request["id"]) + b',"results":' + encoded + b"}"
+    return encoded
+
+
+def _reply(request: dict, body: dict[str, str]) -> bytes:
+    """body, with the request's id first when it has one."""
+    return orjson.dumps({"id": request["id"], **body} if "id" in request else body)
 
 
 def rank_by_name(rows: Iterable[Hit], source: str, names: Collection[str] = ()) -> QueryResult:
     """Rank = position of source among distinct names; top = first TOP distinct names.
     With the corpus's names, an answer of which no row is one of them is off_corpus."""
+    from recall.analysis.model import TOP, QueryResult
+
     seen: set[str] = set()
     top: list[Hit] = []
     rank = None
@@ -48,6 +107,8 @@ def rank_answer(
 ) -> QueryResult:
     """The rank of source in one per-query answer; raises ValueError on anything
     unparseable."""
+    from recall.analysis.model import Hit
+
     if engine.output == "lines":
         text = out.decode("utf-8")
         hits = (Hit(line.split("\t", 1)[0], None, None) for line in text.splitlines() if line)
@@ -64,6 +125,8 @@ def rank_json(data: object, source: str, names: Collection[str] = ()) -> QueryRe
     of them): each row is checked, but only the top 10 become Hits, and names are counted
     only until the source is found (and looked up among the corpus's names only until one
     is)."""
+    from recall.analysis.model import TOP, Hit, QueryResult
+
     if not isinstance(data, list):
         raise ValueError("expected a JSON list of results")
     seen: set[str] = set()

@@ -3,21 +3,18 @@
 A checkout is a single commit on `main` holding the pinned tree, dated 2000-01-01 with
 every mtime at that instant, so that no recency signal a finder might use drifts with
 the calendar. It is built in a temporary sibling folder and renamed into place under a
-lock, so an interrupted or concurrent fetch never leaves a checkout a later run trusts.
+lock (an entry of recall.cache, see checkout_entry), so an interrupted or concurrent
+fetch never leaves a checkout a later run trusts.
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import os
 import re
 import shutil
 import sys
 import tempfile
-import typing
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -26,7 +23,9 @@ import git
 import orjson
 import platformdirs
 
+from recall.cache import FolderEntry, sole_user
 from recall.errors import RecallError
+from recall.inputs.languages import LANGUAGES
 
 FROZEN_DATE = "2000-01-01T00:00:00Z"
 FROZEN_EPOCH = 946684800
@@ -41,24 +40,6 @@ FROZEN_IDENTITY = {
 PIN_REF = "refs/recall/pin"
 MARKER = "recall-pin.json"
 
-# corpus.json language word -> Universal Ctags language name.
-LANGUAGES = {
-    "c": "C",
-    "c++": "C++",
-    "csharp": "C#",
-    "go": "Go",
-    "java": "Java",
-    "javascript": "JavaScript",
-    "kotlin": "Kotlin",
-    "lua": "Lua",
-    "php": "PHP",
-    "python": "Python",
-    "ruby": "Ruby",
-    "rust": "Rust",
-    "scala": "Scala",
-    "swift": "Swift",
-    "typescript": "TypeScript",
-}
 URL_SCHEMES = ("https", "http", "ssh", "git", "file")
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
 _SHA = re.compile(r"[0-9a-f]{40}")
@@ -185,107 +166,6 @@ def mirror_source(mirror: Path, url: str) -> Path | None:
     return next((c for c in candidates if c.is_dir()), None)
 
 
-@contextlib.contextmanager
-def locked(lock_path: Path) -> Iterator[None]:
-    """An exclusive advisory lock, released by the kernel even if the holder is killed."""
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock_path, "a+b") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-_HELD: list[typing.IO[bytes]] = []
-
-
-def hold_in_use(lock_path: Path) -> None:
-    """Mark a cache entry in use by this process until it exits: a shared lock that
-    `recall cache prune` cannot take exclusively, and an mtime that says when it was last
-    used. Taken before the entry is fetched or built, so prune cannot slip in between; a
-    second call for the same entry keeps the one lock (so the process can make it
-    exclusive, see _sole_user)."""
-    if _held(lock_path) is not None:
-        os.utime(lock_path)
-        return
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    handle = open(lock_path, "a+b")  # noqa: SIM115 - held until the process exits
-    fcntl.flock(handle, fcntl.LOCK_SH)
-    os.utime(lock_path)
-    _HELD.append(handle)
-
-
-def _held(lock_path: Path) -> typing.IO[bytes] | None:
-    return next((h for h in _HELD if h.name == os.fspath(lock_path) and not h.closed), None)
-
-
-def release_in_use() -> None:
-    """Drop every in-use mark this process holds, for a process that outlives its run."""
-    while _HELD:
-        _HELD.pop().close()
-
-
-@contextlib.contextmanager
-def _sole_user(lock_path: Path) -> Iterator[bool]:
-    """An entry's in-use mark taken exclusively while no other process holds it (the
-    mark this process already holds is converted): True for the time of the block, after
-    which this process holds the mark shared, as hold_in_use leaves it; or False at once.
-    It never waits, so two runs that each hold a checkout the other must rebuild cannot
-    wait on each other for ever."""
-    handle = _held(lock_path)
-    fresh = handle is None
-    if handle is None:
-        lock_path.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(lock_path, "a+b")  # noqa: SIM115 - kept in _HELD once the block succeeds
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        if fresh:
-            handle.close()
-        else:
-            fcntl.flock(handle, fcntl.LOCK_SH)  # a failed conversion may have dropped it
-        yield False
-        return
-    try:
-        yield True
-    except BaseException:
-        if fresh:
-            handle.close()
-        else:
-            fcntl.flock(handle, fcntl.LOCK_SH)
-        raise
-    fcntl.flock(handle, fcntl.LOCK_SH)
-    os.utime(lock_path)
-    if fresh:
-        _HELD.append(handle)
-
-
-@contextlib.contextmanager
-def try_exclusive(lock_path: Path) -> Iterator[bool]:
-    """An exclusive lock if nobody holds the file, else False at once (never waits)."""
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock_path, "a+b") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def use_lock(cache: Path, kind: str, key: str) -> Path:
-    """The file whose shared lock marks <cache>/<kind>/<key> in use (see hold_in_use)."""
-    return cache / kind / f"{key}.inuse"
-
-
-def corpora_dir(cache: Path) -> Path:
-    return cache / "corpora"
-
-
 def checkout_key(pin: Pin) -> str:
     """The folder of pin's checkout under corpora/: its name and sha, so that two clones
     of a project that pin one repo at two commits share a cache without either rebuilding
@@ -294,7 +174,7 @@ def checkout_key(pin: Pin) -> str:
 
 
 def checkout_path(cache: Path, pin: Pin) -> Path:
-    return corpora_dir(cache) / checkout_key(pin)
+    return checkout_entry(cache, pin).path
 
 
 def fetch(pin: Pin, cache: Path, mirror: Path | None = None, *, deep: bool = False) -> Checkout:
@@ -306,48 +186,42 @@ def fetch(pin: Pin, cache: Path, mirror: Path | None = None, *, deep: bool = Fal
     happen under the pin's build lock, which prune must take too, so nothing slips in
     between. A rebuild needs the checkout to itself: if another process holds it, fetch
     refuses rather than change the tree that process is answering from."""
-    root = corpora_dir(cache)
-    key = checkout_key(pin)
-    final = root / key
-    in_use = use_lock(cache, "corpora", key)
+    entry = checkout_entry(cache, pin)
     try:
-        root.mkdir(parents=True, exist_ok=True)
-        with locked(root / f"{key}.lock"):
-            for stale in _leftovers(root, key):
-                shutil.rmtree(stale, ignore_errors=True)
-            problem = checkout_problem(pin, final)
-            if problem is None and deep and not is_clean(Checkout(pin, final)):
+        with entry.locked():
+            entry.sweep()
+            problem = checkout_problem(pin, entry.path)
+            if problem is None and deep and not is_clean(Checkout(pin, entry.path)):
                 problem = "the checkout no longer matches its pin (files changed, added or touched)"
             if problem is None:
-                hold_in_use(in_use)
-                return Checkout(pin, final)
-            with _sole_user(in_use) as sole:
+                entry.hold()
+                return Checkout(pin, entry.path)
+            with sole_user(entry.in_use) as sole:
                 if not sole:
                     raise RecallError(
-                        f"checkout {final}: {problem}, but another run is using it; "
+                        f"checkout {entry.path}: {problem}, but another run is using it; "
                         f"run again once it has ended"
                     )
-                if final.exists():
+                if entry.path.exists():
                     print(
                         f"recall: {pin.name}: {problem}; rebuilding the checkout", file=sys.stderr
                     )
-                _build_checkout(pin, root, final, mirror)
+                _build_checkout(pin, entry, mirror)
     except OSError as exc:
-        raise RecallError(f"cache {root}: {exc.strerror or exc}") from None
+        raise RecallError(f"cache {entry.root}: {exc.strerror or exc}") from None
     except git.GitCommandError as exc:  # a full or read-only disk, seen through git
-        raise RecallError(f"cache {root}: {pin.name}: {_last_line(exc.stderr)}") from None
-    return Checkout(pin, final)
+        raise RecallError(f"cache {entry.root}: {pin.name}: {_last_line(exc.stderr)}") from None
+    return Checkout(pin, entry.path)
 
 
-def _leftovers(root: Path, key: str) -> list[Path]:
-    """The temporary folders a killed build of checkout key left in root: `.tmp-KEY-XXXX`
-    and `.tmp-KEY-old-XXXX` (mkdtemp's XXXX holds no dash, so no other key's match)."""
-    prefix = f".tmp-{key}-"
-    return [
-        path
-        for path in root.glob(f"{prefix}*")
-        if "-" not in path.name.removeprefix(prefix).removeprefix("old-")
-    ]
+def checkout_entry(cache: Path, pin: Pin) -> FolderEntry:
+    """The cache entry <cache>/corpora/<key> of pin's checkout: its lock, in-use mark,
+    sweep of a killed build's temporary folders and drop are every entry's (recall.cache).
+    Its check and its making are not FolderEntry.get's: a checkout is trusted by git (its
+    marker in .git, the pinned tree at HEAD, and for a deep check every file and mtime,
+    is_clean), not by a digest of its files, which would hash a whole corpus on every run,
+    and a rebuild needs the checkout to itself (sole_user), not just its lock."""
+    return FolderEntry(cache, "corpora", checkout_key(pin), f".git/{MARKER}")
 
 
 def checkout_problem(pin: Pin, path: Path) -> str | None:
@@ -388,8 +262,10 @@ def read_marker(marker: Path) -> dict[str, str] | None:
     return {"sha": recorded["sha"], "tree": recorded["tree"]}
 
 
-def _build_checkout(pin: Pin, root: Path, final: Path, mirror: Path | None) -> None:
-    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{final.name}-", dir=root))
+def _build_checkout(pin: Pin, entry: FolderEntry, mirror: Path | None) -> None:
+    """Build pin's checkout in a temporary folder beside the entry, its marker written
+    last, then put it in place of the old one (set aside and removed first)."""
+    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{entry.key}-", dir=entry.root))
     try:
         source = _fetch_source(pin, mirror)
         repo = git.Repo.init(tmp)
@@ -405,16 +281,11 @@ def _build_checkout(pin: Pin, root: Path, final: Path, mirror: Path | None) -> N
             freeze_mtimes(tmp)
             repo.git.update_index("--refresh")
             repo.git.remote("add", "origin", pin.url)
-        (tmp / ".git" / MARKER).write_bytes(orjson.dumps({"sha": pin.sha, "tree": tree}))
-        if final.exists():
-            trash = Path(tempfile.mkdtemp(prefix=f".tmp-{final.name}-old-", dir=root))
-            final.rename(trash / "checkout")
-        tmp.rename(final)
+        (tmp / entry.marker).write_bytes(orjson.dumps({"sha": pin.sha, "tree": tree}))
+        entry.drop()
+        tmp.rename(entry.path)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-        for trash in _leftovers(root, final.name):
-            if trash.name.startswith(f".tmp-{final.name}-old-"):
-                shutil.rmtree(trash, ignore_errors=True)
 
 
 def _fetch_source(pin: Pin, mirror: Path | None) -> str:

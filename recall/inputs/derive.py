@@ -1,17 +1,16 @@
 """The query generator: sloppy queries derived from real names, whose name is the truth.
 
-Recipes are pure functions of a name (and, for the typo, a seed), so a row can be
-reproduced from its source alone (`recall derive recipes --seed S NAME`). Sampling orders
-names by a seeded hash, so the rows for a repo depend only on its names, the seed and N.
+The recipes are recall.inputs.recipes's, pure functions of a name (and a seed), so a row
+can be reproduced from its source alone (`recall derive recipes --seed S NAME`). Sampling
+orders names by a seeded hash, so the rows for a repo depend only on its names, the seed
+and N.
 """
 
 from __future__ import annotations
 
 import bisect
 import hashlib
-import random
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,197 +18,26 @@ import orjson
 
 from recall.errors import RecallError
 from recall.inputs.corpus import Pin
-from recall.inputs.queryset import DERIVED_TYPES, HAND, TYPED_TYPES, QueryRow
+from recall.inputs.queryset import HAND, QueryRow
+from recall.inputs.recipes import RECIPE_SETS, make_queries
 from recall.inputs.symbols import Symbol, distinct_names, is_searchable
 
 DEFAULT_SEED = 1
 MIN_LETTERS = 5
-RECIPE_SETS = ("default", "typed")
-VOWELS = frozenset("aeiou")
-
-# A word inside an alphanumeric run: a capital run before a capitalised word, a
-# (capitalised) lowercase word, a capital run, or digits alone; digits that follow a
-# word stay with it.
-_WORD = re.compile(r"[A-Z]+(?=[A-Z][^\W\d_A-Z])\d*|[A-Z]?[^\W\d_A-Z]+\d*|[A-Z]+\d*|\d+")
-_ALNUM_RUN = re.compile(r"[^\W_]+")
 _SCOPE_PARTS = re.compile(r"\.|::")
 
 
-def words(name: str) -> list[str]:
-    """Split a name into lowercase words (`HTTPServer` -> http, server)."""
-    return [word.lower() for run in _ALNUM_RUN.findall(name) for word in _WORD.findall(run)]
-
-
-def abbreviation(parts: list[str], width: int) -> str:
-    return "".join(part[:width] for part in parts)
-
-
-def first_last(parts: list[str]) -> str | None:
-    return parts[0][:3] + parts[-1] if len(parts) >= 2 else None
-
-
-def consonants(parts: list[str]) -> str | None:
-    joined = "".join(parts)
-    if not joined:
-        return None
-    return (joined[0] + "".join(c for c in joined[1:] if c not in VOWELS))[:6]
-
-
-def swap_positions(lowered: str) -> list[int]:
-    """Where a transposition changes the string: before two adjacent, different characters."""
-    return [i for i in range(len(lowered) - 1) if lowered[i] != lowered[i + 1]]
-
-
-def swapped(lowered: str, i: int) -> str:
-    return lowered[:i] + lowered[i + 1] + lowered[i] + lowered[i + 2 :]
-
-
-def typo(name: str, seed: int) -> str | None:
-    """Swap two adjacent, different characters at a position drawn from (seed, name)."""
-    lowered = name.lower()
-    positions = swap_positions(lowered)
-    if not positions:
-        return None
-    return swapped(lowered, random.Random(f"{seed}\0{name}").choice(positions))
-
-
-def glob(parts: list[str]) -> str | None:
-    return f"{parts[0][:3]}*{parts[-1][:3]}" if len(parts) >= 2 else None
-
-
 def recipes(name: str, seed: int = DEFAULT_SEED) -> list[tuple[str, str]]:
-    """Every (type, query) that applies to name, in the order of DERIVED_TYPES."""
-    parts = words(name)
-    if not parts:
-        return []
-    makers: dict[str, Callable[[], str | None]] = {
-        "abbr3": lambda: abbreviation(parts, 3),
-        "abbr2": lambda: abbreviation(parts, 2),
-        "first+last": lambda: first_last(parts),
-        "consonants": lambda: consonants(parts),
-        "typo": lambda: typo(name, seed),
-        "glob": lambda: glob(parts),
-    }
-    made = ((kind, makers[kind]()) for kind in DERIVED_TYPES)
-    return [(kind, query) for kind, query in made if query]
-
-
-# Keys next to each letter and digit on a QWERTY keyboard (rows staggered as on a real
-# one): where a finger lands when it misses.
-QWERTY_NEIGHBOURS = {
-    "1": "2q", "2": "13qw", "3": "24we", "4": "35er", "5": "46rt", "6": "57ty", "7": "68yu",
-    "8": "79ui", "9": "80io", "0": "9op",
-    "q": "12wa", "w": "23qeas", "e": "34wrsd", "r": "45etdf", "t": "56ryfg", "y": "67tugh",
-    "u": "78yihj", "i": "89uojk", "o": "90ipkl", "p": "0ol",
-    "a": "qwsz", "s": "weadzx", "d": "ersfxc", "f": "rtdgcv", "g": "tyfhvb", "h": "yugjbn",
-    "j": "uihknm", "k": "iojlm", "l": "opk",
-    "z": "asx", "x": "sdzc", "c": "dfxv", "v": "fgcb", "b": "ghvn", "n": "hjbm", "m": "jkn",
-}  # fmt: skip
-PREFIX_MIN, PREFIX_MAX = 2, 8
-COLONS_LANGUAGES = frozenset({"ruby", "rust", "c++"})  # Owner::name; the others Owner.name
-
-
-def draw(seed: int, kind: str, name: str) -> random.Random:
-    """The generator for one recipe of one name: rows never depend on sampling order."""
-    return random.Random(f"{seed}\0{kind}\0{name}")
-
-
-def prefix_lengths(lowered: str) -> range:
-    """Progressive typing stops after 2 to 8 characters, never at the whole name."""
-    return range(PREFIX_MIN, min(PREFIX_MAX, len(lowered) - 1) + 1)
-
-
-def prefix(name: str, seed: int) -> str | None:
-    lowered = name.lower()
-    lengths = prefix_lengths(lowered)
-    if not lengths:
-        return None
-    return lowered[: draw(seed, "prefix", name).choice(lengths)]
-
-
-def one_word(parts: list[str], name: str, seed: int) -> str | None:
-    """A word that is not the first: what someone remembers of a long name."""
-    return draw(seed, "word", name).choice(parts[1:]) if len(parts) >= 2 else None
-
-
-def word_pairs(parts: list[str]) -> list[str]:
-    """Every two words of a name in their order, as typed with fzf's AND space."""
-    return [f"{parts[i]} {parts[j]}" for i in range(len(parts)) for j in range(i + 1, len(parts))]
-
-
-def two_words(parts: list[str], name: str, seed: int) -> str | None:
-    pairs = word_pairs(parts)
-    return draw(seed, "words", name).choice(pairs) if pairs else None
-
-
-def qualified(name: str, owner: str | None, language: str) -> str | None:
-    if not owner:
-        return None
-    return f"{owner}{'::' if language in COLONS_LANGUAGES else '.'}{name}"
-
-
-def keyed_positions(lowered: str) -> list[int]:
-    """Where a typing slip can happen: positions of letters and digits (ASCII keys)."""
-    return [i for i, c in enumerate(lowered) if c in QWERTY_NEIGHBOURS]
-
-
-def drop(name: str, seed: int) -> str | None:
-    lowered = name.lower()
-    positions = keyed_positions(lowered)
-    if not positions:
-        return None
-    i = draw(seed, "drop", name).choice(positions)
-    return lowered[:i] + lowered[i + 1 :]
-
-
-def double(name: str, seed: int) -> str | None:
-    lowered = name.lower()
-    positions = keyed_positions(lowered)
-    if not positions:
-        return None
-    i = draw(seed, "double", name).choice(positions)
-    return lowered[: i + 1] + lowered[i:]
-
-
-def neighbour(name: str, seed: int) -> str | None:
-    lowered = name.lower()
-    positions = keyed_positions(lowered)
-    if not positions:
-        return None
-    rng = draw(seed, "neighbour", name)
-    i = rng.choice(positions)
-    return lowered[:i] + rng.choice(QWERTY_NEIGHBOURS[lowered[i]]) + lowered[i + 1 :]
-
-
-def other_case(name: str, parts: list[str]) -> str | None:
-    """The name in the other convention: with `_` in camelCase, else in snake_case."""
-    if len(parts) < 2:
-        return None
-    if "_" in name:
-        return parts[0] + "".join(part[:1].upper() + part[1:] for part in parts[1:])
-    return "_".join(parts)
+    """Every (type, query) of the default set that applies to name, in its order."""
+    return make_queries("default", name, seed)
 
 
 def typed_recipes(
     name: str, seed: int = DEFAULT_SEED, owner: str | None = None, language: str = ""
 ) -> list[tuple[str, str]]:
-    """Every (type, query) of the typed set that applies to name, in TYPED_TYPES order;
-    owner is the name's ctags scope owner (for `qualified`), language the corpus's."""
-    parts = words(name)
-    if not parts:
-        return []
-    makers: dict[str, Callable[[], str | None]] = {
-        "prefix": lambda: prefix(name, seed),
-        "word": lambda: one_word(parts, name, seed),
-        "words": lambda: two_words(parts, name, seed),
-        "qualified": lambda: qualified(name, owner, language),
-        "drop": lambda: drop(name, seed),
-        "double": lambda: double(name, seed),
-        "neighbour": lambda: neighbour(name, seed),
-        "case": lambda: other_case(name, parts),
-    }
-    made = ((kind, makers[kind]()) for kind in TYPED_TYPES)
-    return [(kind, query) for kind, query in made if query]
+    """Every (type, query) of the typed set that applies to name, in its order; owner is
+    the name's ctags scope owner (for `qualified`), language the corpus's."""
+    return make_queries("typed", name, seed, owner, language)
 
 
 class PrefixIndex:

@@ -31,8 +31,9 @@ from pathlib import Path
 import orjson
 
 from recall.errors import RecallError
-from recall.inputs.derive import NameSource, RepoSettings, sample_names, words
+from recall.inputs.derive import NameSource, RepoSettings, sample_names
 from recall.inputs.queryset import HAND, QueryRow, split_of
+from recall.inputs.recipes import words
 
 HEADER = ("repo", "sequence", "step", "query", "source")
 SEQUENCES = ("prefix", "starts", "first+starts", "spaced")

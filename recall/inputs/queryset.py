@@ -12,16 +12,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from recall.errors import RecallError
+from recall.inputs.recipes import RECIPES, set_types
 
 HEADER = ("repo", "query", "type", "source")
-DERIVED_TYPES = ("abbr3", "abbr2", "first+last", "consonants", "typo", "glob")
-LITERAL_TYPES = ("exact", "case", "qualified")
-# The typed set (typed.tsv): queries as people type them; docs/queries.md has the recipes.
-TYPED_TYPES = ("prefix", "word", "words", "qualified", "drop", "double", "neighbour", "case")
+# The types of the recipes' two sets (recall.inputs.recipes, the one registry), in order.
+DERIVED_TYPES = set_types("default")
+TYPED_TYPES = set_types("typed")
+# The order reports list the types of a query set in: the recipes' (docs/queries.md).
+TYPE_ORDER = tuple(recipe.type for recipe in RECIPES)
+EXACT = "exact"  # the name itself, which no recipe makes: a row a file may hold
 HAND = "hand"
-TYPES = tuple(dict.fromkeys((*DERIVED_TYPES, *LITERAL_TYPES, *TYPED_TYPES, HAND)))
-# The order reports list the types of a query set in: the recipe tables' (docs/queries.md).
-TYPE_ORDER = (*DERIVED_TYPES, *TYPED_TYPES)
+TYPES = (*TYPE_ORDER, EXACT, HAND)
 
 
 # The committed query sets by name, each with the derive settings that make it: `--queries

@@ -20,7 +20,8 @@ import orjson
 
 from recall.cache import keep_file, read_file
 from recall.errors import RecallError
-from recall.inputs.corpus import LANGUAGES, Checkout
+from recall.inputs.corpus import Checkout
+from recall.inputs.languages import LANGUAGES
 
 INSTALL_HINT = "install Universal Ctags (Debian: apt-get install universal-ctags)"
 

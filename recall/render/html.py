@@ -15,6 +15,19 @@ from dataclasses import dataclass
 from urllib.parse import quote, urlsplit
 
 from recall.analysis.stats import shown_p
+from recall.render.columns import (
+    ABOVE,
+    HEADER,
+    NO_MARKS,
+    NONE,
+    Marks,
+    bound_from_json,
+    ceiling_cells,
+    cells,
+    counts_from_json,
+    expected,
+    left_aligned,
+)
 from recall.render.effort import effort_html
 from recall.render.escape import html as _e
 
@@ -68,44 +81,30 @@ def source_link(pin: dict | None, file: str | None, line: int | None) -> str | N
     return f"https://github.com/{path}/blob/{pin['sha']}/{quote(file.lstrip('/'))}{anchor}"
 
 
-def _pct(c: dict, key: str) -> str:
-    return f"{c[key]} ({c[key + '_pct']:.1f}%)"
-
-
-def _above(ceiling: dict | None, label: str) -> tuple[bool, bool]:
+def _marks(ceiling: dict | None, label: str) -> Marks:
     """Whether a finder's #1 and top 10 are above the ceiling's 95% range on its rows."""
     mine = next((f for f in (ceiling or {}).get("finders", []) if f["label"] == label), None)
-    return (mine["first_above"], mine["top10_above"]) if mine else (False, False)
-
-
-def _marked(text: str, above: bool) -> str:
-    return f"{text}{ABOVE}" if above else text
-
-
-def _ci(c: dict, key: str) -> str:
-    low, high = c.get(f"{key}_ci", (None, None))
-    return "" if low is None else f" [{low}-{high}]"
+    return Marks(mine["first_above"], mine["top10_above"]) if mine else NO_MARKS
 
 
 def _expected(c: dict, key: str) -> str:
     """A ceiling's expected count, its percent and its 95% range in counts."""
-    return f"{c[key]:.1f} ({c[key + '_pct']:.1f}%){_ci(c, key)}"
+    ci = c.get(f"{key}_ci")
+    return expected(c[key], c[f"{key}_pct"], (ci[0], ci[1]) if ci else None)
 
 
 def _headline(runs: list[dict], ceiling: dict | None) -> str:
-    head = ["binary", "n", "#1", "top 10", "found", "MRR", "errors", "index s", "query s"]
-    rows: list[list[object]] = []
-    for run in runs:
-        first_above, top10_above = _above(ceiling, run["label"])
-        rows.append(
-            [run["label"], run["n"], _marked(_pct(run, "first"), first_above),
-             _marked(_pct(run, "top10"), top10_above), _pct(run, "found"),
-             f"{run['mrr']:.3f}", run["errors"], f"{run['index_s']:.1f}", f"{run['query_s']:.1f}"]
-        )  # fmt: skip
+    """Every binary's counts (the columns of render/columns.py) and times, then the
+    ceiling's row."""
+    head = ["binary", *HEADER, "index s", "query s"]
+    rows: list[list[object]] = [
+        [run["label"], *cells(counts_from_json(run), _marks(ceiling, run["label"])),
+         f"{run['index_s']:.1f}", f"{run['query_s']:.1f}"]
+        for run in runs
+    ]  # fmt: skip
     if ceiling:
-        rows.append(["ceiling", ceiling["n"], _expected(ceiling, "first"),
-                     _expected(ceiling, "top10"), "-", "-", "-", "-", "-"])  # fmt: skip
-    return _table(head, rows)
+        rows.append(["ceiling", *ceiling_cells(bound_from_json(ceiling)), NONE, NONE])
+    return _table(head, rows, frozenset({0}) | left_aligned())
 
 
 def _ceiling_table(title: str, by: dict) -> str:
@@ -126,7 +125,6 @@ def _ceiling_table(title: str, by: dict) -> str:
     return _table(head, rows, frozenset({0, 4, 5}))
 
 
-ABOVE = "^"
 ABOVE_NOTE = (
     f"{ABOVE} and the columns above it: a finder's #1 or top 10 above the ceiling's 95% "
     "range on the same rows, more than chance gives any finder under the recipes' choice "

@@ -8,6 +8,17 @@ files alone.
 from __future__ import annotations
 
 from recall.inputs.queryset import TYPE_ORDER
+from recall.render.columns import (
+    ABOVE,
+    COUNTS,
+    HEADER,
+    NONE,
+    bound_from_json,
+    ceiling_cells,
+    cells,
+    counts_from_json,
+    marked,
+)
 from recall.render.effort_results import is_typing_page, render_effort_results
 from recall.render.escape import Markdown, code_span, markdown
 from recall.render.table import table
@@ -37,17 +48,11 @@ def _table(header: list[str], body: list[list[str]], numeric: bool = True) -> li
     return table(header, body, True, right=[i > 0 and numeric for i in range(len(header))])
 
 
-def _count(c: dict, key: str) -> str:
-    return f"{c[key]} ({c[key + '_pct']:.1f}%)"
-
-
-ABOVE = "^"  # a finder above the ceiling's 95% range on the same rows
-
-
-def _range(c: dict, key: str) -> str:
-    """A ceiling's 95% range in counts (reports kept before it existed have none)."""
-    ci = c.get(f"{key}_ci")
-    return f" [{ci[0]}-{ci[1]}]" if ci else ""
+def _counts_table(label: str, body: list[list[str]], after: tuple[str, ...] = ()) -> list[str]:
+    """A label, the counts' columns (render/columns.py, aligned as it says), then the
+    numbers `after` them."""
+    right = [False, *(column.right for column in COUNTS), *(True for _ in after)]
+    return table([label, *HEADER, *after], body, True, right=right)
 
 
 def _range_pct(c: dict, key: str) -> str:
@@ -60,10 +65,6 @@ def _above(counts: dict, limit: dict | None, key: str) -> bool:
     the group's every row (the same n), since the page has no per-row results."""
     ci = limit.get(f"{key}_ci") if limit else None
     return bool(limit and ci and limit["n"] == counts["n"] and counts[key] > ci[1])
-
-
-def _marked(text: str, above: bool) -> str:
-    return f"{text}{ABOVE}" if above else text
 
 
 def latency_ms(report: dict) -> float:
@@ -119,7 +120,8 @@ def render_results(every: list[dict], host: dict[str, str]) -> str:
         f"corpora {', '.join(sorted(first['runs'][0]['by_repo']))}. "
         "Rank is by name: #1, in the top 10, or found at all (unlimited results), as a "
         "count and percent of the sourced queries; MRR is the mean reciprocal rank "
-        "(a miss counts 0).",
+        "(a miss counts 0), nDCG@10 the mean normalised discounted gain of the source in "
+        "the top 10 (the source the one relevant name).",
         "",
         "## Overall",
         "",
@@ -128,21 +130,13 @@ def render_results(every: list[dict], host: dict[str, str]) -> str:
     for entry in entries:
         run = entry["report"]["runs"][0]
         body.append([
-            entry["label"], str(run["n"]), _count(run, "first"), _count(run, "top10"),
-            _count(run, "found"), f"{run['mrr']:.3f}", str(run["errors"]),
+            entry["label"], *cells(counts_from_json(run)),
             f"{latency_ms(entry['report']):.2f}", f"{run['index_s']:.1f}",
         ])  # fmt: skip
     bound = first.get("ceiling")
     if bound:
-        body.append([
-            "ceiling", str(bound["n"]),
-            f"{bound['first']:.1f} ({bound['first_pct']:.1f}%){_range(bound, 'first')}",
-            f"{bound['top10']:.1f} ({bound['top10_pct']:.1f}%){_range(bound, 'top10')}",
-            "-", "-", "-", "-", "-",
-        ])  # fmt: skip
-    out += _table(
-        ["finder", "n", "#1", "top 10", "found", "MRR", "errors", "ms / query", "index s"], body
-    )
+        body.append(["ceiling", *ceiling_cells(bound_from_json(bound)), NONE, NONE])
+    out += _counts_table("finder", body, ("ms / query", "index s"))
     if bound:
         out += [
             "",
@@ -170,15 +164,15 @@ def render_results(every: list[dict], host: dict[str, str]) -> str:
         out += ["", f"## By {title}: #1 / top 10 / found, percent of sourced queries", ""]
         body = []
         for key in keys:
-            cells = []
+            shares = []
             limit = bound[group].get(key) if bound else None
             for entry in entries:
                 c = entry["report"]["runs"][0][group][key]
-                first_pct = _marked(f"{c['first_pct']:.1f}", _above(c, limit, "first"))
-                top10_pct = _marked(f"{c['top10_pct']:.1f}", _above(c, limit, "top10"))
-                cells.append(f"{first_pct} / {top10_pct} / {c['found_pct']:.1f}")
+                first_pct = marked(f"{c['first_pct']:.1f}", _above(c, limit, "first"))
+                top10_pct = marked(f"{c['top10_pct']:.1f}", _above(c, limit, "top10"))
+                shares.append(f"{first_pct} / {top10_pct} / {c['found_pct']:.1f}")
             n = str(first["runs"][0][group][key]["n"])
-            body.append([key, n, *cells, _best(entries, group, key)])
+            body.append([key, n, *shares, _best(entries, group, key)])
             if bound:
                 body[-1].append(
                     f"{limit['first_pct']:.1f}{_range_pct(limit, 'first')} / "
@@ -247,22 +241,17 @@ def _by_own_languages(entries: list[dict], servers: list[dict]) -> list[str]:
         served = ", ".join(server["languages"])
         out += ["", f"## {markdown(server['label'])} on its languages ({served})", ""]
         body = [
-            [key, str(c["n"]), _count(c, "first"), _count(c, "top10"), _count(c, "found"),
-             f"{c['mrr']:.3f}", str(c["errors"])]
+            [key, *cells(counts_from_json(run["by_type"][key]))]
             for key in _keys(run["by_type"], "by_type")
-            for c in [run["by_type"][key]]
-        ]  # fmt: skip
-        out += _table(["type", "n", "#1", "top 10", "found", "MRR", "errors"], body)
+        ]
+        out += _counts_table("type", body)
         out += [""]
         body = []
         for language in server["languages"]:
             for entry in [server, *entries]:
                 c = entry["report"]["runs"][0]["by_language"].get(language)
                 if c and c["n"]:
-                    body.append([
-                        f"{language}: {entry['label']}", str(c["n"]), _count(c, "first"),
-                        _count(c, "top10"), _count(c, "found"), f"{c['mrr']:.3f}",
-                    ])  # fmt: skip
-        out += _table(["language: finder", "n", "#1", "top 10", "found", "MRR"], body)
+                    body.append([f"{language}: {entry['label']}", *cells(counts_from_json(c))])
+        out += _counts_table("language: finder", body)
         out += ["", f"{markdown(server['label'])}: {latency_ms(server['report']):.2f} ms / query."]
     return out

@@ -19,6 +19,18 @@ from recall.analysis.model import (
     RunSummary,
 )
 from recall.analysis.stats import ALPHA, VERDICT_TEST, Verdict, shown_p
+from recall.render.columns import (
+    ABOVE,
+    COUNTS,
+    HEADER,
+    NO_MARKS,
+    NONE,
+    Marks,
+    bound_of,
+    ceiling_cells,
+    cells,
+    marked,
+)
 from recall.render.commandline import explain_command
 from recall.render.effort import render_effort
 from recall.render.escape import markdown as markdown_text
@@ -28,7 +40,6 @@ from recall.terminal import safe_output, shown
 # With several candidates, each diff's lost and gained lists show this many rows in text and
 # Markdown; --json and --html keep them whole.
 CAPPED = 20
-METRIC_HEADER = ["n", "#1", "top 10", "found", "MRR", "nDCG@10", "errors"]
 COLUMN_CELL = "#1% / top 10% / found% / MRR"
 CEILING_CELL = "ceiling #1% / top 10%"
 Group = Callable[[RunSummary], dict[str, Counts]]
@@ -40,41 +51,15 @@ GROUPS: tuple[tuple[str, Group, CeilingGroup], ...] = (
 )
 
 
-ABOVE = "^"  # a finder's #1 or top 10 above the ceiling's 95% range on the same rows
-
-
-def _mark(text: str, above: bool) -> str:
-    return f"{text}{ABOVE}" if above else text
-
-
-def _cells(c: Counts, against: AgainstCeiling | None = None) -> list[str]:
-    return [
-        f"{c.n}",
-        _mark(f"{c.first} ({c.first_pct:.1f}%)", bool(against and against.first_above)),
-        _mark(f"{c.top10} ({c.top10_pct:.1f}%)", bool(against and against.top10_above)),
-        f"{c.found} ({c.found_pct:.1f}%)",
-        f"{c.mrr:.3f}",
-        f"{c.ndcg10:.3f}",
-        f"{c.errors}",
-    ]
+def _marks(against: AgainstCeiling | None) -> Marks:
+    return Marks(against.first_above, against.top10_above) if against else NO_MARKS
 
 
 def _column_cell(c: Counts, against: AgainstCeiling | None = None) -> str:
     """One binary's numbers in one cell, for tables with a column per binary."""
-    first = _mark(f"{c.first_pct:.1f}", bool(against and against.first_above))
-    top10 = _mark(f"{c.top10_pct:.1f}", bool(against and against.top10_above))
+    first = marked(f"{c.first_pct:.1f}", bool(against and against.first_above))
+    top10 = marked(f"{c.top10_pct:.1f}", bool(against and against.top10_above))
     return f"{first} / {top10} / {c.found_pct:.1f} / {c.mrr:.3f}"
-
-
-def _ceiling_cells(c: CeilingCounts) -> list[str]:
-    """The ceiling as a row of the binaries' table: expected counts at best with their
-    95% ranges, no MRR."""
-    return [
-        f"{c.n}",
-        f"{c.first:.1f} ({c.first_pct:.1f}%) [{c.first_ci[0]}-{c.first_ci[1]}]",
-        f"{c.top10:.1f} ({c.top10_pct:.1f}%) [{c.top10_ci[0]}-{c.top10_ci[1]}]",
-        "-", "-", "-", "-",
-    ]  # fmt: skip
 
 
 def _range_pct(c: CeilingCounts, ci: tuple[int, int]) -> str:
@@ -103,6 +88,14 @@ def _numbers_table(header: list[str], body: list[list[str]], markdown: bool) -> 
     """A table of a label and numbers: in text every column after the first is right-aligned
     (a cell with a marker or a range is no bare number); Markdown aligns none."""
     right = None if markdown else [i > 0 for i in range(len(header))]
+    return table(header, body, markdown, right=right)
+
+
+def _counts_table(label: str, body: list[list[str]], after: list[str], markdown: bool) -> list[str]:
+    """A label, the columns of the counts (render/columns.py, aligned as it says in text;
+    Markdown aligns none), then the numbers `after` them, right-aligned."""
+    header = [label, *HEADER, *after]
+    right = None if markdown else [False, *(c.right for c in COUNTS), *(True for _ in after)]
     return table(header, body, markdown, right=right)
 
 
@@ -157,12 +150,12 @@ def render(report: Report, *, markdown: bool = False) -> str:
     )
     top = report.ceiling
     body = [
-        [run.label, *_cells(run.counts, top.counts.against(run.label)), f"{run.index_s:.1f}",
-         f"{run.query_s:.1f}"]
+        [run.label, *cells(run.counts, _marks(top.counts.against(run.label))),
+         f"{run.index_s:.1f}", f"{run.query_s:.1f}"]
         for run in runs
     ]  # fmt: skip
-    body.append(["ceiling", *_ceiling_cells(top.counts), "-", "-"])
-    out += _numbers_table(["binary", *METRIC_HEADER, "index s", "query s"], body, markdown)
+    body.append(["ceiling", *ceiling_cells(bound_of(top.counts)), NONE, NONE])
+    out += _counts_table("binary", body, ["index s", "query s"], markdown)
     out += ["", *_ceiling_note(top.counts, runs, markdown)]
     if _any_above(top):
         out += ["", ABOVE_NOTE] if markdown else [ABOVE_NOTE]
@@ -183,11 +176,11 @@ def render(report: Report, *, markdown: bool = False) -> str:
         bound = ceiling_group(top)
         if len(runs) == 1:
             body = [
-                [key, *_cells(first[key], _against(bound, key, runs[0])),
+                [key, *cells(first[key], _marks(_against(bound, key, runs[0]))),
                  _ceiling_cell(bound.get(key), first[key].n)]
                 for key in keys
             ]  # fmt: skip
-            out += _numbers_table([title, *METRIC_HEADER, CEILING_CELL], body, markdown)
+            out += _counts_table(title, body, [CEILING_CELL], markdown)
             continue
         out += [f"each cell: {COLUMN_CELL}", ""] if markdown else [f"each cell: {COLUMN_CELL}"]
         body = [

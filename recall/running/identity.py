@@ -21,7 +21,7 @@ from pathlib import Path
 
 from recall.errors import RecallError
 from recall.finders.engine import Engine, build_env, finder_env
-from recall.finders.kinds.python import HARNESS_ROOT
+from recall.finders.kinds import HARNESS_ROOT
 from recall.inputs.corpus import Pin
 from recall.inputs.queryset import QueryRow, queries_digest
 

@@ -49,15 +49,9 @@ def interpreter_key() -> str:
 def finder_python(cache: Path) -> str:
     """The path of the `{python}` interpreter, made once per interpreter in the cache."""
     entry = FolderEntry(cache, KIND, interpreter_key(), MARKER)
-    python = entry.path / "bin" / "python"
-    entry.hold()
-    try:
-        with entry.locked():
-            if not (entry.valid() and python.exists()):  # its interpreter may be gone
-                entry.publish(_make, base_executable())
-    except OSError as exc:
-        raise RecallError(f"cache {entry.root}: {exc.strerror or exc}") from None
-    return str(python)
+    # a whole entry whose base interpreter is gone (its link dangles) is made again
+    made = entry.get(_make, base_executable(), lambda path: (path / "bin" / "python").exists())
+    return str(made / "bin" / "python")
 
 
 def _make(target: Path) -> None:

@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 import git
 
 from recall.analysis.model import QueryResult, RunResult
-from recall.analysis.stats import mean_reciprocal_rank
+from recall.analysis.report import counts
 from recall.errors import RecallError
 from recall.finders.engine import Engine, resolve_engine
 from recall.inputs.corpus import Pin, cache_root, load_pins, mirror_root
@@ -303,29 +303,13 @@ def _say(message: str) -> None:
 # Numbers -------------------------------------------------------------------------------
 
 
-def counts(ranks: list[int | None], errors: int) -> dict:
-    """The headline numbers of a list of ranks: what a history row shows."""
-    n = len(ranks)
-    first = sum(1 for r in ranks if r == 1)
-    top10 = sum(1 for r in ranks if r is not None and r <= 10)
-    found = sum(1 for r in ranks if r is not None)
-
-    def pct(k: int) -> float:
-        return round(100.0 * k / n, 1) if n else 0.0
-
-    return {
-        "n": n, "first": first, "top10": top10, "found": found, "errors": errors,
-        "first_pct": pct(first), "top10_pct": pct(top10), "found_pct": pct(found),
-        "mrr": round(mean_reciprocal_rank(ranks), 4),
-    }  # fmt: skip
-
-
 def summarize(rows: list[QueryRow], results: tuple[QueryResult, ...]) -> dict:
-    """A run's counts over all rows, and per type and per repo."""
+    """A run's counts over all rows, and per type and per repo (groups sorted by name): the
+    report's own counts (analysis/report.py), so a history row and a report agree."""
     pairs = list(zip(rows, results, strict=True))
 
     def of(chosen: list[tuple[QueryRow, QueryResult]]) -> dict:
-        return counts([r.rank for _row, r in chosen], sum(1 for _row, r in chosen if r.error))
+        return counts([row for row, _r in chosen], [r for _row, r in chosen]).to_json()
 
     def grouped(key: Callable[[QueryRow], str]) -> dict:
         groups: dict[str, list[tuple[QueryRow, QueryResult]]] = {}

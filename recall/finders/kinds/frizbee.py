@@ -3,7 +3,8 @@
 The names are copied into frizbee's Rust-side Haystacks once per process, so a query
 costs one match over them, which is how an editor would use the library; a fresh process
 per query would measure Python's start-up instead. Requests and answers follow the
-harness's batch protocol, served by the library worker's code (recall.finders.kinds.python).
+harness's batch protocol, served by recall.finders.protocol through the kinds' shared worker
+(recall.finders.kinds.adapter).
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from pathlib import Path
 
 import frizbee
 
-from recall.finders.kinds.python import Rows, Search, run_worker
+from recall.finders.kinds.adapter import run_worker
+from recall.finders.protocol import Rows, Search
 
 
 def frizbee_search(names: list[str], max_typos: int) -> Search:

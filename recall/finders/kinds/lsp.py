@@ -42,15 +42,14 @@ import orjson
 
 from recall import __version__
 from recall.errors import RecallError
-from recall.finders.kinds.python import (
-    HARNESS_ROOT,
-    Rows,
+from recall.finders.kinds import HARNESS_ROOT
+from recall.finders.kinds.adapter import (
     json_argument,
     json_object_flag,
     kind_tables,
     read_names,
-    serve,
 )
+from recall.finders.protocol import Rows, serve
 
 READY_TIMEOUT_S = 120.0
 POLL_S = 0.25  # between two readiness probes that found nothing

@@ -31,7 +31,7 @@ from pathlib import Path
 from recall.cache import FolderEntry
 from recall.errors import RecallError
 from recall.finders.engine import Engine
-from recall.finders.kinds.python import json_argument, kind_tables
+from recall.finders.kinds.adapter import json_argument, kind_tables
 
 KIND = "node"  # the cache folder of installed packages
 MARKER = ".recall-installed"

@@ -18,9 +18,10 @@ the worker's path (PYTHONPATH={tree}), and `path` adds folders of it (a src layo
 The worker is recall's own: the tree's when the tree is recall (a base runs its own
 worker), else the harness's, whose folder follows the tree's on the path.
 
-Requests and answers follow the harness's batch protocol: one JSON line {"id", "query",
-"limit"} in, one JSON line {"id", "results"} out (a request without an id gets the bare
-list); a bad request or an exception of the function is an error answer for that query.
+Requests and answers follow the harness's batch protocol (recall.finders.protocol, which
+serves them): one JSON line {"id", "query", "limit"} in, one JSON line {"id", "results"}
+out (a request without an id gets the bare list); a bad request or an exception of the
+function is an error answer for that query.
 """
 
 from __future__ import annotations
@@ -32,53 +33,20 @@ import inspect
 import os
 import re
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO
-
-import orjson
 
 from recall.errors import RecallError
-
-Rows = list[dict[str, object]]
-Search = Callable[[str, int], Rows]
+from recall.finders.kinds import HARNESS_ROOT
+from recall.finders.kinds.adapter import (
+    json_argument,
+    json_object_flag,
+    kind_tables,
+    run_worker,
+)
+from recall.finders.protocol import Rows, Search
 
 _CALLABLE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
-# The folder that holds the harness's own `recall` package: after {tree} on a worker's
-# path, so a tree that is recall runs its own worker and any other tree runs this one.
-HARNESS_ROOT = str(Path(__file__).resolve().parents[3])
-
-
-def kind_tables(
-    table: dict, source: str, kind: str, known: set[str], tables: tuple[str, ...]
-) -> dict[str, dict]:
-    """The checks every kind's [engine] table shares: no key the kind does not take, and
-    the keys that must be tables (options, settings, env) as tables, {} when absent."""
-    for key in table:
-        if key not in known:
-            raise RecallError(f"{source}: [engine] unknown key {key!r} for kind {kind!r}")
-    found = {key: table.get(key, {}) for key in tables}
-    for key, value in found.items():
-        if not isinstance(value, dict):
-            raise RecallError(f"{source}: [engine] {key} must be a table")
-    return found
-
-
-def json_argument(value: dict) -> str:
-    """A table as one argv element, the same bytes for the same table (sorted keys), since
-    the argv is part of what a cached result is known by."""
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
-
-
-def json_object_flag(parser: argparse.ArgumentParser, flag: str, text: str) -> dict:
-    """The JSON object an adapter's --options or --settings carries, or a usage error."""
-    try:
-        value = orjson.loads(text)
-    except orjson.JSONDecodeError as exc:
-        parser.error(f"{flag}: {exc}")
-    if not isinstance(value, dict):
-        parser.error(f"{flag}: not a JSON object")
-    return value
 
 
 def worker_path(table: dict, source: str) -> str:
@@ -126,12 +94,6 @@ def process_table(table: dict, source: str) -> dict:
         "env": {**env, "PYTHONPATH": worker_path(table, source)},
         "output": "json",
     }
-
-
-def read_names(path: Path) -> list[str]:
-    """One name a line; split on newlines only, since a name may hold other separators."""
-    text = path.read_text(encoding="utf-8")
-    return [line for line in text.split("\n") if line]
 
 
 def load_callable(target: object) -> Callable:
@@ -210,70 +172,6 @@ def _row(hit: object, name_key: str = "name") -> dict[str, object]:
     raise TypeError(
         f"a hit must be a name, a (name, ...) tuple or a dict with {name_key!r}, got {hit!r:.80}"
     )
-
-
-def answer(search: Search, line: bytes) -> bytes:
-    """One request line to one answer line; a bad request or a failing search gets an
-    error, not a crash. A request's id, when it has one, is echoed with its answer or error,
-    so the harness can tell an answer that landed on the wrong query."""
-    request = None
-    try:
-        request = orjson.loads(line)
-        query, limit = request["query"], request.get("limit", 0)
-        if not isinstance(query, str) or not isinstance(limit, int) or limit < 0:
-            raise ValueError("query must be a string and limit a whole number >= 0")
-    except (orjson.JSONDecodeError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        return _reply(request, {"error": f"bad request: {exc}"})
-    try:
-        rows = search(query, limit)
-    except Exception as exc:  # the library's fault, reported for this query alone
-        return _reply(request, {"error": f"{type(exc).__name__}: {exc}"})
-    if _has_id(request):
-        return orjson.dumps({"id": request["id"], "results": rows}) + b"\n"
-    return orjson.dumps(rows) + b"\n"
-
-
-def _reply(request: object, error: dict[str, str]) -> bytes:
-    body = {"id": request["id"], **error} if _has_id(request) else error  # type: ignore[index]
-    return orjson.dumps(body) + b"\n"
-
-
-def _has_id(request: object) -> bool:
-    return isinstance(request, dict) and "id" in request
-
-
-def serve(search: Search, requests: Iterable[bytes], out: BinaryIO) -> None:
-    for line in requests:
-        if not line.strip():
-            continue
-        out.write(answer(search, line))
-        out.flush()
-
-
-def run_worker(
-    name: str,
-    names_path: Path,
-    search_from: Callable[[list[str]], Search],
-    query: str | None,
-    limit: int,
-) -> int:
-    """Read the names, build the search once, then answer one --query or serve stdin."""
-    try:
-        names = read_names(names_path)
-    except (OSError, UnicodeDecodeError) as exc:
-        print(f"{name}: {names_path}: cannot read: {exc}", file=sys.stderr)
-        return 2
-    search = search_from(names)
-    if query is not None:
-        try:
-            rows = search(query, limit)
-        except Exception as exc:  # one query, one process: the exit status says it failed
-            print(f"{name}: {type(exc).__name__}: {exc}", file=sys.stderr)
-            return 1
-        sys.stdout.buffer.write(orjson.dumps(rows) + b"\n")
-        return 0
-    serve(search, sys.stdin.buffer, sys.stdout.buffer)
-    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

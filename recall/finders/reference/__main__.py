@@ -2,9 +2,9 @@
 
     python -m recall.finders.reference index CORPUS_DIR --language L --db FILE
     python -m recall.finders.reference query Q --db FILE [--json] [--limit N]
-    python -m recall.finders.reference query --batch --db FILE   (JSON lines in, JSON lines out:
-        {"id": I, "query": Q, "limit": N} gets {"id": I, "results": [...]}, and a
-        request without an id the bare list)
+    python -m recall.finders.reference query --batch --db FILE   (the batch protocol of
+        recall.finders.protocol: {"id": I, "query": Q, "limit": N} in, {"id": I,
+        "results": [...]} out, and a request without an id gets the bare list)
 
 NumPy, RapidFuzz and SQLite are imported only once a command needs them, so a usage
 error costs nothing and a query pays only for what it uses.
@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import IO, Any
 
 from recall.errors import EXIT_FAILURE, EXIT_OK, RecallError
 
@@ -36,39 +35,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _one_batch_line(finder: Any, line: bytes) -> bytes:
-    """The answer to one request line; a bad line is that query's error, never the end
-    of the batch. A request's id, when it has one, is echoed with its answer or error
-    (the harness checks it, so an answer can never land on another query)."""
-    import orjson
-
-    try:
-        request = orjson.loads(line)
-    except orjson.JSONDecodeError as exc:
-        return orjson.dumps({"error": f"bad JSON line: {exc}"})
-    echo = isinstance(request, dict) and "id" in request
-    try:
-        if not isinstance(request, dict) or not isinstance(request.get("query"), str):
-            raise RecallError('expected an object {"query": string, "limit": integer}')
-        limit = request.get("limit", 0)
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-            raise RecallError(f"limit must be a non-negative integer, got {limit!r}")
-        results = finder.search_json(request["query"], limit)
-    except Exception as exc:  # one query's failure must not end the batch
-        error = {"error": f"{type(exc).__name__}: {exc}"}
-        return orjson.dumps({"id": request["id"], **error} if echo else error)
-    if echo:
-        return b'{"id":' + orjson.dumps(request["id"]) + b',"results":' + results + b"}"
-    return results
-
-
-def _batch(finder: Any, stdin: IO[bytes], stdout: IO[bytes]) -> None:
-    """One answer line per request line, in order, flushed so the harness never waits."""
-    for line in stdin:
-        stdout.write(_one_batch_line(finder, line) + b"\n")
-        stdout.flush()
-
-
 def _query(args: argparse.Namespace) -> None:
     from recall.finders.reference.rank import Finder
     from recall.finders.reference.store import load
@@ -78,8 +44,10 @@ def _query(args: argparse.Namespace) -> None:
     if args.batch:
         if args.query is not None:
             raise RecallError("--batch reads queries from stdin; give no query argument")
+        from recall.finders.protocol import serve
+
         finder = Finder(load(args.db))
-        _batch(finder, sys.stdin.buffer, sys.stdout.buffer)
+        serve(finder.search_json, sys.stdin.buffer, sys.stdout.buffer)
         return
     if args.query is None:
         raise RecallError("query: give a query, or --batch")

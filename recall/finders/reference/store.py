@@ -51,7 +51,7 @@ class Catalog:
 
 def build(corpus: Path, language: str, db: Path) -> int:
     """Index every definition under corpus into db; returns the number of rows."""
-    from recall.inputs.corpus import LANGUAGES  # lazily: the query path never needs it
+    from recall.inputs.languages import LANGUAGES  # lazily: the query path never needs it
     from recall.inputs.symbols import extract
 
     if language not in LANGUAGES:

@@ -1,0 +1,85 @@
+"""What every kind's adapter shares: the checks of its [engine] table and its JSON argv,
+the harness's folder on its path, the corpus's names file, and the worker's main (one
+--query, else the batch protocol of recall.finders.protocol on stdin).
+
+The kinds' own modules (python, frizbee, lsp, node) hold what each kind alone does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import orjson
+
+from recall.errors import RecallError
+from recall.finders.protocol import Search, serve
+
+# The folder that holds the harness's own `recall` package: after {tree} on a worker's
+# path, so a tree that is recall runs its own worker and any other tree runs this one.
+
+
+def kind_tables(
+    table: dict, source: str, kind: str, known: set[str], tables: tuple[str, ...]
+) -> dict[str, dict]:
+    """The checks every kind's [engine] table shares: no key the kind does not take, and
+    the keys that must be tables (options, settings, env) as tables, {} when absent."""
+    for key in table:
+        if key not in known:
+            raise RecallError(f"{source}: [engine] unknown key {key!r} for kind {kind!r}")
+    found = {key: table.get(key, {}) for key in tables}
+    for key, value in found.items():
+        if not isinstance(value, dict):
+            raise RecallError(f"{source}: [engine] {key} must be a table")
+    return found
+
+
+def json_argument(value: dict) -> str:
+    """A table as one argv element, the same bytes for the same table (sorted keys), since
+    the argv is part of what a cached result is known by."""
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def json_object_flag(parser: argparse.ArgumentParser, flag: str, text: str) -> dict:
+    """The JSON object an adapter's --options or --settings carries, or a usage error."""
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        parser.error(f"{flag}: {exc}")
+    if not isinstance(value, dict):
+        parser.error(f"{flag}: not a JSON object")
+    return value
+
+
+def read_names(path: Path) -> list[str]:
+    """One name a line; split on newlines only, since a name may hold other separators."""
+    text = path.read_text(encoding="utf-8")
+    return [line for line in text.split("\n") if line]
+
+
+def run_worker(
+    name: str,
+    names_path: Path,
+    search_from: Callable[[list[str]], Search],
+    query: str | None,
+    limit: int,
+) -> int:
+    """Read the names, build the search once, then answer one --query or serve stdin."""
+    try:
+        names = read_names(names_path)
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"{name}: {names_path}: cannot read: {exc}", file=sys.stderr)
+        return 2
+    search = search_from(names)
+    if query is not None:
+        try:
+            rows = search(query, limit)
+        except Exception as exc:  # one query, one process: the exit status says it failed
+            print(f"{name}: {type(exc).__name__}: {exc}", file=sys.stderr)
+            return 1
+        sys.stdout.buffer.write(orjson.dumps(rows) + b"\n")
+        return 0
+    serve(search, sys.stdin.buffer, sys.stdout.buffer)
+    return 0

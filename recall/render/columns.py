@@ -1,0 +1,128 @@
+"""The columns of a finder's counts, once: the header, how a `Counts` value is shown in
+each cell, and how the cell is aligned, with the ceiling's row beside them.
+
+The text and Markdown report (render/text.py), the HTML report (render/html.py) and the
+results page (render/results_page.py) all build their counts tables from COUNTS, so a
+column added here (nDCG@10, say) reaches every page at once instead of one of them. The
+HTML report and the results page render JSON reports, so they read a counts object with
+`counts_from_json` and a ceiling with `bound_from_json` first.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from recall.analysis.model import CeilingCounts, Counts
+
+ABOVE = "^"  # a finder's #1 or top 10 above the ceiling's 95% range on the same rows
+NONE = "-"  # a cell with nothing to show (the ceiling has no MRR)
+
+
+@dataclass(frozen=True)
+class Marks:
+    """Which of a finder's counts are above the ceiling's 95% range on the same rows."""
+
+    first: bool = False
+    top10: bool = False
+
+
+NO_MARKS = Marks()
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The ceiling as a row of a counts table: the expected #1 and top 10, their percents
+    of n and their 95% ranges in counts (None in JSON reports kept before the ranges)."""
+
+    n: int
+    first: float
+    first_pct: float
+    first_ci: tuple[int, int] | None
+    top10: float
+    top10_pct: float
+    top10_ci: tuple[int, int] | None
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a counts table: its header, its cell for a finder's counts, its cell
+    in the ceiling's row (None: the ceiling has no such number), and whether it is
+    right-aligned (a number) or left-aligned (text)."""
+
+    header: str
+    cell: Callable[[Counts, Marks], str]
+    ceiling: Callable[[Bound], str] | None = None
+    right: bool = True
+
+
+def marked(text: str, above: bool) -> str:
+    """A count with the ceiling's mark when it is above the ceiling's range."""
+    return f"{text}{ABOVE}" if above else text
+
+
+def share(count: int, pct: float) -> str:
+    """A count with its percent of n: `7 (87.5%)`."""
+    return f"{count} ({pct:.1f}%)"
+
+
+def expected(count: float, pct: float, ci: tuple[int, int] | None) -> str:
+    """A ceiling's expected count, its percent and its 95% range: `5.5 (68.8%) [5-6]`."""
+    shown = "" if ci is None else f" [{ci[0]}-{ci[1]}]"
+    return f"{count:.1f} ({pct:.1f}%){shown}"
+
+
+COUNTS: tuple[Column, ...] = (
+    Column("n", lambda c, _m: f"{c.n}", lambda b: f"{b.n}"),
+    Column(
+        "#1",
+        lambda c, m: marked(share(c.first, c.first_pct), m.first),
+        lambda b: expected(b.first, b.first_pct, b.first_ci),
+    ),
+    Column(
+        "top 10",
+        lambda c, m: marked(share(c.top10, c.top10_pct), m.top10),
+        lambda b: expected(b.top10, b.top10_pct, b.top10_ci),
+    ),
+    Column("found", lambda c, _m: share(c.found, c.found_pct)),
+    Column("MRR", lambda c, _m: f"{c.mrr:.3f}"),
+    Column("nDCG@10", lambda c, _m: f"{c.ndcg10:.3f}"),
+    Column("errors", lambda c, _m: f"{c.errors}"),
+)
+HEADER = [column.header for column in COUNTS]
+
+
+def cells(c: Counts, marks: Marks = NO_MARKS) -> list[str]:
+    """A finder's counts, one cell per column of COUNTS."""
+    return [column.cell(c, marks) for column in COUNTS]
+
+
+def ceiling_cells(bound: Bound) -> list[str]:
+    """The ceiling's row under COUNTS: its expected counts, "-" where it has none."""
+    return [column.ceiling(bound) if column.ceiling else NONE for column in COUNTS]
+
+
+def left_aligned(first: int = 1) -> frozenset[int]:
+    """The indexes of COUNTS's text columns in a table where they start at `first`."""
+    return frozenset(first + i for i, column in enumerate(COUNTS) if not column.right)
+
+
+def bound_of(c: CeilingCounts) -> Bound:
+    return Bound(c.n, c.first, c.first_pct, c.first_ci, c.top10, c.top10_pct, c.top10_ci)
+
+
+def counts_from_json(data: dict) -> Counts:
+    """A counts object of a JSON report (docs/report-json.md#counts) as the model's value."""
+    return Counts(**{field.name: data[field.name] for field in dataclasses.fields(Counts)})
+
+
+def bound_from_json(data: dict) -> Bound:
+    """A ceiling's counts object of a JSON report as its row."""
+
+    def ci(key: str) -> tuple[int, int] | None:
+        pair = data.get(f"{key}_ci")
+        return (pair[0], pair[1]) if pair else None
+
+    return Bound(data["n"], data["first"], data["first_pct"], ci("first"),
+                 data["top10"], data["top10_pct"], ci("top10"))  # fmt: skip
