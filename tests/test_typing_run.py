@@ -9,7 +9,8 @@ import sys
 import jsonschema
 import numpy as np
 from conftest import ROOT, needs_chromium, run_cli
-from test_html import _chromium, _has, worse_clone  # noqa: F401 (a fixture)
+from helpers import chromium, has_color
+from test_html import worse_clone  # noqa: F401 (a fixture)
 
 from recall.inputs.queryset import HAND, QueryRow
 from recall.render.html import render_html
@@ -78,9 +79,9 @@ def test_a_weaker_finder_needs_more_keystrokes_and_the_page_draws_the_k_curve(
     assert html == render_html(report)
     assert 'aria-label="k-curve"' in html and html.count("<polyline") == 3  # two runs, ceiling
 
-    pixels, console = _chromium(page, tmp_path)
+    pixels, console = chromium(page, tmp_path)
     assert console == []
-    assert _has(pixels, CURVE_BLUE) and _has(pixels, CURVE_ORANGE)
+    assert has_color(pixels, CURVE_BLUE) and has_color(pixels, CURVE_ORANGE)
     assert 0.02 < 1 - np.all(pixels == 255, axis=2).mean() < 0.9
 
 
