@@ -54,9 +54,11 @@ results-typed: fetched
 results-typing: fetched
 	$(BIN)/recall results $(MIRROR_FLAG) --queries typing --out docs/RESULTS-typing.md $(ARGS)
 
-# What the harness itself costs (not part of `make test`): a few minutes.
+# What the harness itself costs, then the reference finder against frizbee and on a
+# synthetic million names (benchmarks/reference.py); not part of `make test`.
 bench: fetched
 	$(BIN)/python benchmarks/harness.py $(MIRROR_FLAG)
+	$(BIN)/python benchmarks/reference.py $(MIRROR_FLAG)
 
 # Two pytest-xdist workers, each test file whole on one of them (a file's module fixtures
 # are made once, and its tests keep their order); TEST_JOBS=0 runs the suite in one process.

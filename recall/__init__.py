@@ -1,3 +1,41 @@
-"""recall: a recall harness for fuzzy symbol finders."""
+"""recall: a recall harness for fuzzy symbol finders.
+
+The workflows can be called from Python as well as from the command line (docs/api.md):
+`recall.run(recall.RunOptions(...))` returns the Report `recall run --json` prints. The
+names are loaded on first use, so that `import recall` (and `recall --version`, `recall
+--help`) loads neither NumPy nor GitPython; they are looked up by name rather than
+imported here, as the commands are (recall/commands/__init__.py), so that the modules
+below, which read `__version__` from here, import nothing above them.
+"""
+
+import importlib
+from typing import Any
 
 __version__ = "0.1.0"
+
+# The Python API: each name, and the module that defines it.
+API = {
+    "run": ("recall.workflows.run", "run"),
+    "merge": ("recall.workflows.run", "merge"),
+    "history": ("recall.workflows.history", "measure_history"),
+    "bisect": ("recall.workflows.bisection", "bisect_text"),
+    "explain": ("recall.workflows.explain", "explain"),
+    "Data": ("recall.workflows.options", "Data"),
+    "RunOptions": ("recall.workflows.options", "RunOptions"),
+    "MergeOptions": ("recall.workflows.options", "MergeOptions"),
+    "CommitOptions": ("recall.workflows.options", "CommitOptions"),
+    "HistoryOptions": ("recall.workflows.options", "HistoryOptions"),
+    "BisectOptions": ("recall.workflows.options", "BisectOptions"),
+    "ExplainOptions": ("recall.workflows.options", "ExplainOptions"),
+    "Report": ("recall.analysis.model", "Report"),
+    "RecallError": ("recall.errors", "RecallError"),
+}
+__all__ = ["__version__", *API]
+
+
+def __getattr__(name: str) -> Any:
+    """An API name, its module imported now."""
+    if name not in API:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, attribute = API[name]
+    return getattr(importlib.import_module(module), attribute)

@@ -69,9 +69,6 @@ def main(argv: list[str] | None = None) -> int:
         ordered = command_first(list(sys.argv[1:] if argv is None else argv))
         command = ordered[0] if ordered[0] in COMMANDS else None
         args = build_parser(command).parse_args(ordered)
-        from recall.inputs.suite import locate  # after --version and --help, which need no files
-
-        locate(args)
         return commands.module(args.command).run(args)
     except RecallError as exc:  # shown(): one line, and no finder's ESC reaches the terminal
         print(f"recall: {shown(str(exc))}", file=sys.stderr)

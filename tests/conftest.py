@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,6 +54,10 @@ def pytest_configure(config: pytest.Config) -> None:
     mirror = mirror_dir()
     if mirror is not None:
         os.environ.setdefault("RECALL_MIRROR", str(mirror))
+    # The reference finder's compiled kernel, built once for every run of every test (the
+    # preset passes RECALL_KERNEL_CACHE): else each run compiles it anew in its own folder.
+    kernels = Path(tempfile.gettempdir()) / f"recall-tests-kernel-{os.getuid()}"
+    os.environ.setdefault("RECALL_KERNEL_CACHE", str(kernels))
 
 
 # The fixtures whose users are slow by what the fixture does (index a real corpus with

@@ -46,6 +46,7 @@ def test_doctor_without_ctags_fails_with_the_install_command_and_fzf_only_warns(
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     os.symlink(shutil.which("git"), bin_dir / "git")
+    os.symlink(shutil.which("cc"), bin_dir / "cc")  # the reference finder's kernel
     proc = _doctor(
         tmp_path / "cache", "--mirror", str(mirror_dir() or tmp_path),
         env={"PATH": str(bin_dir)},

@@ -78,7 +78,10 @@ def test_history_of_release_tags_is_one_row_per_commit_oldest_first(fzy: Path, r
     text = recall(fzy, real_cache, "history", "--tags", "0.[4-6]").stdout
     assert "e62a3c6 (0.4)  2016-05-19  Version 0.4  73 (86.9%)" in text
     markdown = recall(fzy, real_cache, "history", "--markdown", "--by", "type", "0.6", "0.4")
-    assert "| commit | date | subject | #1 | top 10 | found | MRR | errors |" in markdown.stdout
+    assert (
+        "| commit | date | subject | #1 | top 10 | found | MRR | nDCG@10 | errors |"
+        in markdown.stdout
+    )
     assert "## type abbr3" in markdown.stdout
     assert markdown.stdout.index("(0.4)") < markdown.stdout.index("(0.6)")  # oldest first
 
@@ -170,7 +173,7 @@ def test_a_point_links_to_its_commit_when_origin_is_on_github():
     assert github_commit_url("git@github.com:jhawthorn/fzy.git", sha) == url
     assert github_commit_url("/srv/git/fzy.git", sha) is None
     counts = {"n": 1, "first": 1, "top10": 1, "found": 1, "errors": 0, "first_pct": 100.0,
-              "top10_pct": 100.0, "found_pct": 100.0, "mrr": 1.0}  # fmt: skip
+              "top10_pct": 100.0, "found_pct": 100.0, "mrr": 1.0, "ndcg10": 1.0}  # fmt: skip
     row = {"sha": sha, "short": sha[:12], "date": "2016-07-10", "subject": "<b>s</b>",
            "refs": [], "url": url, "error": None, **counts}  # fmt: skip
     data = {"finder": "f", "engine": {"source": "e"}, "sourced": 1, "repos": ["gin"],

@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -150,17 +151,110 @@ def test_names_that_start_with_the_query_come_first_the_shorter_first(tmp_path_f
     assert names[:3] == ["TestError", "TestErrorSlice", "TestErrorLogger"]
 
 
-@pytest.mark.parametrize("cols", [1, 99, 100, 257, 1999, 2000, 2100])
-@pytest.mark.parametrize("rows", [1, 2, 5, 33])
-def test_the_running_max_equals_accumulate_on_every_path(rows, cols):
-    """The finder picks accumulate, shift doubling or a row loop by the number of names:
-    each must give np.maximum.accumulate exactly, ragged sizes and ties included."""
+# gin's query rows (both committed sets) and a few of every other shape (an owner, globs,
+# one letter, non-ASCII, empty), each with a digest of the finder's unlimited JSON answer
+# as the NumPy ranker of 3c81247 gave it: the compiled kernel must rank byte for byte the same.
+GOLDEN = ROOT / "tests" / "golden" / "reference-gin.tsv"
+
+
+@needs_ctags
+def test_the_compiled_kernel_ranks_gin_byte_for_byte_as_the_numpy_ranker_did(gin, tmp_path):
+    import hashlib
+
+    from recall.finders.reference.rank import Finder
+    from recall.finders.reference.store import build, load
+
+    build(gin.path, "go", tmp_path / "gin.db")
+    finder = Finder(load(tmp_path / "gin.db"))
+    rows = [line.split("\t") for line in GOLDEN.read_text().splitlines()]
+    assert len(rows) > 900
+    changed = [
+        query
+        for query, digest in rows
+        if hashlib.sha256(finder.search_json(query, 0)).hexdigest()[:16] != digest
+    ]
+    assert changed == []
+
+
+def test_the_compiled_kernel_is_kept_in_the_users_cache_dir_never_beside_the_code(tmp_path):
+    # the finder runs from a tree under test, which it must not write into: the kernel it
+    # compiles on first use goes to recall's folder under XDG_CACHE_HOME, and is reused
+    tree = tmp_path / "tree"
+    shutil.copytree(ROOT / "recall", tree / "recall", ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "m.py").write_text(SOURCE)
+    env = {k: v for k, v in os.environ.items() if k != "RECALL_KERNEL_CACHE"}
+    env.update(PYTHONPATH=str(tree), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    db = str(tmp_path / "m.db")
+    before = sorted(p.relative_to(tree) for p in tree.rglob("*"))
+    built = []
+    for args in (["index", str(tmp_path / "src"), "--language", "python"], ["query", "tesflo"]):
+        proc = subprocess.run(
+            [sys.executable, "-P", "-m", "recall.finders.reference", *args, "--db", db],
+            capture_output=True, text=True, env=env, timeout=300,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        built.append(sorted((tmp_path / "cache").rglob("kernel-*.so")))
+    assert proc.stdout.startswith("test_float_limits\t")
+    assert built[0] == []  # indexing needs no kernel
+    assert len(built[1]) == 1 and built[1][0].parent == tmp_path / "cache" / "recall" / "kernel"
+    assert sorted(p.relative_to(tree) for p in tree.rglob("*")) == before
+
+
+def test_a_finder_without_a_c_compiler_says_so_in_one_line(tmp_path, db):
+    env = {k: v for k, v in os.environ.items() if k != "RECALL_KERNEL_CACHE"}
+    env.update(PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    env["PATH"] = str(tmp_path)  # no cc there
+    proc = subprocess.run(
+        [sys.executable, "-P", "-m", "recall.finders.reference", "query", "tesflo", "--db",
+         str(db)], capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "recall.finders.reference: the reference finder compiles kernel.c on first use and "
+        "needs a C compiler: no `cc` on PATH (install gcc)"
+    ]
+
+
+def test_the_arrays_built_a_few_names_at_a_time_equal_those_built_at_once(monkeypatch):
+    # the ranker builds its arrays CHUNK names at a time: where a run of names ends must
+    # show nowhere, in the codes, word starts, skip costs, offsets or masks
     import numpy as np
 
-    from recall.finders.reference.rank import _running_max
+    from recall.finders.reference import rank
 
-    rng = np.random.default_rng(rows * 10_000 + cols)
-    x = rng.integers(-3, 4, size=(rows, cols)).astype(np.float32)
-    x[rng.random(x.shape) < 0.5] = -1e9
-    expected = np.maximum.accumulate(x, axis=0)
-    assert np.array_equal(_running_max(x.copy()), expected)
+    names = [f"{w}_{v}Name{k}" for k in range(500) for w, v in (("test", "ÉtéFoo"), ("x", "ab"))]
+    names += ["", "__", "HTTPServer", "naïve_café", "Ωmega2go"]
+    whole = rank.Ranker(names)
+    monkeypatch.setattr(rank, "CHUNK", 997)
+    chunked = rank.Ranker(names)
+    for field in ("codes", "starts", "through", "offsets", "lengths", "masks"):
+        assert np.array_equal(getattr(chunked.packed, field), getattr(whole.packed, field)), field
+    assert whole.packed.through.dtype == np.float32 and whole.packed.codes.size > 1000
+
+
+def test_a_damaged_kernel_in_the_cache_is_built_again(tmp_path, monkeypatch, db):
+    monkeypatch.setenv("RECALL_KERNEL_CACHE", str(tmp_path))
+    assert finder("query", "tesflo", "--db", str(db)).returncode == 0
+    (built,) = tmp_path.glob("kernel-*.so")
+    built.write_bytes(b"not a library")
+    proc = finder("query", "tesflo", "--db", str(db))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("test_float_limits\t")
+    assert built.read_bytes()[:4] == b"\x7fELF"
+
+
+def test_an_unwritable_kernel_cache_is_one_line_naming_it(tmp_path, monkeypatch):
+    from recall.errors import RecallError
+    from recall.finders.reference import kernel
+
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv("RECALL_KERNEL_CACHE", str(blocker / "kernels"))
+    kernel.library.cache_clear()
+    try:
+        with pytest.raises(RecallError, match=f"cannot write the compiled kernel into {blocker}"):
+            kernel.library()
+    finally:
+        kernel.library.cache_clear()

@@ -35,6 +35,17 @@ def test_gopls_without_go_is_missing_go_and_says_why(tmp_path, monkeypatch):
     assert missing_parts(load_preset("gopls"), sys.executable, values) == []
 
 
+def test_the_reference_finder_without_a_c_compiler_is_missing_cc(tmp_path, monkeypatch):
+    # it compiles its kernel on first use: a run refuses up front, as the doctor says
+    with_cc = _cut_path(tmp_path, "cc")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    values = {"tree": str(ROOT), "python": sys.executable}
+    (missing,) = missing_parts(load_preset("reference"), sys.executable, values)
+    assert (missing.detail, missing.fix) == ("not on PATH: cc", "apt-get install gcc")
+    monkeypatch.setenv("PATH", with_cc)
+    assert missing_parts(load_preset("reference"), sys.executable, values) == []
+
+
 def test_a_language_server_package_is_named_with_its_pinned_version():
     assert engine_needs(load_preset("jedi-lsp")).modules == ("jedi_language_server",)
     assert engine_needs(load_preset("basedpyright")).modules == ("basedpyright",)

@@ -1,6 +1,6 @@
 """The results page: rendered from fixed reports, and the peers it runs through the real CLI."""
 
-import argparse
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -11,6 +11,7 @@ from conftest import ROOT, Ran, mirror_dir, run_cli
 from recall.errors import RecallError
 from recall.finders.engine import load_preset
 from recall.render.results_page import agreement, latency_ms, render_results
+from recall.workflows.options import ResultsOptions
 from recall.workflows.results_page import (
     Peer,
     check_comparable,
@@ -151,15 +152,10 @@ def test_kept_reports_of_another_split_are_not_rendered_as_the_split_asked(tmp_p
 
 def test_results_split_runs_each_peer_on_that_split():
     peer = Peer("fzf", "fzf", "defaults")
-    args = argparse.Namespace(
-        queries="queries.tsv", corpus="corpus.json", jobs=1, mirror=None, cache=None,
-        split="holdout",
-    )  # fmt: skip
-    argv = peer_argv(peer, args, None)
+    options = ResultsOptions(corpus="corpus.json", split="holdout")
+    argv = peer_argv(peer, options, None)
     assert argv[argv.index("--split") + 1] == "holdout"
-    assert "--split" not in peer_argv(
-        peer, argparse.Namespace(**{**vars(args), "split": None}), None
-    )
+    assert "--split" not in peer_argv(peer, dataclasses.replace(options, split=None), None)
 
 
 def _server_entry(queries: int = 4) -> dict:

@@ -3,7 +3,6 @@ the current folder, else the default suite packaged with recall (issue 32 item 1
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 
@@ -97,17 +96,10 @@ def test_a_base_with_no_recall_toml_to_name_the_finder_is_refused_in_one_line(tm
 
 def test_a_committed_set_named_by_name_or_file_is_looked_up_like_the_default(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    args = argparse.Namespace(
-        command="run", finder=None, corpus=None, queries="typed", regress=None
-    )
-    locate(args)
-    assert args.queries == str(packaged("typed.tsv"))
-    assert args.corpus == str(packaged("corpus.json"))
-    assert args.default_regress == str(packaged("regress.tsv"))
-    args.queries = "typed.tsv"
-    locate(args)
-    assert args.queries == str(packaged("typed.tsv"))
+    found = locate("run", queries="typed")
+    assert found.queries == str(packaged("typed.tsv"))
+    assert found.corpus == str(packaged("corpus.json"))
+    assert found.default_regress == str(packaged("regress.tsv"))
+    assert locate("run", queries="typed.tsv").queries == str(packaged("typed.tsv"))
     (tmp_path / "mine.tsv").write_text("")
-    args.queries = "mine.tsv"
-    locate(args)
-    assert args.queries == "mine.tsv"  # a file of the user's own: as named
+    assert locate("run", queries="mine.tsv").queries == "mine.tsv"  # the user's own: as named

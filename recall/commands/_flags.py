@@ -1,12 +1,17 @@
 """The flags several commands share, defined once so that every command spells, defaults
 and explains them alike (the global three, the query set, the finder repo, how a report
-is printed, the run flags that history and bisect measure each commit with). It imports
-nothing heavy: the CLI reads GLOBAL_VALUE_FLAGS before it knows the command."""
+is printed, the run flags that history and bisect measure each commit with), and their
+values as the workflows take them. The defaults are the options' own
+(recall/workflows/options.py). It imports nothing heavy: the CLI reads GLOBAL_VALUE_FLAGS
+before it knows the command."""
 
 from __future__ import annotations
 
 import argparse
-import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from recall.workflows.options import CommitOptions, Data
 
 GLOBAL_VALUE_FLAGS = ("--cache", "--mirror", "--corpus")  # every command takes these
 
@@ -29,10 +34,10 @@ def add_common(parser: argparse.ArgumentParser) -> None:
 
 
 def add_build_timeout(parser: argparse.ArgumentParser) -> None:
-    from recall.running.build import BUILD_TIMEOUT_S
+    from recall.workflows.options import RunOptions
 
     parser.add_argument(
-        "--build-timeout", type=float, default=BUILD_TIMEOUT_S, metavar="SECONDS",
+        "--build-timeout", type=float, default=RunOptions.build_timeout, metavar="SECONDS",
         help="seconds a build may take before it is killed (default: %(default)g)",
     )  # fmt: skip
 
@@ -88,27 +93,31 @@ def add_split(parser: argparse.ArgumentParser) -> None:
 
 
 def add_jobs(parser: argparse.ArgumentParser) -> None:
+    from recall.workflows.options import RunOptions
+
     parser.add_argument(
         "--jobs",
         type=int,
-        default=os.cpu_count() or 1,
+        default=RunOptions.jobs,
         help="parallel queries: per-query processes, or batch processes drawing the rows "
         "of the corpora, the largest first (default: %(default)s, the cores)",
     )
 
 
 def add_timeout(parser: argparse.ArgumentParser) -> None:
+    from recall.workflows.options import RunOptions
+
     parser.add_argument(
         "--timeout",
         type=float,
-        default=30.0,
+        default=RunOptions.timeout,
         help="seconds per query before it counts as an error (default: %(default)s)",
     )
 
 
 def add_report_flags(p: argparse.ArgumentParser) -> None:
     """How a report is printed and judged: run and merge print the same report."""
-    from recall.workflows.run import DEFAULT_REGRESS
+    from recall.workflows.options import DEFAULT_REGRESS
 
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print the report as one JSON object")
@@ -174,3 +183,48 @@ def shard_spec(text: str) -> tuple[int, int]:
     if not (sep and k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n)):
         raise argparse.ArgumentTypeError(f"{text!r}: give K/N with 1 <= K <= N, as 2/3")
     return int(k), int(n)
+
+
+def locate_flags(args: argparse.Namespace) -> None:
+    """Fill in, in the flags of a command that works on them alone, what they left unsaid:
+    the finder's repo and the suite files, looked up as a workflow looks them up
+    (recall/inputs/suite.py)."""
+    from recall.inputs.suite import locate
+
+    found = locate(
+        args.command, finder=getattr(args, "finder", None),
+        corpus=getattr(args, "corpus", None), queries=getattr(args, "queries", None),
+    )  # fmt: skip
+    if hasattr(args, "finder"):
+        args.finder = found.finder
+    if hasattr(args, "corpus"):
+        args.corpus = found.corpus
+    if hasattr(args, "queries"):
+        args.queries = found.queries
+
+
+def tupled(values: list[str] | None) -> tuple[str, ...] | None:
+    """A repeatable flag's values as the options hold them (None: not given)."""
+    return None if values is None else tuple(values)
+
+
+def data_of(args: argparse.Namespace) -> Data:
+    """The data flags (the global three, the query set, --repo and --type) as the options
+    hold them."""
+    from recall.workflows.options import Data
+
+    return Data(
+        corpus=args.corpus, queries=args.queries, cache=args.cache, mirror=args.mirror,
+        repos=tupled(getattr(args, "repo", None)), types=tupled(getattr(args, "type", None)),
+    )  # fmt: skip
+
+
+def commit_options(args: argparse.Namespace) -> CommitOptions:
+    """The flags of add_commits_run, with which history and bisect measure each commit."""
+    from recall.workflows.options import CommitOptions
+
+    return CommitOptions(
+        data=data_of(args), finder=args.finder, engine=args.engine, jobs=args.jobs,
+        timeout=args.timeout, build_timeout=args.build_timeout, no_cache=args.no_cache,
+        allow_empty=args.allow_empty,
+    )  # fmt: skip

@@ -1,17 +1,16 @@
 """`recall bisect --good REF --bad REF`: the first commit at which a query's rank changed
-or the #1 rate fell (the search is recall/bisect.py's; this is its flags and the test of
-"bad" each way asks for)."""
+or the #1 rate fell (the search, and the test of "bad" each way asks for, are
+recall/workflows/bisection.py's; this is its flags)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from recall.commands._flags import add_commits_run
-from recall.errors import EXIT_OK, RecallError
-from recall.running.build import check_build_timeout
-from recall.workflows import bisection as bisection
-from recall.workflows import history
+from recall.commands._flags import add_commits_run, commit_options
+from recall.errors import EXIT_OK
+from recall.workflows import bisection
+from recall.workflows.options import BisectOptions
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -36,27 +35,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    check_build_timeout(args.build_timeout)
-    if args.metric and (args.drop is None or not args.drop > 0):
-        raise RecallError("--metric first_pct needs --drop PTS, above 0")
-    if args.drop is not None and not args.metric:
-        raise RecallError("--drop goes with --metric first_pct")
-    if args.source is not None and not args.query:
-        raise RecallError("--source goes with --query")
-    if args.query and not args.repo:
-        args.repo = [args.query.partition(":")[0]]
-    plan = history.make_plan(args)
-    row = bisection.query_row(plan, args.query, args.source) if args.query else None
-    if row is not None:
-        what = f"rank of {row.source} ({row.repo}:{row.query})"
-        rank = bisection.rank_of(plan, row)
-        verdict = bisection.bisect(plan, args.good, args.bad, rank, lambda g, v: v != g)
-    else:
-        what, drop = "#1 %", args.drop
-
-        def fell(good: float | int | None, value: float | int | None) -> bool:
-            return good is not None and value is not None and good - value >= drop - 1e-9
-
-        verdict = bisection.bisect(plan, args.good, args.bad, bisection.first_pct(plan), fell)
-    sys.stdout.write(bisection.render(plan, verdict, what, row))
+    options = options_of(args)
+    sys.stdout.write(bisection.bisect_text(options))
     return EXIT_OK
+
+
+def options_of(args: argparse.Namespace) -> BisectOptions:
+    return BisectOptions(
+        good=args.good, bad=args.bad, commits=commit_options(args), query=args.query,
+        source=args.source, metric=args.metric, drop=args.drop,
+    )  # fmt: skip

@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from recall.cache import discard, leftover_key, try_exclusive, use_lock
-from recall.commands._flags import add_common
+from recall.commands._flags import add_common, locate_flags
 from recall.errors import EXIT_OK, RecallError
 from recall.inputs.corpus import MARKER, Pin, cache_root, load_pins, read_marker
 from recall.inputs.symbols import ctags_identity, symbols_key
@@ -243,6 +243,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    locate_flags(args)
     if args.verb == "list":
         sys.stdout.write(render_list(entries(cache_root(args.cache))))
         return EXIT_OK

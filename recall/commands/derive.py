@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from recall.commands._flags import add_common
+from recall.commands._flags import add_common, locate_flags
 from recall.errors import EXIT_LOSS, EXIT_OK, RecallError
 from recall.files import write_atomic
 from recall.inputs import keystrokes
@@ -80,6 +80,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    locate_flags(args)
     verbs = {"recipes": _recipes, "sample": _sample, "all": _all}
     return verbs[args.verb](args)
 

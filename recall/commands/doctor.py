@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 import git
 
 from recall import __version__
-from recall.commands._flags import add_common, add_finder, add_queries
+from recall.commands._flags import add_common, add_finder, add_queries, locate_flags
 from recall.commands.cache import human, size
 from recall.errors import EXIT_FAILURE, EXIT_OK, RecallError
 from recall.finders.engine import (
@@ -394,6 +394,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    locate_flags(args)
     checks = diagnose(
         cache_root(args.cache), mirror_root(args.mirror), Path(args.corpus),
         query_set_path(args.queries), finder_root(Path(args.finder)),

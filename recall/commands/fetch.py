@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from recall.commands._flags import add_common
+from recall.commands._flags import add_common, locate_flags
 from recall.errors import EXIT_OK
 from recall.inputs.corpus import cache_root, fetch, load_pins, mirror_root, select_pins
 
@@ -17,6 +17,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    locate_flags(args)
     corpus = Path(args.corpus)
     pins = select_pins(load_pins(corpus), args.repos, corpus)
     cache, mirror = cache_root(args.cache), mirror_root(args.mirror)

@@ -1,20 +1,19 @@
 """`recall history`: the finder measured at many commits of its repo, as a table, JSON or
-a page of charts (the measuring is recall/history.py's, the rendering render/history.py's)."""
+a page of charts (the measuring is recall/workflows/history.py's, the rendering
+render/history.py's)."""
 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-import orjson
-
-from recall.commands._flags import add_commits_run, shard_spec
-from recall.errors import EXIT_FAILURE, EXIT_OK, RecallError
-from recall.files import target, write_atomic
-from recall.render import history as history_page
+from recall.commands._flags import add_commits_run, commit_options, shard_spec
+from recall.commands._output import print_history
+from recall.errors import EXIT_OK, RecallError
+from recall.files import target
 from recall.running.build import check_build_timeout
 from recall.workflows import history, history_shards
+from recall.workflows.options import HistoryOptions
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -34,7 +33,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--every",
         type=int,
-        default=1,
+        default=HistoryOptions.every,
         metavar="N",
         help="every Nth commit, counted back from the newest (default: 1)",
     )
@@ -59,27 +58,25 @@ def add_output_flags(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    check_build_timeout(args.build_timeout)
+    options = options_of(args)
+    check_build_timeout(options.commits.build_timeout)
     _check_shard_flags(args)
     for named in (args.html, args.save):
         if named:
             target(Path(named))  # a FIFO or a device there is refused before any work
-    plan = history.make_plan(args)
-    if args.tags is not None and args.revs:
-        raise RecallError("history: give --tags or RANGE|REF..., not both")
-    if args.tags is not None:
-        commits = history.tag_commits(plan.root, args.tags)
-    elif not args.revs:
-        raise RecallError("history: give a RANGE (A..B), REFs, or --tags [PATTERN]")
-    elif history.is_range(args.revs):
-        commits = history.range_commits(plan.root, args.revs, first_parent=args.first_parent)
-    else:
-        commits = history.listed_commits(plan.root, args.revs)
-    commits = history.thin(commits, args.every)
+    plan = history.make_plan(options.commits)
+    commits = history.chosen_commits(plan, options)
     if args.shard:
         return _shard(args, plan, commits)
     points = history.history(plan, commits)
     return print_history(args, history.as_json(plan, points))
+
+
+def options_of(args: argparse.Namespace) -> HistoryOptions:
+    return HistoryOptions(
+        commits=commit_options(args), revs=tuple(args.revs), tags=args.tags,
+        first_parent=args.first_parent, every=args.every,
+    )  # fmt: skip
 
 
 def _check_shard_flags(args: argparse.Namespace) -> None:
@@ -110,19 +107,3 @@ def _shard(args: argparse.Namespace, plan: history.Plan, commits: list[history.C
         "with the other shards' files makes the history"
     )
     return EXIT_OK
-
-
-def print_history(args: argparse.Namespace, data: dict) -> int:
-    """The history as --json, --markdown or text (and --html), and its exit status: 0
-    unless every commit failed."""
-    if args.html:
-        page = history_page.render_html(data, by=args.by).encode("utf-8")
-        try:
-            write_atomic(Path(args.html), page)
-        except OSError as exc:
-            raise RecallError(f"--html {args.html}: cannot write: {exc.strerror or exc}") from None
-    if args.json:
-        sys.stdout.buffer.write(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
-    else:
-        sys.stdout.write(history_page.render(data, by=args.by, markdown=args.markdown))
-    return EXIT_OK if any(commit["error"] is None for commit in data["commits"]) else EXIT_FAILURE

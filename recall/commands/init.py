@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from recall.commands._flags import add_finder
+from recall.commands._flags import add_finder, locate_flags
 from recall.errors import EXIT_OK, RecallError
 from recall.files import stage
 from recall.finders.engine import parse_engine, preset_names
@@ -254,6 +254,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    locate_flags(args)
     root = finder_root(Path(args.finder))
     path = root / FILENAME
     write_new(path, starter(args.preset, root))

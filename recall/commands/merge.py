@@ -1,7 +1,7 @@
 """`recall merge FILE...`: the files of `recall run --shard K/N --save FILE` as the one
-report the unsharded run prints (recall/merge.py joins them, run.cmd_merge reports), or
-those of `recall history --shard K/N --save FILE` as the one history
-(recall/history_shards.py)."""
+report the unsharded run prints (recall/workflows/merge.py joins them, run.merge reports),
+or those of `recall history --shard K/N --save FILE` as the one history
+(recall/workflows/history_shards.py)."""
 
 from __future__ import annotations
 
@@ -14,13 +14,16 @@ from recall.commands._flags import (
     add_report_flags,
     add_selection,
     add_split,
+    data_of,
+    locate_flags,
 )
-from recall.commands.history import print_history
+from recall.commands._output import output_of, print_history, print_report
 from recall.errors import RecallError
 from recall.inputs.queryset import SPLITS, query_set_path
 from recall.running.results_cache import HISTORY_KIND, SAVED_KIND, read_saved
 from recall.workflows import history, history_shards
 from recall.workflows import run as running
+from recall.workflows.options import MergeOptions
 
 NOUNS = {SAVED_KIND: "run", HISTORY_KIND: "history"}
 RUN_ONLY = ("fail_on_loss", "accept", "regress", "no_regress", "misses")
@@ -64,7 +67,12 @@ def run(args: argparse.Namespace) -> int:
             raise RecallError("--by goes with the files of a history's shards")
         if args.repo is None and args.type is None and args.split is None:
             args.repo, args.type, args.split = shards_selection(args.files, files)
-        return running.cmd_merge(args)
+        options = MergeOptions(
+            files=tuple(args.files), data=data_of(args), split=args.split,
+            strict_queries=args.strict_queries, accept=args.accept, regress=args.regress,
+            no_regress=args.no_regress, misses=args.misses, needs_baseline=args.fail_on_loss,
+        )  # fmt: skip
+        return print_report(running.merge(options), output_of(args))
     if args.split is not None:
         raise RecallError("--split goes with the files of a run's shards, not a history's")
     for flag in RUN_ONLY:
@@ -72,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
             raise RecallError(
                 f"--{flag.replace('_', '-')} goes with the files of a run's shards, not a history's"
             )
+    locate_flags(args)
     corpus, queries = Path(args.corpus), query_set_path(args.queries)
     pins, _all_rows, rows = history.select_rows(corpus, queries, args.repo, args.type)
     paths = [Path(f) for f in args.files]

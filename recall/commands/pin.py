@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from recall.commands._flags import add_common, add_queries
+from recall.commands._flags import add_common, add_queries, locate_flags
 from recall.errors import EXIT_OK, RecallError
 from recall.files import Staged, stage
 from recall.inputs.corpus import Pin, cache_root, fetch, load_pins, mirror_root, validate_pin
@@ -117,6 +117,15 @@ def _pin_locked(
     pin: Pin, n: int | None, corpus: Path, settings_path: Path, queries: Path, cache: Path,
     mirror: Path | None, force: bool, recipes: str,
 ) -> PinChange:  # fmt: skip
+    """pin() under its lock: read the three files, fetch the pinned commit, derive its rows,
+    and write the files back as a set. It is one function because every step reads what
+    the one before it decided, and the order keeps the project whole: the settings file
+    is checked before anything is fetched, the derived rows are made with the recipe set
+    the settings file names (not the one asked for, once the file says one), a pin whose
+    names yield no derived row refuses to drop the old ones unless forced, the hand-kept
+    rows whose source the move makes vanish are found by listing the previous pin's names
+    too (they are reported as stale, never dropped), and nothing is written until all of
+    it has worked, so a fault at any step leaves the three files as they were."""
     pins = load_pins(corpus) if corpus.exists() else {}
     previous = pins.get(pin.name)
     new_pins = {**pins, pin.name: pin}
@@ -297,6 +306,7 @@ def set_files(queries: str, settings: str | None) -> tuple[Path, Path]:
 
 
 def run(args: argparse.Namespace) -> int:
+    locate_flags(args)
     corpus = Path(args.corpus)
     queries, settings = set_files(args.queries, args.settings)
     change = pin_repo(

@@ -1,5 +1,6 @@
 """`recall results`: every peer finder and the reference over one query set, written as
-docs/RESULTS.md (recall/results.py runs them and renders the page)."""
+docs/RESULTS.md (recall/workflows/results_page.py runs them, render/results_page.py renders
+the page)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from recall.commands._flags import add_common, add_split
+from recall.commands._flags import add_common, add_split, tupled
 from recall.errors import EXIT_OK, RecallError
 from recall.files import target, write_atomic
 from recall.render.results_page import render_results
 from recall.workflows import results_page as results
+from recall.workflows.options import ResultsOptions
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -22,13 +24,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "(recall run --json each) and write the results page.",
     )
     add_common(parser)
-    parser.add_argument("--out", default="docs/RESULTS.md", help="the page to write")
+    parser.add_argument("--out", default=ResultsOptions.out, help="the page to write")
     parser.add_argument(
-        "--queries", default="queries.tsv", help="the query set: a file or a committed set's name"
+        "--queries",
+        default=ResultsOptions.queries,
+        help="the query set: a file or a committed set's name",
     )
     add_split(parser)
     parser.add_argument(
-        "--jobs", type=int, default=1,
+        "--jobs", type=int, default=ResultsOptions.jobs,
         help="parallel queries for per-query finders (default: 1, so latency is per query); "
         "every finder is run anew (no cached run), so its seconds are measured with these",
     )  # fmt: skip
@@ -48,14 +52,23 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run (or read back) every finder's report and write the page."""
-    if args.jobs < 1:
+    options = options_of(args)
+    if options.jobs < 1:
         raise RecallError("--jobs must be 1 or more")
-    target(Path(args.out))  # a FIFO or a device there is refused before any work
-    entries = results.peer_entries(args)
+    target(Path(options.out))  # a FIFO or a device there is refused before any work
+    entries = results.peer_entries(options)
     results.check_comparable(entries)
     page = render_results(entries, {**results.machine(), "jobs": results.measured_jobs(entries)})
-    out = Path(args.out)
+    out = Path(options.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(out, page.encode("utf-8"))
-    print(f"recall results: wrote {args.out} ({len(entries)} finders)", file=sys.stderr)
+    print(f"recall results: wrote {options.out} ({len(entries)} finders)", file=sys.stderr)
     return EXIT_OK
+
+
+def options_of(args: argparse.Namespace) -> ResultsOptions:
+    return ResultsOptions(
+        corpus=args.corpus, queries=args.queries, cache=args.cache, mirror=args.mirror,
+        split=args.split, jobs=args.jobs, reports=args.reports, render_only=args.render_only,
+        only=tupled(args.only), out=args.out,
+    )  # fmt: skip

@@ -1,5 +1,6 @@
-"""`recall run`, the default command: its flags. The run itself (build, measure, report,
-exit status) is recall/run.py's cmd_run."""
+"""`recall run`, the default command: its flags, turned into RunOptions, and the report
+printed as asked, with its exit status. The run itself (build, measure, report) is
+recall/workflows/run.py's."""
 
 from __future__ import annotations
 
@@ -16,9 +17,13 @@ from recall.commands._flags import (
     add_selection,
     add_split,
     add_timeout,
+    data_of,
     shard_spec,
 )
+from recall.commands._output import output_of, print_report
+from recall.errors import EXIT_OK
 from recall.workflows import run as running
+from recall.workflows.options import RunOptions
 
 
 class _Candidate(argparse.Action):
@@ -94,4 +99,30 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    return running.cmd_run(args)
+    options, output = options_of(args), output_of(args)
+    running.check_run(options, output)
+    measurement = running.measure(options)
+    if options.shard:
+        k, n = options.shard
+        rows = measurement.plan.rows
+        repos = ", ".join(dict.fromkeys(row.repo for row in rows))
+        print(
+            f"recall: shard {k}/{n} ({repos}): {len(rows)} rows, {len(measurement.measured)} "
+            f"runs saved to {options.save}; recall merge with the other shards' files makes "
+            "the report"
+        )
+        return EXIT_OK
+    report = running.report(measurement)
+    return print_report(report, output)
+
+
+def options_of(args: argparse.Namespace) -> RunOptions:
+    return RunOptions(
+        data=data_of(args), split=args.split, strict_queries=args.strict_queries,
+        finder=args.finder, candidates=tuple(args.candidates), base=args.base,
+        base_bin=args.base_bin, against=args.against, same_program_ok=args.same_program_ok,
+        jobs=args.jobs, timeout=args.timeout, build_timeout=args.build_timeout,
+        no_cache=args.no_cache, allow_empty=args.allow_empty, bench=args.bench,
+        accept=args.accept, regress=args.regress, no_regress=args.no_regress,
+        misses=args.misses, save=args.save, shard=args.shard,
+    )  # fmt: skip

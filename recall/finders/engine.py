@@ -131,6 +131,15 @@ def load_engine(path: Path) -> Engine:
 
 
 def parse_engine(data: bytes, source: str) -> Engine:
+    """The Engine an engine TOML's bytes describe, from `source` (a path, or `preset:NAME`),
+    every key checked here, in one place, and any fault refused as one line naming the
+    file and the key: an engine is the only input that says what the harness will run,
+    so a typo (an unknown key, a missing {query}, a NUL in an argument, a name both set
+    and passed) must stop a run before any build rather than measure the wrong program.
+    The keys every kind may declare (pass_env, inputs, toolchain) are read first, and a
+    kind other than "process" then rewrites its own keys into a process table
+    (_kind_table), so that every kind ends in the same checked argv lists; the digest is
+    of the bytes as written, which the results cache keys runs by."""
     try:
         doc = tomllib.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:

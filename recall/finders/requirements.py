@@ -34,11 +34,14 @@ PROGRAM_NEEDS = {"gopls": ("go",)}
 # The Debian package of each program a preset starts (.ci/run installs the same).
 APT_PACKAGES = {
     "fzf": "fzf", "fzy": "fzy", "gopls": "gopls", "go": "golang-go", "node": "nodejs",
-    "npm": "npm",
+    "npm": "npm", "cc": "gcc",
 }  # fmt: skip
 # A module a preset runs through an adapter of recall's (`-m recall.finders.kinds.frizbee`) whose
 # library is not in its argv.
 ADAPTER_MODULES = {"recall.finders.kinds.frizbee": ("frizbee",)}
+# A module run with `-m` that starts programs of its own: the reference finder compiles
+# its kernel (kernel.c) with cc on first use.
+MODULE_PROGRAMS = {"recall.finders.reference": ("cc",)}
 # A module's distribution where the names differ.
 DISTRIBUTIONS = {"jedi_language_server": "jedi-language-server"}
 PROBE_TIMEOUT_S = 20.0
@@ -85,6 +88,7 @@ def engine_needs(engine: Engine) -> Needs:
             continue
         if argv[0] == "{python}":
             modules += _python_modules(argv[1:])
+            programs += MODULE_PROGRAMS.get(_flag(argv, "-m") or "", ())
         elif _on_path(argv[0]):
             programs.append(argv[0])
     if engine.kind == "python":

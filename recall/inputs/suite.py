@@ -11,7 +11,7 @@ settings too). `recall derive` reads and writes its files in the current folder.
 
 from __future__ import annotations
 
-import argparse
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
@@ -62,29 +62,42 @@ def config_of(finder: str | None) -> Path | None:
     return None
 
 
-def locate(args: argparse.Namespace) -> None:
-    """Fill in what a command's flags left unsaid: `finder` (None: the folder of the
-    recall.toml found from here up, else here), `corpus` and `queries` (None, or a
-    committed set named by name or file name, `typed` or `typed.tsv`, that is no file
-    here: the suite file looked up), and `default_regress` (the regress cases a run reads
-    when --regress names none). `config` is the recall.toml that set them, or None;
-    `finder_named`, whether --finder or a recall.toml named the finder."""
-    finder = getattr(args, "finder", None)
+@dataclass(frozen=True)
+class Located:
+    """What a command's flags left unsaid, filled in: the finder's repo, the suite files,
+    and the recall.toml that set them."""
+
+    finder: str  # the folder of the recall.toml found from here up, else here
+    config: Path | None  # the recall.toml that set them, or None
+    finder_named: bool  # whether --finder or a recall.toml named the finder
+    corpus: str
+    queries: str | None  # None only for derive, whose None is every set
+    default_regress: str  # the regress cases a run reads when --regress names none
+
+
+def locate(
+    command: str, *, finder: str | None = None, corpus: str | None = None,
+    queries: str | None = None,
+) -> Located:  # fmt: skip
+    """Fill in `finder` (None: the folder of the recall.toml found from here up, else
+    here), `corpus` and `queries` (None, or a committed set named by name or file name,
+    `typed` or `typed.tsv`, that is no file here: the suite file looked up). A finder named
+    by no flag and no recall.toml leaves `finder_named` false: a run may then measure the
+    reference finder recall ships."""
     config = config_of(finder)
-    if hasattr(args, "finder") and finder is None:
-        args.finder = str(config.parent) if config else "."
-    args.config = config
-    # no finder named or found: a run may measure the reference finder recall ships
-    args.finder_named = finder is not None or config is not None
-    writes = args.command in WRITERS
-    if getattr(args, "corpus", "") is None:
-        args.corpus = str(suite_file(CORPUS, config, writes=writes))
-    if args.command != "derive" and hasattr(args, "queries"):  # derive all: None is every set
+    writes = command in WRITERS
+    if command != "derive":  # derive all: None is every set
         files = {file for file, _settings in QUERY_SETS.values()}
-        name = QUERY_SETS[args.queries][0] if args.queries in QUERY_SETS else args.queries
-        if args.queries is None:
-            args.queries = str(suite_file(QUERIES, config, writes=writes))
-        elif not writes and name in files and not Path(args.queries).exists():
-            args.queries = str(suite_file(name, config))  # `typed`, or typed.tsv from anywhere
-    if hasattr(args, "regress"):
-        args.default_regress = str(suite_file(REGRESS, config))
+        name = QUERY_SETS[queries][0] if queries in QUERY_SETS else queries
+        if queries is None:
+            queries = str(suite_file(QUERIES, config, writes=writes))
+        elif not writes and name in files and not Path(queries).exists():
+            queries = str(suite_file(name, config))  # `typed`, or typed.tsv from anywhere
+    return Located(
+        finder=finder if finder is not None else str(config.parent) if config else ".",
+        config=config,
+        finder_named=finder is not None or config is not None,
+        corpus=corpus if corpus is not None else str(suite_file(CORPUS, config, writes=writes)),
+        queries=queries,
+        default_regress=str(suite_file(REGRESS, config)),
+    )

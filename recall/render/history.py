@@ -8,6 +8,7 @@ that came from a repository (subjects, tags, names), since a stranger wrote them
 
 from __future__ import annotations
 
+from recall.render import columns
 from recall.render.escape import html as _e
 from recall.render.escape import markdown as markdown_text
 from recall.render.html import page_css
@@ -19,7 +20,10 @@ METRIC_COLORS = {"first_pct": "#08519c", "top10_pct": "#6baed6", "mrr": "#e6550d
 GROUP_COLORS = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d",
                 "#666666", "#1f78b4", "#b2df8a")  # fmt: skip
 CSS = page_css(1200, 11)
-HEAD = ["commit", "date", "subject", "#1", "top 10", "found", "MRR", "errors"]
+# A commit's row: who it is, then the counts columns every report shows (render/columns.py)
+# but n, which the heading gives once.
+COUNTED = columns.COUNTS[1:]
+HEAD = ["commit", "date", "subject", *(column.header for column in COUNTED)]
 
 
 def _count(n: int, noun: str) -> str:
@@ -35,13 +39,11 @@ def _name(commit: dict) -> str:
 def _cells(commit: dict, c: dict | None) -> list[str]:
     head = [_name(commit), commit["date"][:10], commit["subject"]]
     if commit["error"] is not None:
-        return [*head, "-", "-", "-", "-", f"failed: {commit['error']}"]
+        return [*head, *["-"] * (len(COUNTED) - 1), f"failed: {commit['error']}"]
     if c is None:
-        return [*head, "-", "-", "-", "-", "-"]
-    return [
-        *head, f"{c['first']} ({c['first_pct']:.1f}%)", f"{c['top10']} ({c['top10_pct']:.1f}%)",
-        f"{c['found']} ({c['found_pct']:.1f}%)", f"{c['mrr']:.3f}", str(c["errors"]),
-    ]  # fmt: skip
+        return [*head, *["-"] * len(COUNTED)]
+    counts = columns.counts_from_json(c)
+    return [*head, *(column.cell(counts, columns.NO_MARKS) for column in COUNTED)]
 
 
 def groups(data: dict, by: str | None) -> list[str]:

@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Literal, TypeVar
 
-from recall.analysis.model import QueryResult, RunResult
+from recall.analysis.model import QueryResult, RunResult, UnknownSource
 from recall.errors import RecallError
 from recall.inputs.corpus import Pin, fetch, is_clean
 from recall.inputs.queryset import QueryRow
@@ -289,4 +289,31 @@ def check_answered(run: RunResult, *, allow_empty: bool) -> None:
             f"{run.label}: {len(off)} of the {len(listed)} answers that listed anything name "
             f"nothing in the corpus (the first begin {quoted}): the engine description is "
             "probably wrong (does its output give names?)"
+        )
+
+
+def unknown_sources(
+    rows: list[QueryRow], corpora: dict[str, Corpus], all_rows: list[QueryRow]
+) -> tuple[UnknownSource, ...]:
+    """The sourced rows whose source is not a name of their corpus at its pin, with their
+    lines in the file (rows are unique; line 1 is the header)."""
+    names = {repo: set(corpus.names) for repo, corpus in corpora.items()}
+    lines = {row: i + 2 for i, row in enumerate(all_rows)}
+    return tuple(
+        UnknownSource(row.repo, row.query, row.type, row.source, lines[row])
+        for row in rows
+        if row.sourced and row.source not in names[row.repo]
+    )
+
+
+def check_sources(
+    rows: list[QueryRow], corpora: dict[str, Corpus], path: Path, all_rows: list[QueryRow]
+) -> None:
+    """Every source of a strict query set (a committed one, or any with --strict-queries)
+    must be a name of its corpus at its pin: a source that is not (a typo in a hand-kept
+    row, a trailing space, a pin moved without regenerating) would count as the finder's
+    miss. Checked once the names are known, that is, before a binary runs."""
+    for row in unknown_sources(rows, corpora, all_rows)[:1]:
+        raise RecallError(
+            f"{path}:{row.line}: source {row.source!r} is not a name of {row.repo} at its pin"
         )

@@ -50,6 +50,8 @@ INDEX_TIMEOUT_S = 1800.0  # indexing a corpus is one long step, not a query
 RUN_PREFIX = "recall-run-"
 LOCK_NAME = ".recall-lock"
 
+MAX_TIMEOUT_S = 86400.0  # a day: poll() and time_t overflow long before inf
+
 
 def _tail(data: bytes) -> str:
     text = data.decode("utf-8", "replace").strip()
@@ -503,6 +505,15 @@ def sweep_stale_sessions() -> None:
                 shutil.rmtree(folder, ignore_errors=True)
         except OSError:
             continue
+
+
+def check_timeout(seconds: float) -> None:
+    """A per-query timeout is a finite number of seconds: NaN compares false with every
+    bound, and inf (or 1e300) overflows the clock arithmetic that waits on a finder."""
+    if not 0 < seconds <= MAX_TIMEOUT_S:
+        raise RecallError(
+            f"--timeout {seconds:g}: give seconds above 0 and at most {MAX_TIMEOUT_S:g}"
+        )
 
 
 def limit_of(row: QueryRow) -> int:

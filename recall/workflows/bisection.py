@@ -10,6 +10,7 @@ named as the range the change is in.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import shlex
 from collections.abc import Callable
@@ -17,9 +18,18 @@ from dataclasses import dataclass
 
 from recall.errors import RecallError
 from recall.inputs.queryset import QueryRow
-from recall.running.build import resolve_commit
+from recall.running.build import check_build_timeout, resolve_commit
 from recall.terminal import Task, progress, safe_output
-from recall.workflows.history import Commit, Plan, Point, commit_info, measure, range_commits
+from recall.workflows.history import (
+    Commit,
+    Plan,
+    Point,
+    commit_info,
+    make_plan,
+    measure,
+    range_commits,
+)
+from recall.workflows.options import BisectOptions
 
 
 @dataclass(frozen=True)
@@ -37,6 +47,38 @@ class Verdict:
     skipped: tuple[Commit, ...]
     candidates: tuple[Commit, ...]  # more than one: skips hide which of these it is
     tested: int
+
+
+def bisect_text(options: BisectOptions) -> str:
+    """The first commit between good and bad where the query's rank changed, or where the
+    #1 rate fell by `drop` points or more from good's, as `recall bisect` prints it: the
+    Python API's `recall.bisect`."""
+    check_build_timeout(options.commits.build_timeout)
+    if options.metric and (options.drop is None or not options.drop > 0):
+        raise RecallError("--metric first_pct needs --drop PTS, above 0")
+    if options.drop is not None and not options.metric:
+        raise RecallError("--drop goes with --metric first_pct")
+    if options.source is not None and not options.query:
+        raise RecallError("--source goes with --query")
+    commit_options = options.commits
+    if options.query and not commit_options.data.repos:
+        repos = (options.query.partition(":")[0],)
+        data = dataclasses.replace(commit_options.data, repos=repos)
+        commit_options = dataclasses.replace(commit_options, data=data)
+    plan = make_plan(commit_options)
+    row = query_row(plan, options.query, options.source) if options.query else None
+    if row is not None:
+        what = f"rank of {row.source} ({row.repo}:{row.query})"
+        rank = rank_of(plan, row)
+        verdict = bisect(plan, options.good, options.bad, rank, lambda g, v: v != g)
+    else:
+        what, drop = "#1 %", options.drop or 0.0
+
+        def fell(good: float | int | None, value: float | int | None) -> bool:
+            return good is not None and value is not None and good - value >= drop - 1e-9
+
+        verdict = bisect(plan, options.good, options.bad, first_pct(plan), fell)
+    return render(plan, verdict, what, row)
 
 
 def query_row(plan: Plan, spec: str, source: str | None = None) -> QueryRow:

@@ -8,19 +8,24 @@ indexes the one corpus the query belongs to, once per binary.
 
 from __future__ import annotations
 
+import os
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
 from recall.analysis.model import TOP, QueryResult
 from recall.errors import RecallError
-from recall.inputs.corpus import Pin
-from recall.inputs.queryset import HAND, QueryRow
-from recall.running.session import Session
+from recall.finders.engine import finder_env, resolve_engine
+from recall.inputs.corpus import Pin, cache_root, load_pins, mirror_root, select_pins
+from recall.inputs.keystrokes import refuse_typing
+from recall.inputs.queryset import HAND, QueryRow, is_committed_set, query_set_path, read_queries
+from recall.inputs.suite import locate
+from recall.running.build import check_build_timeout, finder_root, make_binaries
+from recall.running.measure import open_corpus
+from recall.running.session import Session, check_timeout
 from recall.running.values import Corpus, FinderBuild
 from recall.terminal import safe_output, shown
-
-EXPLAIN_TIMEOUT_S = 30.0
+from recall.workflows.options import ExplainOptions
 
 
 @dataclass(frozen=True)
@@ -29,6 +34,43 @@ class Side:
     bin: str
     index_s: float
     result: QueryResult
+
+
+@dataclass(frozen=True)
+class Explained:
+    """One query explained: its JSON (`as_json`, with the environment the finder ran
+    with) and each binary's side, which the text is rendered from."""
+
+    data: dict
+    sides: list[Side]
+
+
+def explain(options: ExplainOptions) -> Explained:
+    """The query through each binary the options name, top 10 each, with the row's
+    source marked: the Python API's `recall.explain`, and `recall explain`."""
+    check_timeout(options.timeout)
+    check_build_timeout(options.build_timeout)
+    found = locate("explain", finder=options.finder, corpus=options.data.corpus,
+                   queries=options.data.queries)  # fmt: skip
+    corpus, queries = Path(found.corpus), query_set_path(found.queries or "")
+    (pin,) = select_pins(load_pins(corpus), [options.repo], corpus)
+    refuse_typing(queries, "recall explain")
+    rows = read_queries(queries, None) if queries.exists() else []
+    row = pick_row(rows, pin.name, options.query, options.source, options.type)
+    cache = cache_root(options.data.cache)
+    root = finder_root(Path(found.finder))
+    engine = resolve_engine(options.engine, root)
+    target = open_corpus(pin, cache, mirror_root(options.data.mirror))
+    strict = is_committed_set(found.queries)
+    check_source(row, target.names, bool(options.source), rows, queries, strict)
+    binaries = make_binaries(
+        root, engine, cache, bin_path=options.bin, base=options.base, base_bin=options.base_bin,
+        build_timeout=options.build_timeout,
+    )  # fmt: skip
+    sides = [explain_one(b, target, row, options.timeout) for b in binaries]
+    data = as_json(pin, row, sides)
+    data["environment"] = finder_env(engine, os.environ)  # what the finder ran with
+    return Explained(data, sides)
 
 
 def pick_row(

@@ -14,7 +14,6 @@ rendering lives in render/history.py.
 
 from __future__ import annotations
 
-import argparse
 import fnmatch
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,13 +30,26 @@ from recall.finders.engine import Engine, resolve_engine
 from recall.inputs.corpus import Pin, cache_root, load_pins, mirror_root
 from recall.inputs.keystrokes import refuse_typing
 from recall.inputs.queryset import QueryRow, query_set_path, read_queries, select
-from recall.running.build import base_binary, build_key, finder_root, resolve_commit
+from recall.inputs.suite import locate
+from recall.running.build import (
+    base_binary,
+    build_key,
+    check_build_timeout,
+    finder_root,
+    resolve_commit,
+)
 from recall.running.identity import data_key, unseen_code
-from recall.running.measure import check_answered, open_corpus, run_binary
+from recall.running.measure import (
+    check_answered,
+    check_sources,
+    open_corpus,
+    run_binary,
+)
 from recall.running.results_cache import cached_run, run_key, store_run
+from recall.running.session import check_timeout
 from recall.running.values import Corpus
 from recall.terminal import progress
-from recall.workflows.run import check_sources, check_timeout
+from recall.workflows.options import CommitOptions, HistoryOptions, listed
 
 SCHEMA = 1
 KIND = "recall-history"
@@ -98,22 +110,52 @@ class Point:
         return self.run is not None
 
 
-def make_plan(args: argparse.Namespace) -> Plan:
-    """The Plan from history's or bisect's flags, checked as `recall run` checks them."""
-    check_timeout(args.timeout)
-    if args.jobs < 1:
-        raise RecallError(f"--jobs {args.jobs}: give 1 or more")
-    corpus_path, queries_path = Path(args.corpus), query_set_path(args.queries)
-    pins, all_rows, rows = select_rows(corpus_path, queries_path, args.repo, args.type)
-    root = finder_root(Path(args.finder))
+def make_plan(options: CommitOptions) -> Plan:
+    """The Plan of history's or bisect's options, checked as `recall run` checks them."""
+    check_timeout(options.timeout)
+    if options.jobs < 1:
+        raise RecallError(f"--jobs {options.jobs}: give 1 or more")
+    data = options.data
+    found = locate("history", finder=options.finder, corpus=data.corpus, queries=data.queries)
+    corpus_path, queries_path = Path(found.corpus), query_set_path(found.queries or "")
+    pins, all_rows, rows = select_rows(
+        corpus_path, queries_path, listed(data.repos), listed(data.types)
+    )
+    root = finder_root(Path(found.finder))
     return Plan(
-        root=root, engine=resolve_engine(args.engine, root), engine_spec=args.engine,
+        root=root, engine=resolve_engine(options.engine, root), engine_spec=options.engine,
         pins=pins, rows=rows, all_rows=all_rows, corpus_path=corpus_path.absolute(),
-        queries_path=queries_path.absolute(),
-        cache=cache_root(args.cache), mirror=mirror_root(args.mirror), timeout=args.timeout,
-        build_timeout=args.build_timeout, jobs=args.jobs, no_cache=args.no_cache,
-        allow_empty=args.allow_empty,
+        queries_path=queries_path.absolute(), cache=cache_root(data.cache),
+        mirror=mirror_root(data.mirror), timeout=options.timeout,
+        build_timeout=options.build_timeout, jobs=options.jobs, no_cache=options.no_cache,
+        allow_empty=options.allow_empty,
     )  # fmt: skip
+
+
+def measure_history(options: HistoryOptions) -> dict:
+    """The history of the options' commits as its JSON (docs/history.md): the Python API's
+    `recall.history`, and `recall history` without --shard."""
+    check_build_timeout(options.commits.build_timeout)
+    plan = make_plan(options.commits)
+    commits = chosen_commits(plan, options)
+    return as_json(plan, history(plan, commits))
+
+
+def chosen_commits(plan: Plan, options: HistoryOptions) -> list[Commit]:
+    """The commits a history measures: a range, refs, or the tags matching a pattern,
+    thinned to every Nth."""
+    if options.tags is not None and options.revs:
+        raise RecallError("history: give --tags or RANGE|REF..., not both")
+    revs = list(options.revs)
+    if options.tags is not None:
+        commits = tag_commits(plan.root, options.tags)
+    elif not revs:
+        raise RecallError("history: give a RANGE (A..B), REFs, or --tags [PATTERN]")
+    elif is_range(revs):
+        commits = range_commits(plan.root, revs, first_parent=options.first_parent)
+    else:
+        commits = listed_commits(plan.root, revs)
+    return thin(commits, options.every)
 
 
 def select_rows(

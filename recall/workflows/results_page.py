@@ -8,7 +8,7 @@ the page can be re-rendered from saved reports and tested without running any fi
 
 from __future__ import annotations
 
-import argparse
+import dataclasses
 import importlib.metadata
 import importlib.util
 import os
@@ -30,8 +30,10 @@ from recall.files import write_atomic
 from recall.finders.engine import Engine, load_preset
 from recall.finders.kinds.node import TREE_FOLDER, locked_version
 from recall.inputs.corpus import load_pins
+from recall.inputs.suite import locate
 from recall.running.build import finder_root
 from recall.terminal import progress
+from recall.workflows.options import ResultsOptions
 
 TAIL = 400
 
@@ -263,13 +265,13 @@ def served_repos(engine: Engine, corpus: Path) -> list[str]:
 
 
 def run_peer(
-    peer: Peer, args: argparse.Namespace, repos: list[str] | None = None
+    peer: Peer, options: ResultsOptions, repos: list[str] | None = None
 ) -> tuple[dict, list[str | None]]:
     """One `recall run --json` over the query set (of repos only, when given), and the
     name each query got first; a failed run stops the page. It runs with --no-cache: a
     cached run's answers are right for any --jobs, but its seconds were measured with the
     --jobs of another day, and the page prints them as this run's."""
-    argv = peer_argv(peer, args, repos)
+    argv = peer_argv(peer, options, repos)
     progress().say(f"recall results: {peer.label}: {' '.join(argv[1:])}")
     with tempfile.TemporaryDirectory(prefix="recall-results-") as scratch:
         saved = Path(scratch) / "saved.json"
@@ -281,19 +283,21 @@ def run_peer(
         return report, first_names(orjson.loads(saved.read_bytes()), report["queries"])
 
 
-def peer_argv(peer: Peer, args: argparse.Namespace, repos: list[str] | None) -> list[str]:
+def peer_argv(peer: Peer, options: ResultsOptions, repos: list[str] | None) -> list[str]:
     """The `recall run` command line of one peer: its preset over the query set (and the
-    --split side, when given), measured anew."""
+    --split side, when given), measured anew. The options' suite files are located
+    already (peer_entries)."""
     argv = [sys.executable, "-m", "recall", "run", "--engine", peer.preset, "--json"]
-    argv += ["--queries", args.queries, "--corpus", args.corpus, "--jobs", str(args.jobs)]
+    argv += ["--queries", options.queries, "--corpus", str(options.corpus)]
+    argv += ["--jobs", str(options.jobs)]
     argv.append("--no-cache")  # the page's seconds are measured now, with these --jobs
     for repo in repos or ():
         argv += ["--repo", repo]
     if peer.allow_empty:
         argv.append("--allow-empty")
     for flag, value in (
-        ("--bin", peer.bin), ("--mirror", args.mirror), ("--cache", args.cache),
-        ("--split", args.split),
+        ("--bin", peer.bin), ("--mirror", options.mirror), ("--cache", options.cache),
+        ("--split", options.split),
     ):  # fmt: skip
         if value:
             argv += [flag, value]
@@ -372,54 +376,53 @@ def measured_jobs(entries: list[dict]) -> str:
     return jobs.pop()
 
 
-def peer_entries(args: argparse.Namespace) -> list[dict]:
+def peer_entries(options: ResultsOptions) -> list[dict]:
+    """Every peer's entry of the page, run now or read back from options.reports."""
+    found = locate("results", corpus=options.corpus, queries=options.queries)
+    options = dataclasses.replace(options, corpus=found.corpus, queries=found.queries or "")
     root = finder_root(Path("."))
-    peers = [p for p in default_peers() if not args.only or p.preset in args.only]
+    only = options.only
+    peers = [p for p in default_peers() if not only or p.preset in only]
     if not peers:
-        raise RecallError(f"--only {', '.join(args.only)}: no such peer")
-    folder = Path(args.reports) if args.reports else None
-    if args.render_only and folder is None:
+        raise RecallError(f"--only {', '.join(only or ())}: no such peer")
+    folder = Path(options.reports) if options.reports else None
+    if options.render_only and folder is None:
         raise RecallError("--render-only needs --reports DIR")
     entries = []
     status = progress()
     with status.task("results", len(peers), "finders") as counted:
         for peer in peers:
-            entries.append(_peer_entry(peer, args, root, folder))
+            entries.append(_peer_entry(peer, options, root, folder))
             status.advance(counted)
     return entries
 
 
-def _peer_entry(peer: Peer, args: argparse.Namespace, root: Path, folder: Path | None) -> dict:
+def _peer_entry(peer: Peer, options: ResultsOptions, root: Path, folder: Path | None) -> dict:
     """One finder's entry of the page: run now, or read back from --reports."""
-    if peer.bin and not args.render_only and not Path(peer.bin).is_file():
+    if peer.bin and not options.render_only and not Path(peer.bin).is_file():
         raise RecallError(
             f"{peer.label}: {peer.bin} not found: pip install iterfzf==1.9.0.67.0 "
             "(or make results, which installs the peers extra)"
         )
-    if args.render_only:
+    if options.render_only:
         assert folder is not None
         entry = _read_entry(_report_path(folder, peer))
         shown = entry["report"].get("split")
-        if args.split and shown != args.split:
+        if options.split and shown != options.split:
             raise RecallError(
                 f"{_report_path(folder, peer)}: a kept report of the {shown or 'whole'} set's "
-                f"rows, not the {args.split} split's: run recall results --split {args.split}"
+                f"rows, not the {options.split} split's: run recall results --split "
+                f"{options.split}"
             )
         return entry
     engine = load_preset(peer.preset)
-    report, firsts = run_peer(peer, args, served_repos(engine, Path(args.corpus)))
+    report, firsts = run_peer(peer, options, served_repos(engine, Path(str(options.corpus))))
     entry = {
         "label": peer.label, "version": finder_version(peer, engine, root),
         "command": command_line(peer, engine), "note": peer.note,
         "languages": list(engine.languages),
-        "report": report, "firsts": firsts, "jobs": args.jobs,
+        "report": report, "firsts": firsts, "jobs": options.jobs,
     }  # fmt: skip
     if folder is not None:
         write_atomic(_report_path(folder, peer), orjson.dumps(entry, option=orjson.OPT_INDENT_2))
     return entry
-
-
-if __name__ == "__main__":  # the command's old spelling, kept for scripts
-    from recall.cli import main
-
-    sys.exit(main(["results", *sys.argv[1:]]))

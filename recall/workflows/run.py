@@ -1,15 +1,14 @@
-"""The default command's work: build the binaries, run them, report, choose the exit."""
+"""The default command's work: build the binaries, run them, and make their report (the
+command prints it and chooses the exit status)."""
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import hashlib
 import platform
 import re
 import shutil
-import sys
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -35,8 +34,8 @@ from recall.analysis.regress import Case, read_cases
 from recall.analysis.report import analyse
 from recall.analysis.typing_report import prompt_answers, typing_report
 from recall.cache import keep_file, read_file, warn
-from recall.errors import EXIT_LOSS, EXIT_OK, RecallError
-from recall.files import target, write_atomic
+from recall.errors import RecallError
+from recall.files import target
 from recall.finders.engine import Engine, preset_names, resolve_engine
 from recall.finders.requirements import require
 from recall.inputs import derive, keystrokes, symbols
@@ -52,10 +51,9 @@ from recall.inputs.queryset import (
     read_queries,
     select,
 )
+from recall.inputs.suite import locate
 from recall.inputs.symbols import checkout_symbols, ctags_identity, ctags_version
 from recall.render.commandline import option
-from recall.render.html import render_html
-from recall.render.text import render
 from recall.running.build import (
     base_binary,
     check_build_timeout,
@@ -66,7 +64,13 @@ from recall.running.build import (
 )
 from recall.running.identity import data_key, file_identity, unseen_code
 from recall.running.interpreter import finder_python
-from recall.running.measure import check_answered, open_corpus, run_binary
+from recall.running.measure import (
+    check_answered,
+    check_sources,
+    open_corpus,
+    run_binary,
+    unknown_sources,
+)
 from recall.running.results_cache import (
     Flags,
     cached_run,
@@ -75,12 +79,13 @@ from recall.running.results_cache import (
     save_runs,
     store_run,
 )
+from recall.running.session import check_timeout
 from recall.running.values import Corpus, FinderBuild
 from recall.workflows.bench import run_bench
 from recall.workflows.merge import merge_saved
+from recall.workflows.options import DEFAULT_REGRESS, MergeOptions, Output, RunOptions, listed
 
-DEFAULT_REGRESS = "regress.tsv"
-MAX_TIMEOUT_S = 86400.0  # a day: poll() and time_t overflow long before inf
+NOTHING_PRINTED = Output()  # the API's: it returns the report
 LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
 
 
@@ -130,53 +135,106 @@ def split_label(raw: str) -> tuple[str | None, str]:
     return None, raw
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    _check_flags(args)
-    corpus_path, queries_path = Path(args.corpus), query_set_path(args.queries)
+def run(options: RunOptions) -> Report:
+    """Measure the binaries the options name over the selected rows and report on them:
+    the Python API's `recall.run`, and `recall run` without --shard."""
+    check_run(options)
+    if options.shard:
+        raise RecallError("--shard: a shard makes no report; measure() saves its runs")
+    return report(measure(options))
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """What a run measured, before any report: the plan, each binary's results (the
+    baseline first), what the report's header says they ran with, and the timing of
+    the hand queries (--bench)."""
+
+    plan: Plan
+    measured: list[Measured]
+    has_base: bool
+    meta: dict
+    ceiling: CeilingSummary | None  # None for a shard, which makes no report
+    bench: BenchSummary | None = None
+
+
+def report(measurement: Measurement) -> Report:
+    """The report of what was measured: analysis alone, no file read and no process run."""
+    if measurement.ceiling is None:
+        raise RecallError("--shard: a shard makes no report; recall merge makes it")
+    return _analyse(
+        measurement.plan, measurement.measured, has_base=measurement.has_base,
+        meta=measurement.meta, ceiling=measurement.ceiling, bench=measurement.bench,
+    )  # fmt: skip
+
+
+def measure(options: RunOptions) -> Measurement:
+    """Build and run every binary the options name (the baseline first), from the
+    results cache where it holds them, and save the runs when asked (a shard's go to
+    `recall merge`); check_run has checked the options.
+
+    Why it is one long function: the order of its steps is the contract. Every finder's
+    requirements are met, before a corpus is fetched or a base built, so a mistyped flag
+    or a missing program costs nothing; a run answered wholly from the results cache
+    fetches no corpus and builds nothing but the working tree (a strict query set's
+    sources are checked against the corpora only when a binary actually runs); the
+    baseline is measured first, so that every later run is diffed against it; and each
+    run is refused as empty before it is saved or reported, so that no number from a
+    finder that answered nothing is ever shown."""
+    found = locate("run", finder=options.finder, corpus=options.data.corpus,
+                   queries=options.data.queries)  # fmt: skip
+    corpus_path, queries_path = Path(found.corpus), query_set_path(found.queries or "")
     pins = load_pins(corpus_path)
-    for repo in args.repo or []:
+    for repo in options.data.repos or []:
         if repo not in pins:
             raise RecallError(f"--repo {repo}: not a pin in {corpus_path}")
-    all_rows, rows, steps = selected_rows(args, queries_path, pins)
-    strict = args.strict_queries or is_committed_set(args.queries)
-    hand = [r for r in select(all_rows, args.repo, None) if r.type == HAND]
-    if args.bench and not hand:
+    repos, types = listed(options.data.repos), listed(options.data.types)
+    all_rows, rows, steps = selected_rows(
+        queries_path, pins, repos, types, options.split, bench=bool(options.bench)
+    )
+    strict = options.strict_queries or is_committed_set(found.queries)
+    hand = [r for r in select(all_rows, repos, None) if r.type == HAND]
+    if options.bench and not hand:
         raise RecallError(f"--bench: {queries_path} has no hand rows in the selected repos")
     if not rows:
         raise RecallError(f"{queries_path}: no rows match the selection")
-    if args.shard:
-        rows = shard_rows(rows, *args.shard)
+    if options.shard:
+        rows = shard_rows(rows, *options.shard)
         hand = [r for r in hand if r.repo in {row.repo for row in rows}]
-    cases, skipped = _regress_cases(args, pins, rows)
+    cases, skipped = _regress_cases(
+        options.no_regress, options.regress, found.default_regress, pins, rows
+    )
     asked = rows + [case.row for case in cases]
     accepted = (
-        in_selection(read_accepted(Path(args.accept)), all_rows, rows) if args.accept else None
+        in_selection(read_accepted(Path(options.accept)), all_rows, rows)
+        if options.accept
+        else None
     )
-    cache, mirror = cache_root(args.cache), mirror_root(args.mirror)
-    root = finder_root(Path(args.finder))
+    cache, mirror = cache_root(options.data.cache), mirror_root(options.data.mirror)
+    root = finder_root(Path(found.finder))
 
     specs = _with_found_engine(
-        [(kind, *split_label(raw)) for kind, raw in args.candidates], args, root
+        [(kind, *split_label(raw)) for kind, raw in options.candidates], found.config, root
     )
     engine = resolve_engine(_default_engine(specs), root)
-    root = _embedded_root(args, engine, root)
+    root = _embedded_root(options, found.finder_named, engine, root)
     engine_flag = _engine_flag(specs)
-    if not getattr(args, "same_program_ok", False):
-        check_distinct_programs(args, engine, specs)
+    if not options.same_program_ok:
+        check_distinct_programs(options, engine, specs)
     python = finder_python(cache)
-    sides = _candidates(specs, engine, root, python, engine_flag, args.build_timeout)
+    sides = _candidates(specs, engine, root, python, engine_flag, options.build_timeout)
     known = {"tree": str(root), "python": python}
     for side in sides:  # before a corpus is fetched or a base built: the doctor's line, exit 2
         require(side.binary.engine, python, known, side.binary.engine.source)
     asked_key = data_key(pins, asked)
     base: Measured | None = None
-    if args.against:
-        saved_run, saved_key = load_against(Path(args.against), asked, asked_key)
+    if options.against:
+        saved_run, saved_key = load_against(Path(options.against), asked, asked_key)
         base = Measured(saved_run, saved_key, len(rows), None)
-    elif args.base or args.base_bin:
-        if not args.base_bin:  # a base built from the engine's own argv
+    elif options.base or options.base_bin:
+        if not options.base_bin:  # a base built from the engine's own argv
             require(engine, python, known, engine.source)
-        sides.insert(0, _baseline(args, engine, root, cache, python, engine_flag))
+        sides.insert(0, _baseline(options, engine, root, cache, python, engine_flag))
     sides = [dataclasses.replace(s, explain=pasteable(s.explain, root)) for s in sides]
 
     corpora: dict[str, Corpus] = {}
@@ -186,49 +244,47 @@ def cmd_run(args: argparse.Namespace) -> int:
         unknown = unknown_sources(rows, corpora, all_rows)
     measured = [base] if base else []
     for side in sides:
-        key = run_key(side.identity, side.binary.engine, asked_key, args.timeout)
+        key = run_key(side.identity, side.binary.engine, asked_key, options.timeout)
         run: RunResult | None = None
-        if side.cacheable and not args.no_cache:
+        if side.cacheable and not options.no_cache:
             run = cached_run(cache, key, side.binary.label, asked)
         if run is None:
             _fetch_corpora(asked, pins, cache, mirror, corpora)
             if strict:
                 check_sources(rows, corpora, queries_path, all_rows)
-            kept = None if args.no_cache else side.index_identity
+            kept = None if options.no_cache else side.index_identity
             run = run_binary(
-                side.binary, asked, corpora, jobs=args.jobs, timeout=args.timeout, build=kept
-            )
-            if side.cacheable and not args.no_cache:  # --no-cache neither reads nor writes
+                side.binary, asked, corpora, jobs=options.jobs, timeout=options.timeout,
+                build=kept,
+            )  # fmt: skip
+            if side.cacheable and not options.no_cache:  # --no-cache neither reads nor writes
                 store_run(cache, key, run)
         result = Measured(run, key, len(rows), side.explain)
-        check_answered(result.run, allow_empty=args.allow_empty)
+        check_answered(result.run, allow_empty=options.allow_empty)
         measured.append(result)
 
-    has_base = bool(args.against or args.base or args.base_bin)
+    has_base = options.has_baseline
     meta = _meta(engine, corpus_path, queries_path)
-    if args.save:
+    if options.save:
+        selection = {"repo": repos, "type": types, "split": options.split}
         save_runs(
-            Path(args.save), meta, asked, [(m.whole, m.key) for m in measured],
-            baseline=has_base, explain=[m.explain for m in measured],
-            selection={"repo": args.repo, "type": args.type, "split": args.split},
+            Path(options.save), meta, asked, [(m.whole, m.key) for m in measured],
+            baseline=has_base, explain=[m.explain for m in measured], selection=selection,
         )  # fmt: skip
-    if args.shard:
-        k, n = args.shard
-        repos = ", ".join(dict.fromkeys(row.repo for row in rows))
-        print(
-            f"recall: shard {k}/{n} ({repos}): {len(rows)} rows, {len(measured)} runs saved to "
-            f"{args.save}; recall merge with the other shards' files makes the report"
-        )
-        return EXIT_OK
+    data = data_flags(found.corpus, found.queries, options.data.cache, options.data.mirror)
+    regress_file = options.regress or DEFAULT_REGRESS
+    plan = Plan(
+        pins, rows, cases, skipped, accepted, cache, mirror, corpora, unknown, data,
+        regress_file, options.split, options.misses, steps, str(queries_path),
+    )  # fmt: skip
+    if options.shard:
+        return Measurement(plan, measured, has_base, meta, None)
     bench = None
-    if args.bench:
+    if options.bench:
         _fetch_corpora(hand, pins, cache, mirror, corpora)
         binaries = [side.binary for side in sides]
-        bench = run_bench(binaries, hand, corpora, args.bench, args.timeout)
-    return finish(
-        args, Plan(pins, rows, cases, skipped, accepted, cache, mirror, corpora, unknown, steps),
-        measured, has_base=has_base, meta=meta, bench=bench,
-    )  # fmt: skip
+        bench = run_bench(binaries, hand, corpora, options.bench, options.timeout)
+    return Measurement(plan, measured, has_base, meta, _ceiling(plan), bench)
 
 
 @dataclass(frozen=True)
@@ -245,44 +301,35 @@ class Plan:
     mirror: Path | None
     corpora: dict[str, Corpus]
     unknown: tuple[UnknownSource, ...] = ()  # a foreign file's rows whose source is no name
+    data: Flags = ()  # the data flags with which `recall explain` reads what the run read
+    regress_file: str = DEFAULT_REGRESS  # the regress file the report names
+    split: str | None = None  # the side of the tune/holdout split the rows are
+    show_misses: bool = False  # list every source not ranked #1
     steps: tuple[TypingRow, ...] = ()  # a typing set's steps, whose prompts `rows` are
+    queries: str = ""  # the query set's file, which a typing set's error names
 
 
-def finish(
-    args: argparse.Namespace, plan: Plan, measured: list[Measured], *, has_base: bool,
-    meta: dict, bench: BenchSummary | None = None,
-) -> int:  # fmt: skip
-    """Measured runs to the report, printed as asked, and the exit status: shared by a run
-    and by `recall merge` of its shards, so both print the same report."""
-    report = _analyse(args, plan, measured, has_base=has_base, meta=meta, bench=bench)
-    if args.html:
-        _write_html(Path(args.html), report)
-    if args.json:
-        data = report.to_json()
-        sys.stdout.buffer.write(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
-    else:
-        sys.stdout.write(render(report, markdown=args.markdown))
-    sys.stdout.flush()
-    if args.fail_on_loss and any(d.is_loss for d in report.diffs):
-        return EXIT_LOSS
-    return EXIT_OK
+def _ceiling(plan: Plan) -> CeilingSummary:
+    """The ceiling of the plan's rows, a foreign file's unknown sources not found."""
+    unknown = [QueryRow(u.repo, u.query, u.type, u.source) for u in plan.unknown]
+    return query_set_ceiling(plan.rows, plan.pins, plan.cache, plan.mirror, plan.corpora, unknown)
 
 
 def _analyse(
-    args: argparse.Namespace, plan: Plan, measured: list[Measured], *, has_base: bool,
-    meta: dict, bench: BenchSummary | None,
+    plan: Plan, measured: list[Measured], *, has_base: bool, meta: dict,
+    ceiling: CeilingSummary, bench: BenchSummary | None,
 ) -> Report:  # fmt: skip
-    """The plan's and the flags' part of the analysis: the ceiling of the rows, the regress
-    file, the explain flags of each diff; `report.analyse` does the rest."""
+    """The plan's part of the analysis: the regress file, the explain flags of each diff,
+    the rows no finder can be judged on; `report.analyse` does the rest. Shared by a run
+    and by `recall merge` of its shards, so both report the same."""
     rows, cases = plan.rows, plan.cases
     regress = (
-        RegressSection(args.regress or DEFAULT_REGRESS, len(cases), plan.skipped)
+        RegressSection(plan.regress_file, len(cases), plan.skipped)
         if cases or plan.skipped
         else None
     )
-    data = data_flags(args)
     explain_flags = (
-        [_explain_flags(measured[0].explain, m.explain, data) for m in measured[1:]]
+        [_explain_flags(measured[0].explain, m.explain, plan.data) for m in measured[1:]]
         if has_base
         else []
     )
@@ -291,10 +338,8 @@ def _analyse(
         meta, plan.pins, rows, [not_found(m.run, rows, unknown) for m in measured],
         baseline=has_base, cases=cases, case_results=[m.cases for m in measured],
         regress=regress, accepted=plan.accepted, explain_flags=explain_flags,
-        ceiling=query_set_ceiling(
-            rows, plan.pins, plan.cache, plan.mirror, plan.corpora, unknown
-        ),
-        bench=bench, show_misses=args.misses, split=args.split,
+        ceiling=ceiling,
+        bench=bench, show_misses=plan.show_misses, split=plan.split,
         unknown_sources=UnknownSources(len(plan.unknown), plan.unknown[:UNKNOWN_SHOWN]),
     )  # fmt: skip
     if not plan.steps:
@@ -304,7 +349,7 @@ def _analyse(
     names = {repo: corpus.names for repo, corpus in plan.corpora.items()}
     languages = {name: pin.language for name, pin in plan.pins.items()}
     return typing_report(
-        report, plan.steps, runs, names, languages, baseline=has_base, where=args.queries
+        report, plan.steps, runs, names, languages, baseline=has_base, where=plan.queries
     )
 
 
@@ -321,53 +366,69 @@ def not_found(run: RunResult, rows: list[QueryRow], unknown: list[QueryRow]) -> 
     return dataclasses.replace(run, results=results)
 
 
-def cmd_merge(args: argparse.Namespace) -> int:
-    """The report of a run from the files its shards saved, as the unsharded run prints
-    it (the seconds are the shards' sums)."""
-    corpus_path, queries_path = Path(args.corpus), query_set_path(args.queries)
+def merge(options: MergeOptions) -> Report:
+    """The report of a run from the files its shards saved, as the unsharded run makes
+    it (the seconds are the shards' sums): the Python API's `recall.merge`."""
+    found = locate("merge", corpus=options.data.corpus, queries=options.data.queries)
+    corpus_path, queries_path = Path(found.corpus), query_set_path(found.queries or "")
     pins = load_pins(corpus_path)
-    all_rows, rows, steps = selected_rows(args, queries_path, pins)
+    all_rows, rows, steps = selected_rows(
+        queries_path, pins, listed(options.data.repos), listed(options.data.types),
+        options.split,
+    )  # fmt: skip
     if not rows:
         raise RecallError(f"{queries_path}: no rows match the selection")
-    cases, skipped = _regress_cases(args, pins, rows)
-    merged = merge_saved([Path(f) for f in args.files], rows + [case.row for case in cases])
+    cases, skipped = _regress_cases(
+        options.no_regress, options.regress, found.default_regress, pins, rows
+    )
+    files = [Path(f) for f in options.files]
+    merged = merge_saved(files, rows + [case.row for case in cases])
     digests = _meta_digests(corpus_path, queries_path)
     for key, path in (("corpus_sha256", corpus_path), ("queries_sha256", queries_path)):
         if merged.meta.get(key) != digests[key]:
-            raise RecallError(f"merge {args.files[0]}: ran other data than {path} has now")
-    if (args.fail_on_loss or args.accept) and not merged.baseline:
+            raise RecallError(f"merge {options.files[0]}: ran other data than {path} has now")
+    if (options.needs_baseline or options.accept) and not merged.baseline:
         raise RecallError("--fail-on-loss and --accept need shards run with a baseline")
     accepted = (
-        in_selection(read_accepted(Path(args.accept)), all_rows, rows) if args.accept else None
+        in_selection(read_accepted(Path(options.accept)), all_rows, rows)
+        if options.accept
+        else None
     )
     explain = merged.explain or [None] * len(merged.runs)
     measured = [
         Measured(run, key, len(rows), flags)
         for (run, key), flags in zip(merged.runs, explain, strict=True)
     ]
-    cache, mirror = cache_root(args.cache), mirror_root(args.mirror)
+    cache, mirror = cache_root(options.data.cache), mirror_root(options.data.mirror)
     corpora: dict[str, Corpus] = {}
     unknown: tuple[UnknownSource, ...] = ()
-    if not (args.strict_queries or is_committed_set(args.queries)):
+    if not (options.strict_queries or is_committed_set(found.queries)):
         _fetch_corpora(rows, pins, cache, mirror, corpora)
         unknown = unknown_sources(rows, corpora, all_rows)
-    plan = Plan(pins, rows, cases, skipped, accepted, cache, mirror, corpora, unknown, steps)
-    return finish(args, plan, measured, has_base=merged.baseline, meta=merged.meta)
+    data = data_flags(found.corpus, found.queries, options.data.cache, options.data.mirror)
+    plan = Plan(
+        pins, rows, cases, skipped, accepted, cache, mirror, corpora, unknown, data,
+        options.regress or DEFAULT_REGRESS, options.split, options.misses, steps,
+        str(queries_path),
+    )  # fmt: skip
+    return _analyse(
+        plan, measured, has_base=merged.baseline, meta=merged.meta, ceiling=_ceiling(plan),
+        bench=None,
+    )  # fmt: skip
 
 
 def selected_rows(
-    args: argparse.Namespace, path: Path, pins: dict[str, Pin]
-) -> tuple[list[QueryRow], list[QueryRow], tuple[TypingRow, ...]]:
-    """The query set's rows, the selection's, and for a typing set (recall/inputs/keystrokes.py)
+    path: Path, pins: dict[str, Pin], repos: list[str] | None, types: list[str] | None,
+    split: str | None, *, bench: bool = False,
+) -> tuple[list[QueryRow], list[QueryRow], tuple[TypingRow, ...]]:  # fmt: skip
+    """The query set's rows, the selection's, and for a typing set (inputs/keystrokes.py)
     its selected steps, whose distinct prompts are the rows that run (each once)."""
     if not keystrokes.is_typing_file(path):
         all_rows = read_queries(path, set(pins))
-        return all_rows, select(all_rows, args.repo, args.type, args.split), ()
-    if getattr(args, "bench", None):
+        return all_rows, select(all_rows, repos, types, split), ()
+    if bench:
         raise RecallError(f"--bench: {path} is a typing set, with no hand rows to time")
-    steps = keystrokes.select_typing(
-        keystrokes.read_typing(path, set(pins)), args.repo, args.type, args.split
-    )
+    steps = keystrokes.select_typing(keystrokes.read_typing(path, set(pins)), repos, types, split)
     rows = keystrokes.prompts(steps)
     return rows, rows, tuple(steps)
 
@@ -384,36 +445,43 @@ def shard_rows(rows: list[QueryRow], k: int, n: int) -> list[QueryRow]:
     return [row for row in rows if row.repo in mine]
 
 
-def _check_flags(args: argparse.Namespace) -> None:
-    if args.shard:
-        if not args.save:
+def check_run(options: RunOptions, output: Output = NOTHING_PRINTED) -> None:
+    """Refuse options that contradict each other or name no sane value, before any work;
+    `output` is how the CLI prints the report (the API returns it instead)."""
+    if options.shard:
+        if not options.save:
             raise RecallError("--shard needs --save FILE: a shard's runs go to recall merge")
-        for flag in ("against", "json", "markdown", "html", "fail_on_loss", "misses", "bench"):
-            if getattr(args, flag):
+        given = {
+            "against": options.against, "json": output.json, "markdown": output.markdown,
+            "html": output.html, "fail_on_loss": output.fail_on_loss,
+            "misses": options.misses, "bench": options.bench,
+        }  # fmt: skip
+        for flag, value in given.items():
+            if value:
                 raise RecallError(
                     f"--shard and --{flag.replace('_', '-')}: a shard prints no report; "
                     f"give --{flag.replace('_', '-')} to recall merge"
                 )
-    if args.fail_on_loss and not (args.base or args.base_bin or args.against):
+    if output.fail_on_loss and not options.has_baseline:
         raise RecallError(
             "--fail-on-loss needs a baseline (--base REF, --base-bin PATH or --against FILE)"
         )
-    if args.accept and not (args.base or args.base_bin or args.against):
+    if options.accept and not options.has_baseline:
         raise RecallError("--accept needs a baseline: accepted losses are losses against one")
-    if args.against and args.save and _same_file(Path(args.against), Path(args.save)):
+    if options.against and options.save and _same_file(Path(options.against), Path(options.save)):
         raise RecallError(
-            f"--against and --save name one file ({args.save}): saving would overwrite the "
+            f"--against and --save name one file ({options.save}): saving would overwrite the "
             "baseline it is read from; save to another file"
         )
-    for named in (args.html, args.save):
+    for named in (output.html, options.save):
         if named:
             target(Path(named))  # a FIFO or a device there is refused before any work
-    if args.jobs < 1:
-        raise RecallError(f"--jobs {args.jobs}: give 1 or more")
-    check_timeout(args.timeout)
-    check_build_timeout(args.build_timeout)
-    if args.bench is not None and args.bench < 1:
-        raise RecallError(f"--bench {args.bench}: give 1 or more reps")
+    if options.jobs < 1:
+        raise RecallError(f"--jobs {options.jobs}: give 1 or more")
+    check_timeout(options.timeout)
+    check_build_timeout(options.build_timeout)
+    if options.bench is not None and options.bench < 1:
+        raise RecallError(f"--bench {options.bench}: give 1 or more reps")
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -426,28 +494,20 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
-def check_timeout(seconds: float) -> None:
-    """A per-query timeout is a finite number of seconds: NaN compares false with every
-    bound, and inf (or 1e300) overflows the clock arithmetic that waits on a finder."""
-    if not 0 < seconds <= MAX_TIMEOUT_S:
-        raise RecallError(
-            f"--timeout {seconds:g}: give seconds above 0 and at most {MAX_TIMEOUT_S:g}"
-        )
-
-
 def _regress_cases(
-    args: argparse.Namespace, pins: dict[str, Pin], rows: list[QueryRow]
-) -> tuple[list[Case], int]:
+    no_regress: bool, regress: str | None, default: str, pins: dict[str, Pin],
+    rows: list[QueryRow],
+) -> tuple[list[Case], int]:  # fmt: skip
     """The regress cases of the repos this run covers, and how many of the default file's
     were skipped because their repo is not a pin of this corpus: the committed regress.tsv
     must not stop a run over a corpus of the user's own. The default file may be absent;
     an explicit --regress FILE naming an unknown repo is refused at its line."""
-    if args.no_regress:
+    if no_regress:
         return [], 0
-    path = Path(args.regress or getattr(args, "default_regress", DEFAULT_REGRESS))
-    if args.regress is None and not path.exists():
+    path = Path(regress or default)
+    if regress is None and not path.exists():
         return [], 0
-    if args.regress is None:
+    if regress is None:
         every = read_cases(path, None)
         known = [case for case in every if case.repo in pins]
         skipped = len(every) - len(known)
@@ -458,11 +518,10 @@ def _regress_cases(
 
 
 def _with_found_engine(
-    specs: list[tuple[str, str | None, str]], args: argparse.Namespace, root: Path
+    specs: list[tuple[str, str | None, str]], config: Path | None, root: Path
 ) -> list[tuple[str, str | None, str]]:
     """The recall.toml found from the current folder up (suite.locate) is the default
     engine, also where it is not at the repo's top (a finder in a monorepo's folder)."""
-    config = getattr(args, "config", None)
     if config is None or _default_engine(specs) is not None:
         return specs
     if config.absolute() == (root / "recall.toml").absolute():
@@ -470,17 +529,17 @@ def _with_found_engine(
     return [("engine", None, str(config.absolute())), *specs]
 
 
-def _embedded_root(args: argparse.Namespace, engine: Engine, root: Path) -> Path:
+def _embedded_root(options: RunOptions, finder_named: bool, engine: Engine, root: Path) -> Path:
     """Where no recall.toml and no --finder name a finder (any folder, recall's own
     checkout), the reference finder runs: the tree here when it holds it (recall's
     checkout), else the one installed with recall, which no ref of the folder's repo
     builds."""
-    if getattr(args, "finder_named", True) or engine.source != "preset:reference":
+    if finder_named or engine.source != "preset:reference":
         return root
     if (root / "recall" / "finders" / "reference" / "__main__.py").is_file():
         return root
-    if args.base or args.base_bin:
-        flag = f"--base {args.base}" if args.base else f"--base-bin {args.base_bin}"
+    if options.base or options.base_bin:
+        flag = f"--base {options.base}" if options.base else f"--base-bin {options.base_bin}"
         raise RecallError(
             f"{flag}: no recall.toml in {Path.cwd()} or above to say which finder to build; "
             "`recall init` writes one (without one, recall measures the reference finder it "
@@ -490,7 +549,7 @@ def _embedded_root(args: argparse.Namespace, engine: Engine, root: Path) -> Path
 
 
 def check_distinct_programs(
-    args: argparse.Namespace, engine: Engine, specs: list[tuple[str, str | None, str]]
+    options: RunOptions, engine: Engine, specs: list[tuple[str, str | None, str]]
 ) -> None:
     """A baseline that runs the very program the candidate runs shows no change whatever
     the commits hold: an engine whose commands name nothing in the tree (bin = ["fzy"], a
@@ -505,20 +564,20 @@ def check_distinct_programs(
         f"; make bin the program its build makes in the tree (as {{tree}}/{name}; `recall "
         "init` writes one), or give --same-program-ok"
     )
-    if args.base:
+    if options.base:
         raise RecallError(
-            f"--base {args.base}: the engine runs {engine.bin[0]}{where}, not a program built "
-            f"from the tree, so the base and the candidate are one program{fix}"
+            f"--base {options.base}: the engine runs {engine.bin[0]}{where}, not a program "
+            f"built from the tree, so the base and the candidate are one program{fix}"
         )
     has_tree_candidate = not any(kind == "bin" for kind, _label, _value in specs)
     if (
-        args.base_bin
+        options.base_bin
         and has_tree_candidate
         and program
-        and _same_file(Path(args.base_bin), Path(program))
+        and _same_file(Path(options.base_bin), Path(program))
     ):
         raise RecallError(
-            f"--base-bin {args.base_bin}: the candidate runs that same program "
+            f"--base-bin {options.base_bin}: the candidate runs that same program "
             f"({engine.bin[0]} from PATH){fix}"
         )
 
@@ -612,46 +671,20 @@ def _bin_side(
 
 
 def _baseline(
-    args: argparse.Namespace,
+    options: RunOptions,
     engine: Engine,
     root: Path,
     cache: Path,
     python: str,
     engine_flag: Flags,
 ) -> Side:
-    if args.base_bin:
-        explain = (*engine_flag, ("--base-bin", args.base_bin))
-        return _bin_side("base", engine, args.base_bin, "--base-bin", root, python, explain)
-    binary, commit = base_binary(root, args.base, engine, cache, args.build_timeout)
+    if options.base_bin:
+        explain = (*engine_flag, ("--base-bin", options.base_bin))
+        return _bin_side("base", engine, options.base_bin, "--base-bin", root, python, explain)
+    assert options.base is not None
+    binary, commit = base_binary(root, options.base, engine, cache, options.build_timeout)
     cacheable = unseen_code(engine) is None  # a commit covers the tree, not a script outside it
     return Side(binary, f"commit:{commit}", cacheable, (*engine_flag, ("--base", commit)))
-
-
-def unknown_sources(
-    rows: list[QueryRow], corpora: dict[str, Corpus], all_rows: list[QueryRow]
-) -> tuple[UnknownSource, ...]:
-    """The sourced rows whose source is not a name of their corpus at its pin, with their
-    lines in the file (rows are unique; line 1 is the header)."""
-    names = {repo: set(corpus.names) for repo, corpus in corpora.items()}
-    lines = {row: i + 2 for i, row in enumerate(all_rows)}
-    return tuple(
-        UnknownSource(row.repo, row.query, row.type, row.source, lines[row])
-        for row in rows
-        if row.sourced and row.source not in names[row.repo]
-    )
-
-
-def check_sources(
-    rows: list[QueryRow], corpora: dict[str, Corpus], path: Path, all_rows: list[QueryRow]
-) -> None:
-    """Every source of a strict query set (a committed one, or any with --strict-queries)
-    must be a name of its corpus at its pin: a source that is not (a typo in a hand-kept
-    row, a trailing space, a pin moved without regenerating) would count as the finder's
-    miss. Checked once the names are known, that is, before a binary runs."""
-    for row in unknown_sources(rows, corpora, all_rows)[:1]:
-        raise RecallError(
-            f"{path}:{row.line}: source {row.source!r} is not a name of {row.repo} at its pin"
-        )
 
 
 def query_set_ceiling(
@@ -715,18 +748,19 @@ def pasteable(flags: Flags, root: Path) -> Flags:
     return (("--finder", str(root.absolute())), *((f, absolute(f, v)) for f, v in flags))
 
 
-def data_flags(args: argparse.Namespace) -> Flags:
+def data_flags(corpus: str, queries: str | None, cache: str | None, mirror: str | None) -> Flags:
     """The data flags explain needs to read what this run read, wherever it is pasted: the
     pins always (the default is a file of the current folder), the query set when it is
     not the default, the cache and the mirrors when given."""
     flags: list[tuple[str, str]] = []
-    if args.corpus:
-        flags.append(("--corpus", str(Path(args.corpus).absolute())))
-    if args.queries and args.queries != QUERY_SETS_DEFAULT:
-        value = args.queries
-        flags.append(("--queries", value if value in QUERY_SETS else str(Path(value).absolute())))
-    flags += [(f"--{name}", str(Path(getattr(args, name)).absolute()))
-              for name in ("cache", "mirror") if getattr(args, name)]  # fmt: skip
+    if corpus:
+        flags.append(("--corpus", str(Path(corpus).absolute())))
+    if queries and queries != QUERY_SETS_DEFAULT:
+        flags.append(
+            ("--queries", queries if queries in QUERY_SETS else str(Path(queries).absolute()))
+        )
+    flags += [(flag, str(Path(value).absolute()))
+              for flag, value in (("--cache", cache), ("--mirror", mirror)) if value]  # fmt: skip
     return tuple(flags)
 
 
@@ -740,13 +774,6 @@ def _explain_flags(base: Flags | None, new: Flags | None, data: Flags) -> str | 
         candidate if candidate.get("--engine") != baseline.get("--engine") else baseline | candidate
     )
     return " ".join(option(flag, value) for flag, value in (*both.items(), *data))
-
-
-def _write_html(path: Path, report: Report) -> None:
-    try:
-        write_atomic(path, render_html(report.to_json()).encode("utf-8"))
-    except OSError as exc:
-        raise RecallError(f"--html {path}: cannot write: {exc.strerror or exc}") from None
 
 
 def _meta(engine: Engine, corpus: Path, queries: Path) -> dict:

@@ -464,6 +464,15 @@ def _terminated(signum: int, _frame: object) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The adapter's life as an editor's: start the server, initialize it on the workspace
+    (linked into a GOPATH first, where an old gopls indexes only in GOPATH mode), open a
+    file where the server (tsserver) indexes nothing until one is open, wait until a probe
+    query finds something, then answer one --query or every query of the batch protocol
+    on stdin, and shut the server down. It is one function because its exits are the
+    contract the harness reads (0 done, 1 a query the server refused, 2 not ready or not
+    started, 3 the server died), and because the server must be killed on every path out
+    of it, SIGTERM included, which the one `finally` (and the handler that turns SIGTERM
+    into an unwinding exit) guarantees."""
     parser = argparse.ArgumentParser(
         prog="python -m recall.finders.kinds.lsp",
         description="A language server's workspace/symbol as a finder: --query once, "

@@ -6,14 +6,16 @@ made of word starts, dropped vowels, skipped middle words, swapped letters, glob
 against the name itself, in three stages so that a 30,000-name corpus answers in a few
 milliseconds:
 
-1. Prefilter in C (RapidFuzz over the whole name list): the longest common subsequence
-   of the query and each name's alphanumeric form says which names can hold the query as
-   a subsequence, and an edit distance with transpositions finds the typos.
-2. Score the survivors with an fzy-style alignment, vectorised with NumPy over all of them
-   at once: matched characters earn bonuses at word starts and for contiguous runs,
-   skipped characters cost (vowels less, since people drop them when abbreviating).
-3. Merge the alignment scores with the typo and exact-match scores on one scale and
-   break ties deterministically: score, then shorter name, then name, then location.
+1. One compiled pass over every name (kernel.py): a character-set mask and the query as
+   a subsequence (for a glob, its segments in order) say which names can match, and those
+   are scored with an fzy-style alignment: matched characters earn bonuses at word starts
+   and for contiguous runs, skipped characters cost (vowels less, since people drop them
+   when abbreviating).
+2. RapidFuzz's edit distance with transpositions finds the typos among the names of about
+   the query's length and letters; a sorted list finds the names that start with it.
+3. Merge the alignment scores with the typo, prefix and exact-match scores on one scale,
+   in dense arrays over every name, and break ties deterministically: score, then shorter
+   name, then name.
 """
 
 from __future__ import annotations
@@ -25,28 +27,18 @@ from dataclasses import dataclass
 
 import numpy as np
 from rapidfuzz import process
-from rapidfuzz.distance import OSA, LCSseq
+from rapidfuzz.distance import OSA
 
+from recall.finders.reference import kernel
 from recall.finders.reference.store import Catalog, Definition
-
-# Alignment weights, per matched or skipped character of a name's alphanumeric form.
-BASE = 1.0  # every matched character
-BONUS_FIRST = 3.0  # the name's first character
-BONUS_WORD = 2.5  # a word start: after a separator, at a camel hump, after digits
-BONUS_CONSEC = 2.5  # a character right after the previous match: runs are how words are typed
-BONUS_END = 1.0  # the last query character is the name's last: a whole last word typed
-GAP_OPEN = 1.0  # each jump over skipped characters
-VOWEL_HOP = 0.5  # a hop over a vowel inside a run, per vowel
-TAIL_JUMP = 1.5  # a jump to a word start over the rest of the current word only
-SKIP_WORD = 0.5  # ... plus this much per whole word it skips
-SKIP_VOWEL = 0.15  # skipping a vowel is cheap: abbreviations drop them
-SKIP_OTHER = 0.5
-SKIP_LEAD = 1.0  # factor on the cost of characters before the first match
-SKIP_TRAIL = 0.05  # factor on the cost of characters after the last match
-TRAIL_WORD = 0.5  # each whole word after the last match
-STAR_FACTOR = 0.05  # factor on the cost of characters a glob `*` swallows
-NEG = np.float32(-1e9)
-BUCKET_MIN = 200  # names per alignment bucket, at least (see Ranker._align)
+from recall.finders.reference.weights import (
+    BASE,
+    BONUS_CONSEC,
+    BONUS_END,
+    BONUS_FIRST,
+    SKIP_OTHER,
+    SKIP_VOWEL,
+)
 
 # The merged scale: alignments map into (-1, ~1.1], typos and exact names sit around them.
 EXACT_CASE = 3.0
@@ -63,12 +55,11 @@ OWNER_PREFIX = 0.4
 WEAK = -2.0  # near subsequences (one query character missing), after every real match
 WEAK_CAP = 500
 WEAK_WHEN = 20  # ... listed only when the real matches are fewer than this
+ABSENT = -10.0  # the score a rule compares with for a name not yet scored
 
 _QUALIFIER = re.compile(r"::|[.#]")
 _VOWELS = frozenset("aeiou")
 _OTHER, _LOWER, _UPPER, _DIGIT, _LETTER = range(5)  # _LETTER: a letter without case
-_CODE, _BONUS, _COST, _WORDS = range(4)  # channels of Ranker.packed
-_CHANNELS = 4
 
 
 def _fold(c: str) -> str:
@@ -79,6 +70,8 @@ def _fold(c: str) -> str:
 
 def squash(text: str) -> str:
     """The lowercase letters and digits of a name: matching ignores case and separators."""
+    if text.isascii():  # the common case, where lower() is _fold() of every character
+        return "".join(filter(str.isalnum, text.lower()))
     return "".join(_fold(c) for c in text if c.isalnum())
 
 
@@ -153,7 +146,7 @@ def parse_query(text: str) -> Query:
     chars: list[str] = []
     stars: list[bool] = []
     pending_star = False
-    for c in body:
+    for c in body.lower() if body.isascii() else body:
         if c == "*":
             pending_star = True
         elif c.isalnum():
@@ -163,21 +156,98 @@ def parse_query(text: str) -> Query:
     return Query(raw, "".join(chars), tuple(stars), "*" in raw, owner)
 
 
-class Ranker:
-    """Distinct names with their lowercase and alphanumeric forms, character-set masks and
-    padded per-character matrices (codes, word-start bonuses, cumulative skip costs).
+CHUNK = 1 << 13  # names per step of Ranker's build: its temporaries take ~100 B a character
 
-    All of it is derived from the names alone, with NumPy over the concatenated names so a
-    30,000-name index is ready in a fraction of a second, and it is built once per process
-    so that each query only does arithmetic.
+
+@dataclass(frozen=True)
+class _Chunk:
+    """Ranker's arrays for a run of names, and the running skip cost after them."""
+
+    codes: np.ndarray
+    starts: np.ndarray
+    through: np.ndarray
+    lengths: np.ndarray
+    masks: np.ndarray
+    carry: float
+
+
+class SortedText:
+    """Sorted strings kept as one UTF-8 buffer and offsets, for bisect: a few bytes per
+    string where a list of str objects takes some fifty more."""
+
+    def __init__(self, texts: list[str]) -> None:
+        self._buffer = "".join(texts).encode("utf-8")
+        sizes = np.fromiter(
+            (len(t) if t.isascii() else len(t.encode("utf-8")) for t in texts),
+            dtype=np.int64,
+            count=len(texts),
+        )
+        self._ends = np.cumsum(sizes)
+        self._starts = self._ends - sizes
+
+    def __len__(self) -> int:
+        return int(self._ends.size)
+
+    def __getitem__(self, i: int) -> str:
+        return self._buffer[int(self._starts[i]) : int(self._ends[i])].decode("utf-8")
+
+
+class Ranker:
+    """Distinct names with what scoring needs of them, derived from the names alone: the
+    folded codes of each name's letters and digits, its word starts and its running skip
+    cost, concatenated into flat arrays with an offset per name (so memory follows the
+    names' total length, not their count times the longest one), a character-set mask
+    per name, and the lowercased names sorted for prefix lookup.
+
+    It is built with NumPy over the concatenated names, once per process, so that each
+    query is one compiled pass (kernel.py) and a little NumPy.
     """
 
     def __init__(self, names: Sequence[str]) -> None:
+        kernel.library()  # built now if need be: a missing compiler fails here, not per query
         self.names = list(names)
-        self.lower = [n.lower() for n in self.names]
         count = len(self.names)
-        flat = np.frombuffer(("\0".join(self.names) + "\0").encode("utf-32-le"), np.uint32)
-        kind, folded = self._classes(flat)
+        # Built CHUNK names at a time into arrays sized for every character, so that the
+        # temporaries of a step (several bytes per character each) stay small.
+        room = sum(map(len, self.names))
+        codes = np.empty(room, dtype=np.int32)
+        starts = np.empty(room, dtype=np.uint8)
+        through = np.empty(room, dtype=np.float32)
+        self.lengths = np.zeros(count, dtype=np.int64)
+        self.masks = np.zeros(count, dtype=np.uint64)
+        filled = 0
+        carry = 0.0  # the running skip cost over every name so far (see _chunk)
+        for lo in range(0, count, CHUNK):
+            part = self._chunk(self.names[lo : lo + CHUNK], carry)
+            size = part.codes.size
+            codes[filled : filled + size] = part.codes
+            starts[filled : filled + size] = part.starts
+            through[filled : filled + size] = part.through
+            self.lengths[lo : lo + CHUNK] = part.lengths
+            self.masks[lo : lo + CHUNK] = part.masks
+            filled += size
+            carry = part.carry
+        self.offsets = np.concatenate(([0], np.cumsum(self.lengths)[:-1])).astype(np.int64)
+        self.packed = kernel.Packed(
+            codes[:filled], starts[:filled], through[:filled], self.offsets, self.lengths,
+            self.masks,
+        )  # fmt: skip
+        # The lowercased names, sorted (stably), as one UTF-8 buffer: prefix lookup bisects
+        # it, and UTF-8's byte order is the code points' order.
+        lower = np.array([n.lower() for n in self.names], dtype=object)
+        self.lower_lengths = np.fromiter(map(len, lower), dtype=np.int64, count=count)
+        self.lower_order = np.argsort(lower, kind="stable").astype(np.int64)
+        self.sorted_lower = SortedText(lower[self.lower_order].tolist())
+
+    @staticmethod
+    def _chunk(names: list[str], carry: float) -> _Chunk:
+        """The arrays of a run of names. Each character's skip cost is summed over all
+        names in order, in float64, from carry (the sum over the names before these), and
+        each name's running sum is that less the sum at its start, in float32: the same
+        additions in the same order whatever the chunks, so scores never depend on them."""
+        count = len(names)
+        flat = np.frombuffer(("\0".join(names) + "\0").encode("utf-32-le"), np.uint32)
+        kind, folded = Ranker._classes(flat)
         alnum = kind != _OTHER
         prev = np.concatenate(([_OTHER], kind[:-1]))
         nxt = np.concatenate((kind[1:], [_OTHER]))
@@ -187,48 +257,26 @@ class Ranker:
             | ((kind == _UPPER) & (prev == _UPPER) & (nxt == _LOWER))
             | ((kind != _DIGIT) & (prev == _DIGIT))
         )
-        owner = np.cumsum(flat == 0) - (flat == 0)  # name number of every character
-        keep = np.flatnonzero(alnum)
-        rows = owner[keep]
-        codes = folded[keep]
+        ends = flat == 0
+        owner = np.cumsum(ends, dtype=np.int64) - ends  # name number of every character
+        rows = owner[alnum]
+        codes = folded[alnum].astype(np.int32)
         lens = np.bincount(rows, minlength=count).astype(np.int64)
         offsets = np.concatenate(([0], np.cumsum(lens)[:-1])).astype(np.int64)
-        cols = np.arange(keep.size) - offsets[rows]
-        text = codes.astype("<u4").tobytes().decode("utf-32-le")
-        self.squashed = [
-            text[o : o + n] for o, n in zip(offsets.tolist(), lens.tolist(), strict=True)
-        ]
-        # An object array, so that gathering a candidate pool's strings is one C-level
-        # fancy index rather than a Python loop per query.
-        self.squashed_array = np.array(self.squashed, dtype=object)
-        self.by_squashed: dict[str, list[int]] = {}
-        for i, sq in enumerate(self.squashed):
-            self.by_squashed.setdefault(sq, []).append(i)
-        self.lengths = lens
-        width = int(lens.max(initial=0)) + 1
-        # Name-major channels, so that gathering the candidates copies whole rows: the
-        # folded code, the bonus for matching there, and the skip cost and the word starts
-        # summed up to and including each position (past the end: the name's totals).
-        self.packed = np.zeros((count, _CHANNELS, width), dtype=np.float32)
-        self.packed[rows, _CODE, cols] = codes
-        self.packed[rows, _BONUS, cols] = np.where(starts[keep], BONUS_WORD, 0.0)
-        self.packed[:, _BONUS, 0] = BONUS_FIRST
         vowel = np.isin(codes, [ord(v) for v in _VOWELS])
         step = np.where(vowel, SKIP_VOWEL, SKIP_OTHER)
-        self.total_cost = self._running_sum(step, _COST, rows, cols, offsets, lens)
-        self.total_words = self._running_sum(starts[keep], _WORDS, rows, cols, offsets, lens)
+        run = np.cumsum(np.concatenate(([carry], step)), dtype=np.float64)
+        start = run[offsets]  # run[0] is carry: the sum before each name
+        through = (run[1:] - start[rows]).astype(np.float32)
         lut = np.array([_char_bit(c) for c in range(128)], dtype=np.uint64)
         bits = np.where(codes < 128, lut[np.minimum(codes, 127)], 0).astype(np.uint64)
         for at in np.flatnonzero(codes >= 128).tolist():
             bits[at] = _char_bit(int(codes[at]))
-        self.masks = np.zeros(count, dtype=np.uint64)
+        masks = np.zeros(count, dtype=np.uint64)
         filled = lens > 0
-        if keep.size:
-            self.masks[filled] = np.bitwise_or.reduceat(bits, offsets[filled])
-        self.lower_lengths = np.array([len(x) for x in self.lower], dtype=np.int64)
-        self.lower_array = np.array(self.lower, dtype=object)
-        self.lower_order = np.array(sorted(range(count), key=self.lower.__getitem__), np.int64)
-        self.sorted_lower = [self.lower[i] for i in self.lower_order.tolist()]
+        if codes.size:
+            masks[filled] = np.bitwise_or.reduceat(bits, offsets[filled])
+        return _Chunk(codes, starts[alnum].astype(np.uint8), through, lens, masks, float(run[-1]))
 
     @staticmethod
     def _classes(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -249,176 +297,40 @@ class Ranker:
                 folded[where] = f
         return kind, folded
 
-    def _running_sum(
-        self,
-        step: np.ndarray,
-        channel: int,
-        rows: np.ndarray,
-        cols: np.ndarray,
-        offsets: np.ndarray,
-        lens: np.ndarray,
-    ) -> np.ndarray:
-        """Fill a channel with each name's running sum of step (a value per character of
-        the concatenated names); returns the per-name totals."""
-        run = np.cumsum(step, dtype=np.float64)
-        before = np.concatenate(([0.0], run))
-        start = before[offsets]
-        total = (before[offsets + lens] - start).astype(np.float32)
-        self.packed[:, channel, :] = total[:, None]
-        self.packed[rows, channel, cols] = (run - start[rows]).astype(np.float32)
-        return total
-
-    def score(self, query: Query) -> dict[int, float]:
-        """Name index -> score for every plausible candidate; higher is better."""
+    def score(self, query: Query) -> Scores:
+        """Every plausible candidate with its score (higher is better), in name order."""
         q = query.chars
         m = len(q)
-        scores: dict[int, float] = {}
+        scores = Scores(len(self.names))
         if m == 0:
             return scores
-        qmask = np.uint64(0)
+        qcodes = np.array([ord(c) for c in q], dtype=np.int32)
+        qmask = 0
         for c in q:
-            qmask |= np.uint64(_char_bit(ord(c)))
-        missing = np.bitwise_count(qmask & ~self.masks)
-        pool = np.flatnonzero(missing == 0)
-        glob = query.is_glob
-        full = self._subsequences(q, pool, m)
-        if glob:
-            full = self._glob_matches(query, full)
+            qmask |= _char_bit(ord(c))
+        stars = np.array(query.star_before, dtype=np.bool_)
+        cuts = [i for i in range(1, m) if query.star_before[i]]
+        seg_starts = np.array([0, *cuts, m], dtype=np.int64)
+        full, raw, exact = kernel.match(
+            qcodes, stars, seg_starts, query.is_glob, qmask, self.packed
+        )
         if full.size:
             ideal = BASE * m + BONUS_FIRST + (BASE + BONUS_CONSEC) * (m - 1) + BONUS_END
-            ratio = self._align(query, full) / ideal
+            ratio = raw / ideal
             ok = ratio > -1e6
             ratio = ratio[ok]
-            ratio = np.where(ratio >= 0, ratio, ratio / (1.0 - ratio))  # into (-1, 0)
-            scores.update(zip(full[ok].tolist(), ratio.tolist(), strict=True))
-        if m >= 4 and len(scores) < WEAK_WHEN:
-            near = self._subsequences(q, np.flatnonzero(missing <= 1), m - 1)
+            with np.errstate(divide="ignore"):  # ratio 1: the other branch is taken
+                ratio = np.where(ratio >= 0, ratio, ratio / (1.0 - ratio))  # into (-1, 0)
+            scores.put(full[ok], ratio.astype(np.float64))
+        if m >= 4 and scores.size < WEAK_WHEN:
+            near = kernel.near(qcodes, qmask, self.packed)
             self._add_weak(near, scores)
         self._add_typos(query, scores)
         self._add_prefix(query, scores)
-        self._add_exact(query, scores)
+        self._add_exact(query, exact, scores)
         return scores
 
-    def _subsequences(self, q: str, pool: np.ndarray, least: int) -> np.ndarray:
-        """The names in pool sharing a common subsequence of `least` characters or more
-        with q (least == len(q): q is a subsequence), by RapidFuzz's bit-parallel LCS."""
-        if not pool.size:
-            return pool
-        lcs = process.cdist(
-            [q],
-            self.squashed_array[pool].tolist(),
-            scorer=LCSseq.similarity,
-            score_cutoff=least,
-            dtype=np.int32,
-            workers=1,
-        )[0]
-        return pool[lcs >= least]
-
-    def _glob_matches(self, query: Query, pool: np.ndarray) -> np.ndarray:
-        """The names in pool holding the glob's segments in order (a `*` matches any run,
-        separators and case are ignored), by one compiled regex; the pool is already
-        cut to names holding the query as a subsequence, which every match does."""
-        segments: list[str] = []
-        for c, star in zip(query.chars, query.star_before, strict=True):
-            if star or not segments:
-                segments.append("")
-            segments[-1] += c
-        pattern = re.compile(".*?".join(re.escape(seg) for seg in segments))
-        squashed = self.squashed
-        return np.array([i for i in pool.tolist() if pattern.search(squashed[i])], dtype=np.int64)
-
-    def _align(self, query: Query, idx: np.ndarray) -> np.ndarray:
-        """Best alignment score of the query against each name in idx.
-
-        An fzy-style dynamic programme with one step per query character, vectorised over
-        names: matrices are position-major, so each step is a handful of whole-row NumPy
-        operations, and names are aligned in buckets of similar length so that one long
-        name does not widen every row.
-        """
-        out = np.empty(len(idx), dtype=np.float32)
-        lens = self.lengths[idx]
-        order = np.argsort(lens, kind="stable")
-        sorted_lens = lens[order]
-        lo = 0
-        while lo < len(order):
-            # A bucket costs a fixed overhead per query character plus its cells: keep
-            # widths within 1.5x, but never split off fewer than BUCKET_MIN names.
-            cap = max(int(sorted_lens[lo]) * 3 // 2, int(sorted_lens[lo]) + 8)
-            hi = int(np.searchsorted(sorted_lens, cap, side="right"))
-            hi = max(hi, min(lo + BUCKET_MIN, len(order)))
-            if len(order) - hi < BUCKET_MIN:
-                hi = len(order)
-            part = order[lo:hi]
-            out[part] = self._align_bucket(query, idx[part])
-            lo = hi
-        return out
-
-    def _align_bucket(self, query: Query, idx: np.ndarray) -> np.ndarray:
-        """_align() for names of similar length; rows are positions, columns names.
-
-        A mismatch adds NEG instead of going through np.where, and running maxima over
-        many names are row loops: both are several times faster on these shapes.
-        """
-        lens = self.lengths[idx]
-        width = int(lens.max())
-        block = np.ascontiguousarray(self.packed[idx, :, :width].transpose(1, 2, 0))
-        codes, bonus, through, words = block
-        before = np.empty_like(through)  # cost of the characters before position j
-        before[0] = 0.0
-        before[1:] = through[:-1]
-        q = query.chars
-        misses: dict[str, np.ndarray] = {}
-
-        def miss(c: str) -> np.ndarray:
-            if c not in misses:
-                misses[c] = (codes != ord(c)).astype(np.float32) * NEG
-            return misses[c]
-
-        d = BASE + bonus - SKIP_LEAD * before + miss(q[0])
-        consec_bonus = BASE + np.maximum(bonus, BONUS_CONSEC)
-        # Landing on a word start costs TAIL_JUMP plus SKIP_WORD per word skipped whole
-        # (word starts strictly between the two matches), whatever their length.
-        land = np.where(bonus > 0, bonus + (BASE - TAIL_JUMP), NEG)
-        land[1:] -= SKIP_WORD * words[:-1]
-        counted = SKIP_WORD * words
-        step = through - before
-        vowel = np.where(step < (SKIP_VOWEL + SKIP_OTHER) / 2, 0.0, NEG).astype(np.float32)
-        hop1 = np.full_like(d, NEG)
-        hop1[2:] = consec_bonus[2:] + vowel[1:-1] - VOWEL_HOP
-        hop2 = np.full_like(d, NEG)
-        hop2[3:] = consec_bonus[3:] + vowel[1:-2] + vowel[2:-1] - 2 * VOWEL_HOP
-        arrive = bonus + (BASE - GAP_OPEN) - before  # what a jump earns, before its skips
-        best = np.empty_like(d)
-        for i in range(1, len(q)):
-            best[0] = NEG
-            if query.star_before[i]:
-                reach = _running_max(d + STAR_FACTOR * through)
-                np.subtract(reach[:-1], STAR_FACTOR * before[1:], out=best[1:])
-                best[1:] += BASE + bonus[1:]
-            else:
-                np.add(d[:-1], consec_bonus[1:], out=best[1:])
-                if not query.is_glob:  # inside a glob segment: contiguous only
-                    # A jump costs what it skips, but landing on a word start costs at
-                    # most TAIL_JUMP plus SKIP_WORD per skipped word: an abbreviation takes
-                    # a prefix of each word, so the rest of a word is skipped for free, and
-                    # consecutive words beat words picked out of a longer name.
-                    reach = _running_max(d + through)
-                    jump = reach[:-2] + arrive[2:]
-                    np.maximum(best[2:], jump, out=best[2:])
-                    far = _running_max(d + counted)[:-2] + land[2:]
-                    np.maximum(best[2:], far, out=best[2:])
-                    # Hopping over one or two vowels keeps a run nearly contiguous:
-                    # that is how people drop vowels (`tstflt` for test_float).
-                    np.maximum(best[2:], d[:-2] + hop1[2:], out=best[2:])
-                    np.maximum(best[3:], d[:-3] + hop2[3:], out=best[3:])
-            d = best + miss(q[i])
-            np.maximum(d, NEG, out=d)  # keep impossible cells from drifting further down
-        d -= SKIP_TRAIL * (self.total_cost[idx] - through)
-        d -= TRAIL_WORD * (self.total_words[idx] - words)
-        d[lens - 1, np.arange(len(idx))] += BONUS_END
-        return d.max(axis=0)
-
-    def _add_typos(self, query: Query, scores: dict[int, float]) -> None:
+    def _add_typos(self, query: Query, scores: Scores) -> None:
         """Names one or two edits (a swap of neighbours is one) from the query; a typo is
         made on the lowercased name, so compare with that, separators included.
 
@@ -439,9 +351,10 @@ class Ranker:
         idx = idx[ok]
         if not idx.size:
             return
+        names = self.names
         dist = process.cdist(
             [text],
-            self.lower_array[idx].tolist(),
+            [names[i].lower() for i in idx.tolist()],
             scorer=OSA.distance,
             score_cutoff=cutoff,
             dtype=np.int32,
@@ -450,12 +363,9 @@ class Ranker:
         # A short query is one edit from many names by chance: trust the edit less.
         one = TYPO_ONE - TYPO_SHORT * max(0, TYPO_LONG - len(query.chars))
         close = dist <= cutoff
-        for i, d in zip(idx[close].tolist(), dist[close].tolist(), strict=True):
-            value = one if d <= 1 else TYPO_TWO
-            if value > scores.get(i, -10.0):
-                scores[i] = value
+        scores.raise_to(idx[close], np.where(dist[close] <= 1, one, TYPO_TWO))
 
-    def _add_prefix(self, query: Query, scores: dict[int, float]) -> None:
+    def _add_prefix(self, query: Query, scores: Scores) -> None:
         """Names that start with the query, separators and all: someone typing a name from
         its start is part way through it, and the shorter names are the likelier ends."""
         text = query.raw.lower()
@@ -463,32 +373,64 @@ class Ranker:
             return
         start = bisect.bisect_left(self.sorted_lower, text)
         end = bisect.bisect_left(self.sorted_lower, text + "\U0010ffff")
-        for i in self.lower_order[start:end].tolist():
-            if scores.get(i, -10.0) < PREFIX:
-                scores[i] = PREFIX
+        ids = self.lower_order[start:end]
+        scores.raise_to(ids, np.full(ids.size, PREFIX))
 
-    def _add_exact(self, query: Query, scores: dict[int, float]) -> None:
-        """The whole name typed, in any case or separator convention, always wins."""
+    def _add_exact(self, query: Query, exact: np.ndarray, scores: Scores) -> None:
+        """The whole name typed, in any case or separator convention, always wins; exact
+        holds the names whose letters and digits are the query's."""
         text = query.raw if not query.owner else query.raw[-len(query.chars) :]
-        for i in self.by_squashed.get(query.chars, []):
+        values = []
+        for i in exact.tolist():
             value = EXACT_SQUASHED
-            if self.lower[i] == text.lower():
+            if self.names[i].lower() == text.lower():
                 value = EXACT_LOWER
             if self.names[i] == text:
                 value = EXACT_CASE
-            scores[i] = max(scores.get(i, -10.0), value)
+            values.append(value)
+        scores.raise_to(exact, np.array(values, dtype=np.float64))
 
-    def _add_weak(self, near: np.ndarray, scores: dict[int, float]) -> None:
+    def _add_weak(self, near: np.ndarray, scores: Scores) -> None:
         """Names missing one query character, shortest first and capped, so that an
         unlimited list still finds a name the query garbles."""
         if not near.size:
             return
         lens = self.lengths[near]
         order = np.argsort(lens, kind="stable")[:WEAK_CAP]
-        for j in order.tolist():
-            i = int(near[j])
-            if i not in scores:
-                scores[i] = WEAK - float(lens[j]) / 1000.0
+        ids = near[order]
+        new = ~scores.present[ids]
+        scores.put(ids[new], WEAK - lens[order][new].astype(np.float64) / 1000.0)
+
+
+class Scores:
+    """Dense scores over every name: a value and whether the name is a candidate at all.
+    Each rule raises a name's value or sets it; the order of candidates never matters,
+    since ranking sorts them by score and a total tie order (Finder.tie_rank)."""
+
+    def __init__(self, count: int) -> None:
+        self.value = np.full(count, ABSENT, dtype=np.float64)
+        self.present = np.zeros(count, dtype=np.bool_)
+        self.size = 0
+
+    def put(self, ids: np.ndarray, values: np.ndarray) -> None:
+        """Set these names' scores."""
+        self.value[ids] = values
+        self._mark(ids)
+
+    def raise_to(self, ids: np.ndarray, values: np.ndarray) -> None:
+        """Raise these names' scores to values where that is higher (an absent name
+        counts as ABSENT); ids may repeat only with equal values."""
+        higher = values > self.value[ids]
+        self.value[ids[higher]] = values[higher]
+        self._mark(ids)
+
+    def _mark(self, ids: np.ndarray) -> None:
+        self.size += int(np.count_nonzero(~self.present[ids]))
+        self.present[ids] = True
+
+    def candidates(self) -> np.ndarray:
+        """Every name with a score, in name order."""
+        return np.flatnonzero(self.present)
 
 
 @dataclass(frozen=True)
@@ -511,7 +453,10 @@ class Finder:
         names = catalog.names
         # Ties break by shorter name, then name: distinct names make that a total order,
         # so the definition's path and line never have to be consulted.
-        order = sorted(range(len(names)), key=lambda i: (len(names[i]), names[i]))
+        # (Two stable sorts, by name then by length, in NumPy: no tuple per name.)
+        by_name = np.argsort(np.array(names, dtype=object), kind="stable")
+        lengths = np.fromiter(map(len, names), dtype=np.int64, count=len(names))
+        order = by_name[np.argsort(lengths[by_name], kind="stable")]
         self.tie_rank = np.empty(len(names), dtype=np.int64)
         self.tie_rank[order] = np.arange(len(names))
         # Each name's JSON row at its first definition, serialised on first use and kept:
@@ -523,25 +468,23 @@ class Finder:
         """(name index, definition if not the first one, score) best first; limit 0 keeps
         every plausible name."""
         ids, chosen, scores = self._order(text, limit)
-        return [(i, chosen.get(i), scores[i]) for i in ids.tolist()]
+        values = scores.value[ids].tolist()
+        return [(i, chosen.get(i), v) for i, v in zip(ids.tolist(), values, strict=True)]
 
-    def _order(
-        self, text: str, limit: int
-    ) -> tuple[np.ndarray, dict[int, Definition], dict[int, float]]:
+    def _order(self, text: str, limit: int) -> tuple[np.ndarray, dict[int, Definition], Scores]:
         """Name indexes best first, the definitions chosen for an owner, and the scores."""
         query = parse_query(text)
         scores = self.ranker.score(query)
         chosen: dict[int, Definition] = {}
         if query.owner:
-            plain = parse_query(text.replace("::", "_").replace(".", "_").replace("#", "_"))
-            for i, value in self.ranker.score(plain).items():
-                if value > scores.get(i, -10.0):
-                    scores[i] = value
+            plain = self.ranker.score(
+                parse_query(text.replace("::", "_").replace(".", "_").replace("#", "_"))
+            )
+            ids = plain.candidates()
+            scores.raise_to(ids, plain.value[ids])
             self._owner_bonus(query.owner, scores, chosen)
-        if not scores:
-            return np.zeros(0, dtype=np.int64), chosen, scores
-        ids = np.fromiter(scores.keys(), dtype=np.int64, count=len(scores))
-        values = np.fromiter(scores.values(), dtype=np.float64, count=len(scores))
+        ids = scores.candidates()
+        values = scores.value[ids]
         # Rounded, so that float noise between equal alignments cannot decide a tie.
         order = np.lexsort((self.tie_rank[ids], -np.round(values, 6)))
         if limit > 0:
@@ -550,11 +493,11 @@ class Finder:
 
     def search(self, text: str, limit: int = 0) -> list[Hit]:
         """The best `limit` names for the query (all plausible ones for 0), best first."""
-        names, defs = self.catalog.names, self.catalog.definitions
+        names, catalog = self.catalog.names, self.catalog
         hits = []
         for i, where, value in self.ranked(text, limit):
-            at = where or defs[i][0]
-            hits.append(Hit(names[i], at.path, at.line, value))
+            path, line = (where.path, where.line) if where else catalog.first(i)
+            hits.append(Hit(names[i], path, line, value))
         return hits
 
     def search_json(self, text: str, limit: int = 0) -> bytes:
@@ -563,10 +506,15 @@ class Finder:
         import orjson
 
         ids, chosen, _ = self._order(text, limit)
-        names, defs = self.catalog.names, self.catalog.definitions
-        for i in ids[~self._have_row[ids]].tolist():
-            at = defs[i][0]
-            self._rows[i] = orjson.dumps({"name": names[i], "file": at.path, "line": at.line})
+        names, catalog = self.catalog.names, self.catalog
+        new = ids[~self._have_row[ids]]
+        paths, lines = catalog.first_of(new)
+        rows = self._rows
+        for i, path, line in zip(new.tolist(), paths, lines, strict=True):
+            serialised = orjson.dumps({"name": names[i], "file": path, "line": line})
+            # a copy of its own size: orjson's bytes keep a buffer of 4 KB or so, which a
+            # cache of a row per name would hold for every name
+            rows[i] = bytes(memoryview(serialised))
         self._have_row[ids] = True
         parts = self._rows[ids].tolist()
         if chosen:
@@ -577,16 +525,15 @@ class Finder:
                     parts[k] = orjson.dumps(row)
         return b"[" + b",".join(parts) + b"]"
 
-    def _owner_bonus(
-        self, owner: str, scores: dict[int, float], chosen: dict[int, Definition]
-    ) -> None:
+    def _owner_bonus(self, owner: str, scores: Scores, chosen: dict[int, Definition]) -> None:
         """`Owner::name`: lift names defined inside a scope that names the owner, and
         point at that definition rather than the first one."""
-        for i, value in list(scores.items()):
+        for i in scores.candidates().tolist():
+            value = float(scores.value[i])
             if value <= WEAK:
                 continue
             best = 0.0
-            for d in self.catalog.definitions[i]:
+            for d in self.catalog.definitions(i):
                 if not d.scope:
                     continue
                 parts = [squash(p) for p in _QUALIFIER.split(d.scope) if p]
@@ -603,4 +550,4 @@ class Finder:
                 if bonus > best:
                     best = bonus
                     chosen[i] = d
-            scores[i] = value + best
+            scores.value[i] = value + best

@@ -1,0 +1,125 @@
+"""The Python API (docs/api.md): the workflows called with typed options give the numbers
+the command line prints, and `import recall` stays light."""
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT, mirror_dir, needs_ctags, needs_mirror, run_cli
+
+import recall
+
+
+def _example() -> str:
+    """The worked example of docs/api.md: its one Python block."""
+    (block,) = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "api.md").read_text(), re.S)
+    return block
+
+
+def _without_seconds(report: dict) -> dict:
+    """A report's JSON without what differs between two runs of the same binary."""
+    for run in report["runs"]:
+        for key in ("index_s", "query_s", "cached"):
+            del run[key]
+    return report
+
+
+@pytest.mark.slow
+@needs_ctags
+def test_the_worked_example_reports_what_the_cli_prints_for_gin_abbr3(
+    real_cache, monkeypatch, capsys
+):
+    mirror = mirror_dir()
+    if mirror is None:
+        pytest.skip("the offline corpus mirrors (../shared/corpora) are absent")
+    monkeypatch.setenv("RECALL_CACHE", str(real_cache))
+    monkeypatch.setenv("RECALL_MIRROR", str(mirror))
+    monkeypatch.chdir(ROOT)
+    namespace: dict = {}
+    exec(compile(_example(), "docs/api.md", "exec"), namespace)
+    report = namespace["report"]
+    printed = capsys.readouterr().out
+
+    assert isinstance(report, recall.Report)
+    proc = run_cli("run", "--repo", "gin", "--type", "abbr3", "--json")
+    assert proc.returncode == 0, proc.stderr
+    cli = json.loads(proc.stdout)
+    assert _without_seconds(report.to_json()) == _without_seconds(cli)
+    counts = cli["runs"][0]
+    assert counts["n"] > 0 and set(cli["runs"][0]["by_type"]) == {"abbr3"}
+    assert printed == (
+        f"{counts['label']}: #1 {counts['first']}/{counts['n']} ({counts['first_pct']}%), "
+        f"MRR {counts['mrr']}\n"
+    )
+
+
+def test_bad_options_raise_the_message_the_cli_prints(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    with pytest.raises(recall.RecallError, match=r"^--jobs 0: give 1 or more$"):
+        recall.run(recall.RunOptions(jobs=0))
+    assert run_cli("run", "--jobs", "0").stderr == "recall: --jobs 0: give 1 or more\n"
+
+
+@pytest.mark.slow
+def test_import_recall_loads_neither_numpy_nor_gitpython_until_an_api_name_is_used():
+    code = (
+        "import sys, recall; print(sorted(m for m in ('numpy', 'git') if m in sys.modules)); "
+        "print(recall.RunOptions.__module__, recall.run.__module__)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.stdout.splitlines() == ["[]", "recall.workflows.options recall.workflows.run"], (
+        out.stderr
+    )
+
+
+def test_a_name_the_api_does_not_have_is_an_attribute_error():
+    with pytest.raises(AttributeError, match="has no attribute 'walk'"):
+        recall.walk  # noqa: B018
+
+
+def _without_index_seconds(data: dict) -> dict:
+    for side in data["sides"]:
+        del side["index_s"]
+    return data
+
+
+@needs_mirror
+def test_explain_from_python_gives_the_json_the_cli_prints(gin, real_cache, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    options = recall.ExplainOptions(
+        query="tstcnt", repo="gin", engine="reference", data=recall.Data(cache=str(real_cache))
+    )
+    explained = recall.explain(options)
+    flags = ("--repo", "gin", "--engine", "reference", "--cache", str(real_cache))
+    proc = run_cli("explain", "tstcnt", *flags, "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert _without_index_seconds(explained.data) == _without_index_seconds(json.loads(proc.stdout))
+    assert explained.sides[0].result.rank == explained.data["sides"][0]["rank"]
+
+
+def _without_timing(history: dict) -> dict:
+    """A history's JSON without what a second measure of the same commits changes."""
+    for commit in history["commits"]:
+        for key in [k for k in commit if k.endswith("_s") or k in ("built", "cached")]:
+            del commit[key]
+    return history
+
+
+@needs_mirror
+def test_history_from_python_gives_the_json_the_cli_prints(fzy, real_cache, monkeypatch):
+    mirror = str(mirror_dir())
+    monkeypatch.chdir(ROOT)
+    data = recall.Data(cache=str(real_cache), mirror=mirror, repos=("gin",), types=("abbr3",))
+    options = recall.HistoryOptions(
+        commits=recall.CommitOptions(data=data, finder=str(fzy)), tags="*1.1"
+    )
+    history = recall.history(options)
+    flags = ("--finder", str(fzy), "--cache", str(real_cache), "--mirror", mirror)
+    proc = run_cli(
+        "history", "--tags", "*1.1", *flags, "--repo", "gin", "--type", "abbr3", "--json"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert _without_timing(history) == _without_timing(json.loads(proc.stdout))
+    assert [c["refs"] for c in history["commits"]] == [["1.1", "v1.1"]]
