@@ -12,7 +12,12 @@ def test_each_set_is_its_recipes_in_registry_order_as_queryset_and_reports_list_
     assert set_types("default") == queryset.DERIVED_TYPES
     assert set_types("typed") == queryset.TYPED_TYPES
     assert tuple(recipe.type for recipe in RECIPES) == queryset.TYPE_ORDER
-    assert set(queryset.TYPES) == {*queryset.TYPE_ORDER, queryset.EXACT, queryset.HAND}
+    assert set(queryset.TYPES) == {
+        *queryset.TYPE_ORDER,
+        *queryset.PATH_TYPES,
+        queryset.EXACT,
+        queryset.HAND,
+    }
 
 
 def test_derive_makes_a_name_s_queries_in_its_set_s_order():

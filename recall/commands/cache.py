@@ -1,8 +1,8 @@
 """`recall cache list` and `recall cache prune`: what the cache holds and what can go.
 
 Checkouts, builds and kept indexes are large and rebuilt slowly, so prune removes only
-what is stale (a checkout no pin asks for, symbols of no current checkout, builds past
---keep-builds, anything unused for --older-than days) and never an entry a running
+what is stale (a checkout no pin asks for, symbols or paths of no current checkout, builds
+past --keep-builds, anything unused for --older-than days) and never an entry a running
 harness holds: runs keep a shared lock on <kind>/<key>.inuse (cache.hold_in_use) that
 prune must take exclusively, without waiting, before it deletes anything.
 """
@@ -25,10 +25,12 @@ from recall.cache import discard, leftover_key, try_exclusive, use_lock
 from recall.commands._flags import add_common, locate_flags
 from recall.errors import EXIT_OK, RecallError
 from recall.inputs.corpus import MARKER, Pin, cache_root, load_pins, read_marker
+from recall.inputs.paths import paths_key
 from recall.inputs.symbols import ctags_identity, symbols_key
 
 KINDS = (
-    "corpora", "builds", "indexes", "interpreters", "node", "symbols", "results", "ceilings",
+    "corpora", "builds", "indexes", "interpreters", "node", "symbols", "paths", "results",
+    "ceilings",
 )  # fmt: skip
 DAY_S = 86400.0
 LEFTOVER = (".tmp-", ".trash-")  # folders a killed fetch, build or prune left behind
@@ -117,6 +119,7 @@ def stale(
         chosen.setdefault(entry.path, dataclasses.replace(entry, note=why))
 
     live_symbols: set[str] = set()
+    live_paths: set[str] = set()
     for entry in found:
         if entry.kind != "corpora":
             continue
@@ -132,13 +135,19 @@ def stale(
             pick(entry, "a checkout of another sha than the pin")
         elif pins is not None and recorded.get("sha") != pins[name].sha:
             pick(entry, "holds another sha than the pin")
-        elif pins is not None and ctags and "tree" in recorded:
-            key = symbols_key(recorded["tree"], pins[name].language, ctags)
-            live_symbols.add(f"{key}.json")
+        elif pins is not None and "tree" in recorded:
+            live_paths.add(f"{paths_key(recorded['tree'])}.json")
+            if ctags:
+                key = symbols_key(recorded["tree"], pins[name].language, ctags)
+                live_symbols.add(f"{key}.json")
     if pins is not None and ctags:
         for entry in found:
             if entry.kind == "symbols" and entry.key not in live_symbols:
                 pick(entry, "symbols of no current checkout")
+    if pins is not None:
+        for entry in found:
+            if entry.kind == "paths" and entry.key not in live_paths:
+                pick(entry, "paths of no current checkout")
     builds = [e for e in found if e.kind == "builds"]
     for entry in found:
         if entry.kind in ("builds", "interpreters", "node") and entry.key.startswith(LEFTOVER):

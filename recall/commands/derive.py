@@ -24,7 +24,9 @@ from recall.inputs.derive import (
     recipes,
     typed_recipes,
 )
-from recall.inputs.queryset import QUERY_SETS, format_queries, read_queries
+from recall.inputs.path_recipes import derive_all_paths, path_recipes
+from recall.inputs.paths import checkout_paths
+from recall.inputs.queryset import PATH_SET, QUERY_SETS, format_queries, read_queries
 from recall.inputs.symbols import checkout_symbols
 
 
@@ -38,7 +40,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--seed", type=int, default=DEFAULT_SEED, help="recipe seed (default: %(default)s)"
     )
     recipes_p.add_argument(
-        "--set", choices=RECIPE_SETS, default="default", dest="recipe_set",
+        "--set", choices=(*RECIPE_SETS, PATH_SET), default="default", dest="recipe_set",
         help="the query set's recipes (default: %(default)s)",
     )  # fmt: skip
     recipes_p.add_argument(
@@ -89,6 +91,8 @@ def _recipes(args: argparse.Namespace) -> int:
     for name in args.names:
         if args.recipe_set == "typed":
             made = typed_recipes(name, args.seed, args.owner, args.language)
+        elif args.recipe_set == PATH_SET:
+            made = path_recipes(name, args.seed)
         else:
             made = recipes(name, args.seed)
         for kind, query in made:
@@ -100,6 +104,11 @@ def _source(pin: Pin, args: argparse.Namespace) -> NameSource:
     cache = cache_root(args.cache)
     checkout = fetch(pin, cache, mirror_root(args.mirror))
     return name_source(checkout_symbols(checkout, cache), pin.language)
+
+
+def _paths(pin: Pin, args: argparse.Namespace) -> list[str]:
+    cache = cache_root(args.cache)
+    return checkout_paths(fetch(pin, cache, mirror_root(args.mirror)), cache)
 
 
 def _sample(args: argparse.Namespace) -> int:
@@ -123,14 +132,20 @@ def _all(args: argparse.Namespace) -> int:
     status = EXIT_OK
     for queries, settings_path in sets:
         settings = load_settings(settings_path, pins)
-        for repo in settings:
-            if repo not in sources:
-                sources[repo] = _source(pins[repo], args)
         if keystrokes.is_typing_settings(settings_path):  # its own rows: steps of sequences
+            for repo in settings:
+                if repo not in sources:
+                    sources[repo] = _source(pins[repo], args)
             data = keystrokes.format_typing(keystrokes.derive_typing_all(sources, settings))
-        else:
-            recipe_set = read_recipe_set(settings_path)
+        elif (recipe_set := read_recipe_set(settings_path)) == PATH_SET:
             existing = read_queries(queries, set(pins)) if queries.exists() else []
+            paths = {repo: _paths(pins[repo], args) for repo in settings}
+            data = format_queries(derive_all_paths(paths, settings, existing))
+        else:
+            existing = read_queries(queries, set(pins)) if queries.exists() else []
+            for repo in settings:
+                if repo not in sources:
+                    sources[repo] = _source(pins[repo], args)
             data = format_queries(derive_all(sources, settings, existing, recipe_set))
         current = queries.read_bytes() if queries.exists() else b""
         count = data.count(b"\n") - 1

@@ -33,8 +33,12 @@ from recall.inputs.derive import (
     name_source,
     read_recipe_set,
 )
+from recall.inputs.path_recipes import derive_path_rows
+from recall.inputs.paths import checkout_paths
 from recall.inputs.queryset import (
     DERIVED_TYPES,
+    PATH_SET,
+    PATH_TYPES,
     QUERY_SETS,
     TYPED_TYPES,
     QueryRow,
@@ -67,6 +71,8 @@ def intended_name(row: QueryRow) -> str:
 
 def derived_types(recipe_set: str) -> tuple[str, ...]:
     """The types a set's recipes make (the rest of its rows are kept as written)."""
+    if recipe_set == PATH_SET:
+        return PATH_TYPES
     return TYPED_TYPES if recipe_set == "typed" else DERIVED_TYPES
 
 
@@ -147,7 +153,11 @@ def _pin_locked(
     checkout = fetch(pin, cache, mirror)
     source = name_source(checkout_symbols(checkout, cache), pin.language)
     names = source.names
-    fresh = derive_set_rows(recipe_set, pin.name, source, entry["n"], entry["seed"])
+    if recipe_set == PATH_SET:  # the path set samples the pin's tracked paths
+        paths = checkout_paths(checkout, cache)
+        fresh = derive_path_rows(pin.name, paths, entry["n"], entry["seed"])
+    else:
+        fresh = derive_set_rows(recipe_set, pin.name, source, entry["n"], entry["seed"])
 
     old_derived = [r for r in existing if r.repo == pin.name and r.type in derived]
     if not fresh and entry["n"] > 0 and not force:
@@ -313,7 +323,7 @@ def run(args: argparse.Namespace) -> int:
         Pin(args.repo, args.url, args.sha, args.language), args.n,
         corpus=corpus, settings_path=settings, queries=queries,
         cache=cache_root(args.cache), mirror=mirror_root(args.mirror), force=args.force,
-        recipes=args.queries if args.queries in RECIPE_SETS else "default",
+        recipes=args.queries if args.queries in (*RECIPE_SETS, PATH_SET) else "default",
     )  # fmt: skip
     sys.stdout.write(render(change, corpus, queries))
     return EXIT_OK

@@ -58,7 +58,13 @@ def run(args: argparse.Namespace) -> int:
     target(Path(options.out))  # a FIFO or a device there is refused before any work
     entries = results.peer_entries(options)
     results.check_comparable(entries)
-    page = render_results(entries, {**results.machine(), "jobs": results.measured_jobs(entries)})
+    host = {**results.machine(), "jobs": results.measured_jobs(entries)}
+    from recall.workflows.results_paths import is_paths_page, render_paths_page
+
+    if is_paths_page(entries):
+        page = render_paths_page(entries, host)
+    else:
+        page = render_results(entries, host)
     out = Path(options.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(out, page.encode("utf-8"))

@@ -18,7 +18,7 @@ import orjson
 
 from recall.errors import RecallError
 from recall.inputs.corpus import Pin
-from recall.inputs.queryset import HAND, QueryRow
+from recall.inputs.queryset import HAND, PATH_SET, QueryRow
 from recall.inputs.recipes import RECIPE_SETS, make_queries
 from recall.inputs.symbols import Symbol, distinct_names, is_searchable
 
@@ -152,10 +152,9 @@ def read_recipe_set(path: Path) -> str:
     except (OSError, orjson.JSONDecodeError):
         return "default"  # load_settings reports the file's problem
     recipe_set = data.get("recipes", "default") if isinstance(data, dict) else "default"
-    if recipe_set not in RECIPE_SETS:
-        raise RecallError(
-            f"{path}: recipes must be one of {', '.join(RECIPE_SETS)}, got {recipe_set!r}"
-        )
+    known = (*RECIPE_SETS, PATH_SET)  # the path set's recipes: recall.inputs.path_recipes
+    if recipe_set not in known:
+        raise RecallError(f"{path}: recipes must be one of {', '.join(known)}, got {recipe_set!r}")
     return recipe_set
 
 

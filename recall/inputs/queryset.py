@@ -20,9 +20,15 @@ DERIVED_TYPES = set_types("default")
 TYPED_TYPES = set_types("typed")
 # The order reports list the types of a query set in: the recipes' (docs/queries.md).
 TYPE_ORDER = tuple(recipe.type for recipe in RECIPES)
+# The path set (paths.tsv, recipe set PATH_SET): file-picker queries whose source is a
+# tracked path, made by recall.inputs.path_recipes (the registry's recipes take names).
+PATH_SET = "paths"
+PATH_TYPES = (
+    "baseprefix", "wordstarts", "dirinitials", "fragment", "extfirst", "basetypo", "basecase",
+)  # fmt: skip
 EXACT = "exact"  # the name itself, which no recipe makes: a row a file may hold
 HAND = "hand"
-TYPES = (*TYPE_ORDER, EXACT, HAND)
+TYPES = (*TYPE_ORDER, *PATH_TYPES, EXACT, HAND)
 
 
 # The committed query sets by name, each with the derive settings that make it: `--queries
@@ -31,6 +37,7 @@ QUERY_SETS = {
     "default": ("queries.tsv", "derive.json"),
     "typed": ("typed.tsv", "derive-typed.json"),
     "typing": ("typing.tsv", "derive-typing.json"),  # steps, not rows: recall/inputs/keystrokes.py
+    "paths": ("paths.tsv", "derive-paths.json"),
 }
 
 

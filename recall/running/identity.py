@@ -23,6 +23,7 @@ from recall.errors import RecallError
 from recall.finders.engine import Engine, build_env, finder_env
 from recall.finders.kinds import HARNESS_ROOT
 from recall.inputs.corpus import Pin
+from recall.inputs.paths import LISTING, PATHS, domain_of
 from recall.inputs.queryset import QueryRow, queries_digest
 
 PROBE_TIMEOUT_S = 60.0  # a toolchain probe prints a version; a minute is ample
@@ -176,10 +177,13 @@ def _program(path: str, _mtime_ns: int, _size: int) -> str:
 
 def data_key(pins: dict[str, Pin], rows: list[QueryRow]) -> dict:
     """The part of a key that says what was asked: the pins of the repos used, the rows."""
-    return {
+    key = {
         "pins": {repo: pins[repo].as_json() for repo in sorted({r.repo for r in rows})},
         "queries": queries_digest(rows),
     }
+    if domain_of(rows) == PATHS:  # the candidates are the paths the listing rule keeps
+        key["paths"] = LISTING
+    return key
 
 
 def file_identity(path: Path) -> str:

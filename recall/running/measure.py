@@ -19,6 +19,7 @@ from typing import Literal, TypeVar
 from recall.analysis.model import QueryResult, RunResult, UnknownSource
 from recall.errors import RecallError
 from recall.inputs.corpus import Pin, fetch, is_clean
+from recall.inputs.paths import NAMES, PATHS, checkout_paths
 from recall.inputs.queryset import QueryRow
 from recall.inputs.symbols import checkout_symbols, distinct_names
 from recall.running.session import BatchFeed, Session
@@ -30,13 +31,16 @@ OFF_CORPUS_SHOWN = 3  # answers quoted when a run is refused for naming nothing
 JOIN_MIN = 64  # rows a corpus must have left for another batch process to start on it
 
 
-def open_corpus(pin: Pin, cache: Path, mirror: Path | None) -> Corpus:
+def open_corpus(pin: Pin, cache: Path, mirror: Path | None, domain: str = NAMES) -> Corpus:
     """A pin's checkout, fetched and held in use by this process (so that neither prune nor
-    another run's rebuild touches it while this process runs), with its names listed:
-    what every binary run on it needs. The checkout is checked deeply
+    another run's rebuild touches it while this process runs), with its candidates listed:
+    what every binary run on it needs (its names, or for the path set its tracked paths,
+    recall.inputs.paths). The checkout is checked deeply
     (every file, ignored paths and mtimes too) and rebuilt if it is not the pin byte for
     byte, so a hand edit in the cache is undone before the first query, not found after."""
     checkout = fetch(pin, cache, mirror, deep=True)
+    if domain == PATHS:
+        return Corpus(checkout, checkout_paths(checkout, cache), cache, mirror)
     return Corpus(checkout, distinct_names(checkout_symbols(checkout, cache)), cache, mirror)
 
 

@@ -18,6 +18,7 @@ from recall.errors import RecallError
 from recall.finders.engine import finder_env, resolve_engine
 from recall.inputs.corpus import Pin, cache_root, load_pins, mirror_root, select_pins
 from recall.inputs.keystrokes import refuse_typing
+from recall.inputs.paths import domain_of
 from recall.inputs.queryset import HAND, QueryRow, is_committed_set, query_set_path, read_queries
 from recall.inputs.suite import locate
 from recall.running.build import check_build_timeout, finder_root, make_binaries
@@ -60,7 +61,7 @@ def explain(options: ExplainOptions) -> Explained:
     cache = cache_root(options.data.cache)
     root = finder_root(Path(found.finder))
     engine = resolve_engine(options.engine, root)
-    target = open_corpus(pin, cache, mirror_root(options.data.mirror))
+    target = open_corpus(pin, cache, mirror_root(options.data.mirror), domain_of([*rows, row]))
     strict = is_committed_set(found.queries)
     check_source(row, target.names, bool(options.source), rows, queries, strict)
     binaries = make_binaries(

@@ -29,6 +29,7 @@ from recall.errors import RecallError
 from recall.finders.engine import Engine, resolve_engine
 from recall.inputs.corpus import Pin, cache_root, load_pins, mirror_root
 from recall.inputs.keystrokes import refuse_typing
+from recall.inputs.paths import domain_of
 from recall.inputs.queryset import QueryRow, query_set_path, read_queries, select
 from recall.inputs.suite import locate
 from recall.running.build import (
@@ -317,8 +318,9 @@ def _open_corpora(plan: Plan, rows: list[QueryRow]) -> None:
     new = [repo for repo in dict.fromkeys(row.repo for row in rows) if repo not in plan.corpora]
     if not new:
         return
+    domain = domain_of(rows)
     for repo in new:
-        plan.corpora[repo] = open_corpus(plan.pins[repo], plan.cache, plan.mirror)
+        plan.corpora[repo] = open_corpus(plan.pins[repo], plan.cache, plan.mirror, domain)
     fresh = [row for row in rows if row.repo in new]
     check_sources(fresh, plan.corpora, plan.queries_path, plan.all_rows)
 

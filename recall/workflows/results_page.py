@@ -30,6 +30,7 @@ from recall.files import write_atomic
 from recall.finders.engine import Engine, load_preset
 from recall.finders.kinds.node import TREE_FOLDER, locked_version
 from recall.inputs.corpus import load_pins
+from recall.inputs.queryset import query_set_path, read_queries
 from recall.inputs.suite import locate
 from recall.running.build import finder_root
 from recall.terminal import progress
@@ -202,7 +203,7 @@ def _first_line(argv: list[str]) -> str:
 
 def finder_version(peer: Peer, engine: Engine, root: Path) -> str:
     """What exactly ran: the program's own version line, the package or the commit."""
-    if peer.preset == "reference":
+    if peer.preset in ("reference", "reference-paths"):
         with git.Repo(root) as repo:
             dirty = " with uncommitted changes" if repo.is_dirty() else ""
             return f"recall commit {repo.head.commit.hexsha[:12]}{dirty}"
@@ -376,13 +377,37 @@ def measured_jobs(entries: list[dict]) -> str:
     return jobs.pop()
 
 
+def is_path_set(queries: str) -> bool:
+    """Does --queries name a set of paths (recall.inputs.paths), whose page has the file
+    pickers?"""
+    from recall.inputs.keystrokes import is_typing_file
+    from recall.inputs.paths import PATHS, domain_of
+
+    path = query_set_path(queries)
+    if not path.exists() or is_typing_file(path):  # a typing set's steps type names
+        return False
+    return domain_of(read_queries(path)) == PATHS
+
+
+def path_peers() -> list[Peer]:
+    """The file pickers of the paths page (recall/workflows/results_paths.py)."""
+    from recall.workflows.results_paths import PATH_PEERS
+
+    bundled = iterfzf_fzf() or "iterfzf/fzf"
+    return [
+        Peer(p.label, p.preset, p.note, bundled if p.bundled_fzf else None, p.package, p.npm)
+        for p in PATH_PEERS
+    ]
+
+
 def peer_entries(options: ResultsOptions) -> list[dict]:
     """Every peer's entry of the page, run now or read back from options.reports."""
     found = locate("results", corpus=options.corpus, queries=options.queries)
     options = dataclasses.replace(options, corpus=found.corpus, queries=found.queries or "")
     root = finder_root(Path("."))
     only = options.only
-    peers = [p for p in default_peers() if not only or p.preset in only]
+    every = path_peers() if is_path_set(options.queries) else default_peers()
+    peers = [p for p in every if not only or p.preset in only]
     if not peers:
         raise RecallError(f"--only {', '.join(only or ())}: no such peer")
     folder = Path(options.reports) if options.reports else None

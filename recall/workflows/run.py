@@ -17,7 +17,7 @@ import git
 import orjson
 
 from recall import __version__
-from recall.analysis import ceiling
+from recall.analysis import ceiling, path_ceiling
 from recall.analysis.accept import Key, in_selection, read_accepted
 from recall.analysis.model import (
     UNKNOWN_SHOWN,
@@ -38,9 +38,10 @@ from recall.errors import RecallError
 from recall.files import target
 from recall.finders.engine import Engine, preset_names, resolve_engine
 from recall.finders.requirements import require
-from recall.inputs import derive, keystrokes, symbols
+from recall.inputs import derive, keystrokes, path_recipes, symbols
 from recall.inputs.corpus import Pin, cache_root, load_pins, mirror_root
 from recall.inputs.keystrokes import TypingRow
+from recall.inputs.paths import PATHS, domain_of
 from recall.inputs.queryset import (
     HAND,
     QUERY_SETS,
@@ -224,6 +225,8 @@ def measure(options: RunOptions) -> Measurement:
     python = finder_python(cache)
     sides = _candidates(specs, engine, root, python, engine_flag, options.build_timeout)
     known = {"tree": str(root), "python": python}
+    if domain_of(rows, str(queries_path)) == PATHS:
+        refuse_lsp([side.binary.engine for side in sides])
     for side in sides:  # before a corpus is fetched or a base built: the doctor's line, exit 2
         require(side.binary.engine, python, known, side.binary.engine.source)
     asked_key = data_key(pins, asked)
@@ -285,6 +288,17 @@ def measure(options: RunOptions) -> Measurement:
         binaries = [side.binary for side in sides]
         bench = run_bench(binaries, hand, corpora, options.bench, options.timeout)
     return Measurement(plan, measured, has_base, meta, _ceiling(plan), bench)
+
+
+def refuse_lsp(engines: list[Engine]) -> None:
+    """A language server answers workspace/symbol with names: it lists no files, so a
+    path set does not apply to it (docs/engines.md)."""
+    for engine in engines:
+        if engine.kind == "lsp":
+            raise RecallError(
+                f"{engine.source}: kind lsp ranks symbol names, not file paths: the path set "
+                "does not apply to it"
+            )
 
 
 @dataclass(frozen=True)
@@ -502,8 +516,8 @@ def _regress_cases(
     were skipped because their repo is not a pin of this corpus: the committed regress.tsv
     must not stop a run over a corpus of the user's own. The default file may be absent;
     an explicit --regress FILE naming an unknown repo is refused at its line."""
-    if no_regress:
-        return [], 0
+    if no_regress or (regress is None and domain_of(rows) == PATHS):
+        return [], 0  # the default regress cases are names: none applies to a path set
     path = Path(regress or default)
     if regress is None and not path.exists():
         return [], 0
@@ -700,7 +714,8 @@ def query_set_ceiling(
     make from its source has no ceiling: the summary names it in `left_out`, and the
     report compares the finders with the ceiling without it."""
     code = hashlib.sha256()
-    for module in (ceiling, derive, symbols):
+    is_paths = domain_of(rows) == PATHS
+    for module in (ceiling, derive, symbols, *((path_ceiling, path_recipes) if is_paths else ())):
         code.update(Path(module.__file__ or "").read_bytes())
     key = {"data": data_key(pins, rows), "code": code.hexdigest(), "ctags": ctags_identity()}
     digest = hashlib.sha256(orjson.dumps(key, option=orjson.OPT_SORT_KEYS)).hexdigest()
@@ -714,13 +729,17 @@ def query_set_ceiling(
             warn(f"cache entry {path} is not a ceiling of these rows: dropped, made again")
     if per_row is None:
         _fetch_corpora(rows, pins, cache, mirror, corpora)
-        sources = {
-            repo: derive.name_source(
-                checkout_symbols(corpora[repo].checkout, cache), pins[repo].language
-            )
-            for repo in dict.fromkeys(row.repo for row in rows)
-        }
-        per_row = ceiling.row_ceilings(rows, sources)
+        repos = dict.fromkeys(row.repo for row in rows)
+        if is_paths:  # the corpora's candidates are their paths
+            per_row = path_ceiling.row_ceilings(rows, {r: corpora[r].names for r in repos})
+        else:
+            sources = {
+                repo: derive.name_source(
+                    checkout_symbols(corpora[repo].checkout, cache), pins[repo].language
+                )
+                for repo in repos
+            }
+            per_row = ceiling.row_ceilings(rows, sources)
         keep_file(path, orjson.dumps(ceiling.encode_rows(rows, per_row)))
     per_row |= dict.fromkeys(unknown or [], ceiling.RowCeiling(0, 0.0, 0.0))
     return ceiling.summary(rows, per_row, {name: pin.language for name, pin in pins.items()})
@@ -731,9 +750,10 @@ def _fetch_corpora(
     corpora: dict[str, Corpus],
 ) -> None:  # fmt: skip
     """Fetch and list names only when a binary runs: a run from the cache needs neither."""
+    domain = domain_of(rows)
     for repo in dict.fromkeys(row.repo for row in rows):
         if repo not in corpora:
-            corpora[repo] = open_corpus(pins[repo], cache, mirror)
+            corpora[repo] = open_corpus(pins[repo], cache, mirror, domain)
 
 
 def pasteable(flags: Flags, root: Path) -> Flags:

@@ -30,13 +30,15 @@ const DRIVERS = {
     const Fuse = typeof mod === "function" ? mod : mod.default;
     const fuse = new Fuse(names, { includeScore: true, ...options });
     return (query, limit) =>
-      fuse.search(query, limit ? { limit } : undefined).map((hit) => hit.item);
+      fuse.search(query, limit ? { limit } : undefined).map((hit) => nameOf(hit.item));
   },
   fuzzysort: (mod, names, options) => {
     const fuzzysort = typeof mod.go === "function" ? mod : mod.default;
-    const prepared = names.map((name) => fuzzysort.prepare(name));
+    const prepared = options.keys ? names : names.map((name) => fuzzysort.prepare(name));
     return (query, limit) =>
-      Array.from(fuzzysort.go(query, prepared, { ...options, limit }), (hit) => hit.target);
+      Array.from(fuzzysort.go(query, prepared, { ...options, limit }), (hit) =>
+        options.keys ? nameOf(hit.obj) : hit.target,
+      );
   },
   // Fzf's limit only cuts its sorted list, so one instance serves every limit.
   fzf: (mod, names, options) => {
@@ -65,6 +67,17 @@ const DRIVERS = {
     };
   },
 };
+
+// With a `keys` option (the path presets), each candidate is a record of its path's parts,
+// {path, base, dir}, for the package to search by key, and a hit is its record's path.
+function pathRecord(name) {
+  const slash = name.lastIndexOf("/");
+  return { path: name, base: name.slice(slash + 1), dir: name.slice(0, Math.max(slash, 0)) };
+}
+
+function nameOf(item) {
+  return item !== null && typeof item === "object" ? item.path : item;
+}
 
 function cut(list, limit) {
   return limit ? list.slice(0, limit) : list;
@@ -229,7 +242,7 @@ async function main() {
   }
   let search;
   try {
-    search = driver(mod, names, options);
+    search = driver(mod, Array.isArray(options.keys) ? names.map(pathRecord) : names, options);
   } catch (error) {
     usage(`cannot build the index of ${args.package}: ${errorText(error)}`);
   }

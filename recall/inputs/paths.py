@@ -1,0 +1,91 @@
+"""The second domain's candidates: each pin's tracked file paths, as a file picker lists them.
+
+A file picker ranks the paths of a repository, not its symbols. The candidates of a
+corpus are the paths `git ls-files` lists in its frozen checkout (submodules, which are
+folders of another repository, left out), relative to the checkout's root and sorted,
+so they are a function of the pinned tree alone. They are kept in the cache under a key
+of the tree and of the listing rule, like the symbols, so a run lists them once.
+
+Which domain a query set is in follows from its types: rows of the path types (PATH_TYPES
+in recall.inputs.queryset) rank paths, every other sourced type ranks names. A set mixing both is
+refused: one run gives a finder one list of candidates.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from pathlib import Path
+
+import git
+import orjson
+
+from recall.cache import keep_file, read_file
+from recall.errors import RecallError
+from recall.inputs.corpus import Checkout
+from recall.inputs.queryset import PATH_TYPES, QueryRow
+from recall.inputs.symbols import is_searchable
+
+NAMES, PATHS = "names", "paths"
+# The listing rule's version: a change to what is listed changes every key.
+LISTING = "ls-files -s -z; no gitlinks; searchable paths; v1"
+GITLINK = "160000"  # a submodule's entry: a commit of another repository, not a file
+
+
+def domain_of(rows: list[QueryRow], where: str = "the query set") -> str:
+    """`paths` when the sourced rows are of the path types, `names` otherwise; a set with
+    both is an error, since a run gives each finder one candidate list per corpus."""
+    kinds = {row.type in PATH_TYPES for row in rows if row.sourced}
+    if kinds == {True, False}:
+        first = next(row for row in rows if row.sourced and row.type in PATH_TYPES)
+        raise RecallError(
+            f"{where} mixes path rows (such as {first.type} {first.query!r}) with name rows: "
+            "run the path set and a name set separately"
+        )
+    return PATHS if kinds == {True} else NAMES
+
+
+def list_paths(root: Path) -> list[str]:
+    """The tracked files of the checkout at root, sorted, as `git ls-files` lists them:
+    no submodule entries, and no path a person could not type (a tab, a newline)."""
+    try:
+        out = git.Repo(root).git.ls_files("-s", "-z")
+    except git.GitCommandError as exc:
+        tail = str(exc.stderr or exc).strip().splitlines()[-1:]
+        raise RecallError(f"git ls-files failed in {root}: {' '.join(tail)}") from None
+    paths = set()
+    for entry in out.split("\0"):
+        if not entry:
+            continue
+        info, _tab, path = entry.partition("\t")
+        if info.split(" ", 1)[0] == GITLINK or not is_searchable(path):
+            continue
+        paths.add(path)
+    return sorted(paths)
+
+
+def paths_key(tree: str) -> str:
+    """The cache entry of a tree's paths: the tree and the listing rule decide them."""
+    return hashlib.sha256(f"{tree}\0{LISTING}".encode()).hexdigest()[:24]
+
+
+def cached_paths(root: Path, tree: str, cache: Path) -> list[str]:
+    """list_paths(), memoised in the cache by the checkout's tree (as the symbols are)."""
+    path = cache / "paths" / f"{paths_key(tree)}.json"
+    body = read_file(path)
+    if body is not None:
+        try:
+            kept = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            kept = None
+        if isinstance(kept, list) and all(isinstance(p, str) for p in kept):
+            return kept
+        print(f"recall: warning: ignoring corrupt paths cache entry {path} (not a list of "
+              "paths): listing the paths again", file=sys.stderr)  # fmt: skip
+    listed = list_paths(root)
+    keep_file(path, orjson.dumps(listed))
+    return listed
+
+
+def checkout_paths(checkout: Checkout, cache: Path) -> list[str]:
+    return cached_paths(checkout.path, checkout.tree, cache)
