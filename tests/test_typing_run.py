@@ -160,8 +160,12 @@ def test_a_typing_run_saved_and_merged_reports_the_same_effort(real_cache, gin, 
     assert json.loads(merged.stdout)["effort"] == json.loads(ran.stdout)["effort"]
 
 
-def test_history_and_explain_refuse_a_typing_set_naming_the_command_that_reads_it(tmp_path):
-    for argv in (("history", "HEAD~1..HEAD"), ("explain", "t", "--repo", "gin")):
+def test_history_bisect_and_explain_refuse_a_typing_set_naming_the_command(tmp_path):
+    for argv in (
+        ("history", "HEAD~1..HEAD"),
+        ("bisect", "--good", "HEAD~1", "--bad", "HEAD", "--query", "gin:tst"),
+        ("explain", "t", "--repo", "gin"),
+    ):
         proc = run_cli(*argv, "--cache", str(tmp_path), "--queries", "typing")
         assert proc.returncode == 2
         last = proc.stderr.strip().splitlines()[-1]
