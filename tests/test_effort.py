@@ -2,6 +2,8 @@
 sequence first reaches #1 and the top 3, the groups' numbers and the k-curve, the keystrokes
 saved, the ceiling over a corpus's names, and the diff of two runs."""
 
+import re
+
 import pytest
 
 from recall.analysis.effort import (
@@ -15,6 +17,7 @@ from recall.analysis.effort import (
 )
 from recall.analysis.keystroke_ceiling import TypedTexts, ceiling_chances, effort
 from recall.inputs.keystrokes import TypingRow
+from recall.render.effort import LEGEND_CHAR_PX, k_curve
 
 BIND = TypedSequence("gin", "prefix", "bind", ("b", "bi", "bin", "bind"))
 ANSWERS = {
@@ -90,3 +93,14 @@ def test_the_section_maps_answers_back_and_a_self_diff_shows_no_change():
     assert (section.diffs[0].more, section.diffs[0].same) == (0, 1)
     assert (section.sequences, section.steps, section.prompts) == (1, 4, 4)
     assert section.to_json()["ceiling"]["label"] == "ceiling"
+
+
+def test_the_k_curve_s_legend_widens_for_a_base_label_so_no_label_is_cut_off():
+    curve = [float(k) for k in range(1, 11)]
+    short = k_curve([{"label": "fzy", "curve": curve}], None)
+    label = "base origin/main~12 (d8ba8c6f8d83)"
+    long = k_curve([{"label": label, "curve": curve}], {"label": "ceiling", "curve": curve})
+    width = int(re.search(r'<svg [^>]*width="(\d+)"', long)[1])  # type: ignore[index]
+    assert 'width="830"' in short  # the legend's least width
+    text_x = float(re.search(rf'<text x="([\d.]+)" y="\d+">{re.escape(label)} ', long)[1])  # type: ignore[index]
+    assert text_x + LEGEND_CHAR_PX * len(f"{label} (10.0% by 10)") <= width

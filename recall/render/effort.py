@@ -19,6 +19,7 @@ GROUPS = (("sequence", "by_sequence"), ("repo", "by_repo"), ("language", "by_lan
 LINE_COLORS = ("#08519c", "#e6550d", "#31a354", "#756bb1", "#de2d26", "#636363", "#17becf",
                "#bcbd22", "#8c564b", "#e377c2")  # fmt: skip
 CEILING_COLOR = "#969696"
+LEGEND_CHAR_PX = 7
 
 
 def _keys(value: float | None) -> str:
@@ -112,12 +113,16 @@ def render_effort_diff(d: EffortDiff, markdown: bool) -> list[str]:
 def k_curve(runs: list[dict], ceiling: dict | None) -> str:
     """The share of sequences at #1 within k keystrokes, k = 1..10: a line per finder and
     the ceiling's, dashed."""
-    left, top, plot_w, plot_h, legend_w = 50, 16, 520, 260, 260
-    width, height = left + plot_w + legend_w, top + plot_h + 44
     lines = [(run, LINE_COLORS[i % len(LINE_COLORS)], False) for i, run in enumerate(runs)]
     if ceiling:
         lines.append((ceiling, CEILING_COLOR, True))
     ks = len(lines[0][0]["curve"]) if lines else 10
+    # The legend as wide as its longest line (a base's label holds its ref and commit):
+    # at most LEGEND_CHAR_PX a character of the page's 12px font, so none is cut off.
+    longest = max((len(f"{run['label']} (100.0% by {ks})") for run, _c, _d in lines), default=0)
+    left, top, plot_w, plot_h = 50, 16, 520, 260
+    legend_w = max(260, 56 + LEGEND_CHAR_PX * longest)
+    width, height = left + plot_w + legend_w, top + plot_h + 44
 
     def x(k: int) -> float:
         return left + plot_w * (k - 1) / max(1, ks - 1)
