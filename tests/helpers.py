@@ -1,5 +1,6 @@
 """What several test files share: the golden report's fixed results, the fault world's
-finder and engine, and a headless Chromium that screenshots a page.
+finder and engine, a clone of this repo with a weaker finder, and a headless Chromium
+that screenshots a page.
 
 Test files import these from here, never from one another (a test file is no library:
 importing one runs its module fixtures' definitions and shadows fixtures of the same name).
@@ -14,6 +15,7 @@ import subprocess
 import zlib
 from pathlib import Path
 
+import git
 import numpy as np
 from conftest import ROOT, tiny_suite
 
@@ -25,6 +27,26 @@ from recall.analysis.report import analyse
 from recall.finders.protocol import rank_by_name
 from recall.inputs.corpus import Pin
 from recall.inputs.queryset import QueryRow
+
+# A clone of this repo whose finder is one commit weaker (test_html, test_typing_run) ----
+
+
+def weaker_clone(tmp_path: Path) -> Path:
+    """This repo cloned, one commit later with a weaker word-start bonus: a finder that
+    loses against HEAD, for the reports of a real --base run."""
+    clone = tmp_path / "clone"
+    repo = git.Repo.clone_from(ROOT, clone)
+    weights = clone / "recall" / "finders" / "reference" / "weights.py"
+    text = weights.read_text()
+    assert "BONUS_WORD = 2.5" in text
+    weights.write_text(text.replace("BONUS_WORD = 2.5", "BONUS_WORD = 0.5"))
+    repo.index.add([str(weights.relative_to(clone))])
+    with repo.config_writer() as config:
+        config.set_value("user", "name", "test")
+        config.set_value("user", "email", "test@example.com")
+    repo.index.commit("weaker word-start bonus")
+    return clone
+
 
 # The golden report (tests/golden, test_report, test_report_schema, test_html) ------------
 

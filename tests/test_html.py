@@ -3,30 +3,25 @@ import json
 import re
 from pathlib import Path
 
-import git
 import numpy as np
 import pytest
-from conftest import ROOT, needs_chromium, run_cli
-from helpers import DOWN_RED, FIRST_BLUE, UP_GREEN, chromium, golden_report, has_color
+from conftest import needs_chromium, run_cli
+from helpers import (
+    DOWN_RED,
+    FIRST_BLUE,
+    UP_GREEN,
+    chromium,
+    golden_report,
+    has_color,
+    weaker_clone,
+)
 
 from recall.render.html import render_html, source_link
 
 
 @pytest.fixture
 def worse_clone(tmp_path: Path) -> Path:
-    """This repo's finder, one commit later with a weaker word-start bonus."""
-    clone = tmp_path / "clone"
-    repo = git.Repo.clone_from(ROOT, clone)
-    rank = clone / "recall" / "finders" / "reference" / "rank.py"
-    text = rank.read_text()
-    assert "BONUS_WORD = 2.5" in text
-    rank.write_text(text.replace("BONUS_WORD = 2.5", "BONUS_WORD = 0.5"))
-    repo.index.add([str(rank.relative_to(clone))])
-    with repo.config_writer() as config:
-        config.set_value("user", "name", "test")
-        config.set_value("user", "email", "test@example.com")
-    repo.index.commit("weaker word-start bonus")
-    return clone
+    return weaker_clone(tmp_path)
 
 
 @needs_chromium

@@ -163,7 +163,7 @@ def test_a_history_url_that_is_not_https_is_no_link():
     """A history's JSON may come from a file (a shard, a kept --json): only an https url
     becomes a link, so a javascript: one is dropped, not escaped into an href."""
     counts = {"n": 1, "first": 1, "top10": 1, "found": 1, "errors": 0, "first_pct": 100.0,
-              "top10_pct": 100.0, "found_pct": 100.0, "mrr": 1.0}  # fmt: skip
+              "top10_pct": 100.0, "found_pct": 100.0, "mrr": 1.0, "ndcg10": 1.0}  # fmt: skip
     row = {"sha": "a" * 40, "short": "a" * 12, "date": "2016-07-10", "subject": "s",
            "refs": [], "url": "javascript:alert(1)", "error": None, **counts}  # fmt: skip
     data = {"finder": "f", "engine": {"source": "e"}, "sourced": 1, "repos": ["gin"],
