@@ -7,12 +7,11 @@ import json
 import sys
 from pathlib import Path
 
-import git
 import jsonschema
 import numpy as np
 import pytest
 from conftest import ROOT, needs_chromium, run_cli
-from helpers import chromium, has_color
+from helpers import chromium, has_color, weaker_clone
 
 from recall.inputs.queryset import HAND, QueryRow
 from recall.render.html import render_html
@@ -57,35 +56,21 @@ def test_a_self_diff_of_the_typing_set_shows_no_change_in_every_form(real_cache,
     assert "## Share of sequences at #1 within k keystrokes (%)" in markdown.stdout
 
 
-@pytest.fixture
-def weaker_clone(tmp_path: Path) -> Path:
-    """This repo's finder, one commit later with a weaker word-start bonus (wherever the
-    reference finder keeps its weight)."""
-    clone = tmp_path / "clone"
-    repo = git.Repo.clone_from(ROOT, clone)
-    (held,) = [
-        path for path in (clone / "recall" / "finders" / "reference").glob("*.py")
-        if "BONUS_WORD = 2.5" in path.read_text()
-    ]  # fmt: skip
-    held.write_text(held.read_text().replace("BONUS_WORD = 2.5", "BONUS_WORD = 0.5"))
-    repo.index.add([str(held.relative_to(clone))])
-    with repo.config_writer() as config:
-        config.set_value("user", "name", "test")
-        config.set_value("user", "email", "test@example.com")
-    repo.index.commit("weaker word-start bonus")
-    return clone
+@pytest.fixture(name="weaker")
+def weaker_fixture(tmp_path: Path) -> Path:
+    return weaker_clone(tmp_path)
 
 
 @needs_chromium
 def test_a_weaker_finder_needs_more_keystrokes_and_the_page_draws_the_k_curve(
     real_cache,
     gin,
-    weaker_clone,
+    weaker,
     tmp_path,
 ):
     page = tmp_path / "typing.html"
     proc = run_cli(
-        "--cache", str(real_cache), *GIN_STARTS, "--finder", str(weaker_clone),
+        "--cache", str(real_cache), *GIN_STARTS, "--finder", str(weaker),
         "--base", "HEAD~1", "--json", "--html", str(page),
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
