@@ -156,3 +156,15 @@ def test_history_bisect_and_explain_refuse_a_typing_set_naming_the_command(tmp_p
         last = proc.stderr.strip().splitlines()[-1]
         assert f"typing.tsv: a typing set, which recall {argv[0]} does not read" in last
         assert last.endswith("measures its keystrokes to the name")
+
+
+def test_the_typing_page_leaves_the_language_servers_out_and_says_so(tmp_path):
+    proc = run_cli(
+        "results", "--queries", "typing", "--only", "gopls", "--render-only",
+        "--reports", str(tmp_path), "--out", str(tmp_path / "page.md"),
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "recall: --only gopls: no such peer of a typing set's page (the language servers are "
+        "left out of it)"
+    )
