@@ -26,6 +26,7 @@ prints a score first on each line, and `output = "lines"` takes it for the name)
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable
+from itertools import repeat
 from typing import TYPE_CHECKING, BinaryIO
 
 import orjson
@@ -122,32 +123,34 @@ def rank_json(data: object, source: str, names: Collection[str] = ()) -> QueryRe
     anything else, wherever in the list it is.
 
     Answers are unlimited, so a list holds thousands of rows (a default run reads 200 MB
-    of them): each row is checked, but only the top 10 become Hits, and names are counted
-    only until the source is found (and looked up among the corpus's names only until one
-    is)."""
+    of them), and the harness reads them on the cores the finders run on: every row is
+    checked and its name taken by `map` over built-ins (no Python step per row), the
+    source's rank is the distinct names up to its first row, and only the top 10 become
+    Hits."""
     from recall.analysis.model import TOP, Hit, QueryResult
 
     if not isinstance(data, list):
         raise ValueError("expected a JSON list of results")
+    if not set(map(type, data)) <= {dict}:
+        raise ValueError("expected objects with a string 'name'")
+    got: list[str] = list(map(dict.get, data, repeat("name")))  # type: ignore[arg-type]
+    if not set(map(type, got)) <= {str}:  # so got is a list of str after all
+        raise ValueError("expected objects with a string 'name'")
+    named = not names or any(map(names.__contains__, got))
+    try:
+        rank: int | None = len(set(got[: got.index(source) + 1]))
+    except ValueError:
+        rank = None
     seen: set[str] = set()
     top: list[Hit] = []
-    rank = None
-    named = not names
-    for item in data:
-        if type(item) is not dict or type(item.get("name")) is not str:
-            raise ValueError("expected objects with a string 'name'")
-        name = item["name"]
-        if not named and name in names:
-            named = True
-        if rank is not None and len(top) >= TOP:
-            continue
+    for k, name in enumerate(got):
+        if len(top) >= TOP:
+            break
         if name in seen:
             continue
         seen.add(name)
-        if len(top) < TOP:
-            file, line = item.get("file"), item.get("line")
-            top.append(Hit(name, file if type(file) is str else None,
-                           line if type(line) is int else None))  # fmt: skip
-        if name == source:
-            rank = len(seen)
-    return QueryResult(rank, tuple(top), off_corpus=bool(seen) and not named)
+        item = data[k]
+        file, line = item.get("file"), item.get("line")
+        top.append(Hit(name, file if type(file) is str else None,
+                       line if type(line) is int else None))  # fmt: skip
+    return QueryResult(rank, tuple(top), off_corpus=bool(got) and not named)

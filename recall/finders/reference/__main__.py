@@ -64,9 +64,13 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "index":
+            from recall.finders.reference import kernel
             from recall.finders.reference.store import build
 
             build(args.corpus, args.language, args.db)
+            # the kernel compiled (or found compiled) now, before any query: its compile
+            # is set-up, like the index, and the query processes that follow load it
+            kernel.library()
         else:
             _query(args)
     except RecallError as exc:

@@ -67,7 +67,10 @@ static float align(const int32_t *q, const uint8_t *star, int is_glob, int64_t m
           *d = scratch + 8 * width, *nd = scratch + 9 * width, *swap;
     const float neg = F(NEG);
     int64_t count = 0;
-    for (int64_t j = 0; j < n; j++) {
+    /* Cells past last[m - 1] are never read, so they are not filled: only the word count
+     * runs to the end of the name. */
+    int64_t end = last[m - 1];
+    for (int64_t j = 0; j <= end; j++) {
         if (st[j]) count++;
         float b = j == 0 ? F(BONUS_FIRST) : st[j] ? F(BONUS_WORD) : F(0.0);
         float t = through[j];
@@ -83,9 +86,13 @@ static float align(const int32_t *q, const uint8_t *star, int is_glob, int64_t m
         vowel[j] = (double)(t - bf) < (SKIP_VOWEL + SKIP_OTHER) / 2 ? F(0.0) : neg;
         arrive[j] = (b + F(BASE - GAP_OPEN)) - bf;
     }
-    float total_cost = thr[n - 1], total_words = wrd[n - 1];
+    for (int64_t j = end + 1; j < n; j++)
+        if (st[j]) count++;
+    float total_cost = through[n - 1], total_words = (float)count;
     int64_t lo = first[0], hi = last[0], reach_end = m > 1 ? last[1] : n - 1;
-    for (int64_t j = 0; j < lo; j++) d[j] = neg;
+    /* Step i + 1 reads step i's cells from first[i] - 2 on (first[i + 1] > first[i]), so
+     * only the three below the band are set to NEG. */
+    for (int64_t j = lo > 3 ? lo - 3 : 0; j < lo; j++) d[j] = neg;
     for (int64_t j = lo; j <= hi; j++)
         d[j] = s[j] == q[0] ? (F(BASE) + bonus[j]) - F(SKIP_LEAD) * bef[j] : neg;
     for (int64_t j = hi + 1; j < reach_end; j++) d[j] = neg;
@@ -95,7 +102,7 @@ static float align(const int32_t *q, const uint8_t *star, int is_glob, int64_t m
         lo = first[i];
         hi = last[i];
         reach_end = i + 1 < m ? last[i + 1] : n - 1;
-        for (int64_t j = 0; j < lo; j++) nd[j] = neg;
+        for (int64_t j = lo > 3 ? lo - 3 : 0; j < lo; j++) nd[j] = neg;
         if (star[i]) {
             float smax = neg;
             for (int64_t k = prev_lo; k < lo - 1; k++) {

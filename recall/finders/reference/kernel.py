@@ -12,6 +12,8 @@ its flags and the weights, into RECALL_KERNEL_CACHE, else recall's folder in the
 cache dir (under XDG_CACHE_HOME, which the harness points into each run's own folder):
 never beside this file, since the finder runs from a tree under test that it must not
 write into. A compile takes a fraction of a second; loading the result, a millisecond.
+The `index` command compiles it, so that a run's query processes, whose time is the
+queries' time, only load it; with a kept index (no `index` process), the first one builds.
 """
 
 from __future__ import annotations
