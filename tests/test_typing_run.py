@@ -48,7 +48,9 @@ def test_a_self_diff_of_the_typing_set_shows_no_change_in_every_form(real_cache,
 
     text = run_cli(*flags)
     assert text.returncode == 0, text.stderr
-    assert "Keystrokes to the name: 23 typing sequences" in text.stdout
+    assert text.stdout.startswith("Keystrokes to the name: 23 typing sequences")
+    assert "sourced queries" not in text.stdout and "\nBy type" not in text.stdout  # none
+    assert "\nSeconds\nbinary" in text.stdout
     assert "Keystrokes to #1, candidate against base: 0 sequences need more, 0 fewer" in (
         text.stdout
     )
@@ -84,6 +86,7 @@ def test_a_weaker_finder_needs_more_keystrokes_and_the_page_draws_the_k_curve(
     html = page.read_text()
     assert html == render_html(report)
     assert 'aria-label="k-curve"' in html and html.count("<polyline") == 3  # two runs, ceiling
+    assert "<h1>recall: keystrokes to the name, " in html and "<h2>By type</h2>" not in html
 
     pixels, console = chromium(page, tmp_path)
     assert console == []
