@@ -12,7 +12,7 @@ ARGS ?=
 # No "Entering directory" lines on stdout when make runs make.
 MAKEFLAGS += --no-print-directory
 
-.PHONY: recall fetch fetched results results-typed results-paths test test-fast test-install check derive-check clean bench
+.PHONY: recall fetch fetched results results-typed results-typing results-paths test test-fast test-install check derive-check clean bench
 
 # stdout holds what the target is for (`make recall ARGS=--json > x.json` parses): the
 # venv's set-up and the corpora's fetch speak on stderr, each command echoed there (say).
@@ -49,6 +49,10 @@ results: fetched
 # The same finders over the typed query set (docs/queries.md): docs/RESULTS-typed.md.
 results-typed: fetched
 	$(BIN)/recall results $(MIRROR_FLAG) --queries typed --out docs/RESULTS-typed.md $(ARGS)
+
+# Keystrokes to the name (docs/queries.md, the typing set): docs/RESULTS-typing.md.
+results-typing: fetched
+	$(BIN)/recall results $(MIRROR_FLAG) --queries typing --out docs/RESULTS-typing.md $(ARGS)
 
 # The file pickers over the path set (docs/queries.md): docs/RESULTS-paths.md.
 results-paths: fetched

@@ -9,7 +9,7 @@ what is left is the harness.
 
     python benchmarks/harness.py [--mirror DIR] [--cache DIR] [ITEM ...]
 
-ITEM is any of spawn, batch, reference, base, scaling, shards (default: all of them).
+ITEM is any of spawn, batch, reference, base, scaling, shards, typing (default: all of them).
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ int main(int argc, char **argv) {
 """
 PER_QUERY_TOML = '[engine]\nbin = ["{null}"]\nquery = ["{{bin}}", "{{query}}"]\n'
 BATCH_TOML = PER_QUERY_TOML + 'batch = ["{{bin}}", "--batch"]\n'
-ITEMS = ("spawn", "batch", "reference", "base", "scaling", "shards")
+ITEMS = ("spawn", "batch", "reference", "base", "scaling", "shards", "typing")
 
 
 class Bench:
@@ -375,6 +375,37 @@ def item_shards(bench: Bench, jobs: int) -> None:
               f"{many / one:.2f}x --jobs 1")  # fmt: skip
 
 
+def item_typing(bench: Bench) -> None:
+    """The issue's cost bound for keystrokes to the name: a whole typing run (`--queries
+    typing`, each distinct prefix once) costs the reference finder at most twice the
+    default set's time. Both run afresh (--no-cache: no cached result, no kept index), in
+    alternating rounds; the query phase is the figure, the whole CLI's wall time beside
+    it (a typing run also maps the answers back to its steps and computes its ceiling)."""
+    sets = {"default": (), "typing": ("--queries", "typing")}
+    walls: dict[str, list[float]] = {name: [] for name in sets}
+    reports: dict[str, dict] = {}
+
+    def side(name: str) -> Callable[[], float]:
+        def timed() -> float:
+            wall, _rss, report = bench.recall("--no-cache", "--json", *sets[name])
+            assert report is not None
+            walls[name].append(wall)
+            reports[name] = report
+            return float(report["runs"][0]["query_s"])
+
+        return timed
+
+    default_s, typing_s = alternate(side("default"), side("typing"))
+    default_wall, typing_wall = (statistics.median(walls[name]) for name in sets)
+    effort = reports["typing"]["effort"]
+    ratio = typing_s / default_s
+    print(f"7. reference finder, default set ({reports['default']['queries']} queries) against "
+          f"the typing set ({effort['steps']} steps, {effort['prompts']} distinct prompts), "
+          f"--no-cache: query time {default_s:.1f} s against {typing_s:.1f} s, {ratio:.2f}x "
+          f"(target 2x or less: {verdict(ratio <= 2)}); whole CLI {default_wall:.1f} s "
+          f"against {typing_wall:.1f} s")  # fmt: skip
+
+
 def machine() -> str:
     model = results.machine()["cpu_model"]
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
@@ -410,6 +441,8 @@ def main() -> int:
                 item_scaling(bench)
             elif item == "shards":
                 item_shards(bench, jobs)
+            elif item == "typing":
+                item_typing(bench)
             sys.stdout.flush()
     print(f"bench: {time.perf_counter() - started:.0f} s in all")
     return 0

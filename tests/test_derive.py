@@ -109,7 +109,7 @@ def test_derive_all_check_passes_on_the_committed_set(real_cache, all_names):
     proc = run_cli("derive", "all", "--check", *args)
     assert proc.returncode == 0, proc.stderr
     assert {line.split(":")[0] for line in proc.stdout.splitlines()} == {
-        "queries.tsv", "typed.tsv", "paths.tsv"
+        "queries.tsv", "typed.tsv", "typing.tsv", "paths.tsv"
     }  # fmt: skip
     proc = run_cli("derive", "recipes", "Model2")
     assert "Model2\tconsonants\tmdl2" in proc.stdout.splitlines()

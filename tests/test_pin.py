@@ -16,6 +16,7 @@ from conftest import (
     run_cli,
 )
 
+from recall.inputs.keystrokes import read_typing
 from recall.inputs.queryset import read_queries
 
 V1 = {
@@ -205,3 +206,31 @@ def test_pin_with_queries_typed_writes_the_typed_set_with_its_own_recipes(projec
     check = run_cli("derive", "all", "--check", "--cache", str(tmp / "cache"), cwd=where)
     assert check.returncode == 0, check.stderr + check.stdout
     assert "typed.tsv: up to date" in check.stdout
+
+
+@needs_ctags
+def test_pin_with_queries_typing_writes_the_typing_set_from_a_quarter_of_the_default_n(project):
+    tmp, url, first, second = project
+    where = tmp / "project"
+    assert _pin(where, "demo", url, first, "--n", "5").returncode == 0
+    proc = _pin(where, "demo", url, first, "--queries", "typing")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((where / "derive-typing.json").read_text()) == {
+        "recipes": "typing",
+        "repos": {"demo": {"n": 1, "seed": 1}},
+    }
+    steps = read_typing(where / "typing.tsv")
+    sources = {r.source for r in read_queries(where / "queries.tsv")}
+    assert len({r.source for r in steps}) == 1 and {r.source for r in steps} <= sources
+    assert f"typing.tsv: demo: {len(steps)} rows added, 0 removed, 0 kept" in proc.stdout
+    check = run_cli("derive", "all", "--check", "--cache", str(tmp / "cache"), cwd=where)
+    assert check.returncode == 0, check.stderr + check.stdout
+    assert "typing.tsv: up to date" in check.stdout
+    moved = _pin(where, "demo", url, second, "--queries", "typing", "--n", "2")
+    assert moved.returncode == 0, moved.stderr
+    assert json.loads((where / "derive-typing.json").read_text())["repos"]["demo"]["n"] == 2
+    assert {r.source for r in read_typing(where / "typing.tsv")} <= {
+        "RequestHandlerBase", "brand_new_function"
+    }  # fmt: skip
+    check = run_cli("derive", "all", "--check", "--cache", str(tmp / "cache"), cwd=where)
+    assert "typing.tsv: up to date" in check.stdout  # queries.tsv is of the first pin still

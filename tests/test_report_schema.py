@@ -24,7 +24,7 @@ VALIDATOR = jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text()))
 TOP_KEYS = {
     "schema", "meta", "corpus", "queries", "sourced", "runs", "ceiling", "unknown_sources", "split",
 }  # fmt: skip
-OPTIONAL_TOP_KEYS = {"diff", "diffs", "regress", "bench", "misses"}
+OPTIONAL_TOP_KEYS = {"diff", "diffs", "regress", "bench", "misses", "effort"}
 GIN_ABBR3 = ("--repo", "gin", "--type", "abbr3")
 
 
@@ -166,3 +166,17 @@ def test_a_kept_report_of_schema_1_is_refused_naming_the_file_and_the_schema(tmp
         proc.stderr
     )
     assert not (tmp_path / "page.md").exists()
+
+
+def test_a_typing_run_adds_effort_and_the_schema_holds_its_every_key(real_cache, gin):
+    report = _json(
+        "--cache", str(real_cache), "--queries", "typing", "--repo", "gin", "--type", "starts",
+        "--no-regress",
+    )  # fmt: skip
+    assert set(report) == TOP_KEYS | {"effort"} and set(report) <= TOP_KEYS | OPTIONAL_TOP_KEYS
+    effort = report["effort"]
+    assert [run["label"] for run in effort["runs"]] == ["candidate"] and effort["diffs"] == []
+    run = effort["runs"][0]
+    assert not VALIDATOR.is_valid(report | {"effort": effort | {"runs": [run | {"extra": 0}]}})
+    short = {k: v for k, v in run.items() if k != "first_keys"}
+    assert not VALIDATOR.is_valid(report | {"effort": effort | {"runs": [short]}})

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from recall.analysis.effort import Effort
 from recall.analysis.stats import ALPHA, Significance
 
 TOP = 10  # the hits kept of each answer: enough for top-10 and for the report's examples
@@ -531,6 +532,9 @@ class Report:
     misses: tuple[Miss, ...] | None = None  # with --misses: the last binary's
     unknown_sources: UnknownSources = UnknownSources()
     split: str | None = None  # --split: the side of the tune/holdout split shown; None: all
+    effort: Effort | None = (
+        None  # a typing set's keystrokes to the name (recall/analysis/effort.py)
+    )
 
     def to_json(self) -> dict:
         out: dict = {
@@ -553,4 +557,6 @@ class Report:
             out["bench"] = self.bench.to_json()
         if self.misses is not None:
             out["misses"] = [m.to_json() for m in self.misses]
+        if self.effort is not None:
+            out["effort"] = self.effort.to_json()
         return out

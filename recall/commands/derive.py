@@ -10,6 +10,7 @@ from pathlib import Path
 from recall.commands._flags import add_common, locate_flags
 from recall.errors import EXIT_LOSS, EXIT_OK, RecallError
 from recall.files import write_atomic
+from recall.inputs import keystrokes
 from recall.inputs.corpus import Pin, cache_root, fetch, load_pins, mirror_root, select_pins
 from recall.inputs.derive import (
     DEFAULT_SEED,
@@ -131,12 +132,17 @@ def _all(args: argparse.Namespace) -> int:
     status = EXIT_OK
     for queries, settings_path in sets:
         settings = load_settings(settings_path, pins)
-        recipe_set = read_recipe_set(settings_path)
-        existing = read_queries(queries, set(pins)) if queries.exists() else []
-        if recipe_set == PATH_SET:
+        if keystrokes.is_typing_settings(settings_path):  # its own rows: steps of sequences
+            for repo in settings:
+                if repo not in sources:
+                    sources[repo] = _source(pins[repo], args)
+            data = keystrokes.format_typing(keystrokes.derive_typing_all(sources, settings))
+        elif (recipe_set := read_recipe_set(settings_path)) == PATH_SET:
+            existing = read_queries(queries, set(pins)) if queries.exists() else []
             paths = {repo: _paths(pins[repo], args) for repo in settings}
             data = format_queries(derive_all_paths(paths, settings, existing))
         else:
+            existing = read_queries(queries, set(pins)) if queries.exists() else []
             for repo in settings:
                 if repo not in sources:
                     sources[repo] = _source(pins[repo], args)

@@ -23,6 +23,7 @@ from pathlib import Path
 from recall.commands._flags import add_common, add_queries, locate_flags
 from recall.errors import EXIT_OK, RecallError
 from recall.files import Staged, stage
+from recall.inputs import keystrokes
 from recall.inputs.corpus import Pin, cache_root, fetch, load_pins, mirror_root, validate_pin
 from recall.inputs.derive import (
     DEFAULT_SEED,
@@ -115,7 +116,14 @@ def pin_repo(
     pin = validate_pin(corpus, pin.name, pin.as_json())
     if n is not None and n < 0:
         raise RecallError("--n must be zero or more")
+    typing = (
+        keystrokes.is_typing_settings(settings_path)
+        if settings_path.exists()
+        else recipes == keystrokes.RECIPES
+    )
     with _project_locked(corpus.absolute().parent):
+        if typing:
+            return _pin_typing(pin, n, corpus, settings_path, queries, cache, mirror, force)
         return _pin_locked(pin, n, corpus, settings_path, queries, cache, mirror, force, recipes)
 
 
@@ -192,6 +200,68 @@ def _pin_locked(
         pin, previous, added=len(fresh) - kept, removed=len(old_derived) - kept, kept=kept,
         hand=len(hand), stale=stale,
     )  # fmt: skip
+
+
+def _pin_typing(
+    pin: Pin, n: int | None, corpus: Path, settings_path: Path, queries: Path, cache: Path,
+    mirror: Path | None, force: bool,
+) -> PinChange:  # fmt: skip
+    """pin() of the typing set (recall/inputs/keystrokes.py), under the same lock and with
+    the same guarantees: its rows are the steps of sequences, every one derived (no hand
+    rows), so the repo's steps are made anew, the other repos' kept, in the order `derive
+    all` writes them. A repo new to the set samples a quarter of its default-set n with
+    the default set's seed (derive.json beside it), as the committed set does, so its
+    sources are the default set's first names."""
+    pins = load_pins(corpus) if corpus.exists() else {}
+    previous = pins.get(pin.name)
+    new_pins = {**pins, pin.name: pin}
+    settings_data: dict = {"recipes": keystrokes.RECIPES, "repos": {}}
+    if settings_path.exists():
+        load_settings(settings_path, new_pins)  # refuse a broken file before fetching
+        settings_data = _read_json(settings_path)
+    repos = settings_data["repos"]
+    entry = repos.get(pin.name) or _typing_entry(
+        settings_path.parent / "derive.json", pin.name, new_pins
+    )
+    if n is not None:
+        entry = {**entry, "n": n}
+    new_settings = {**settings_data, "repos": {**repos, pin.name: entry}}
+    existing = keystrokes.read_typing(queries, set(new_pins)) if queries.exists() else []
+
+    checkout = fetch(pin, cache, mirror)
+    source = name_source(checkout_symbols(checkout, cache), pin.language)
+    fresh = keystrokes.derive_typing_rows(pin.name, source, entry["n"], entry["seed"])
+    old = [r for r in existing if r.repo == pin.name]
+    if not fresh and entry["n"] > 0 and not force:
+        raise RecallError(
+            f"pin {pin.name} --language {pin.language}: no name at {pin.sha[:12]} can be "
+            f"sampled, so all {len(old)} typing steps of {pin.name} would go and none come: "
+            "check the language, or give --force"
+        )
+    order = [name for name in new_pins if name in new_settings["repos"]]
+    rows = [
+        r for name in order for r in (fresh if name == pin.name else existing) if r.repo == name
+    ]
+    rows += [r for r in existing if r.repo not in order]
+    kept = sum((Counter(old) & Counter(fresh)).values())
+    _write_set([
+        (queries, keystrokes.format_typing(rows)),
+        (settings_path, _settings_bytes(new_settings, new_pins)),
+        (corpus, _pins_bytes(new_pins)),
+    ])  # fmt: skip
+    return PinChange(
+        pin, previous, added=len(fresh) - kept, removed=len(old) - kept, kept=kept, hand=0,
+        stale=(),
+    )  # fmt: skip
+
+
+def _typing_entry(default_settings: Path, repo: str, pins: dict[str, Pin]) -> dict:
+    """A repo's n and seed for the typing set: a quarter of its default-set n, with its
+    seed, where derive.json has it; else a quarter of DEFAULT_N."""
+    conf = load_settings(default_settings, pins).get(repo) if default_settings.exists() else None
+    if conf is None:
+        return {"n": DEFAULT_N // 4, "seed": DEFAULT_SEED}
+    return {"n": conf.n // 4, "seed": conf.seed}
 
 
 @contextlib.contextmanager
@@ -323,7 +393,11 @@ def run(args: argparse.Namespace) -> int:
         Pin(args.repo, args.url, args.sha, args.language), args.n,
         corpus=corpus, settings_path=settings, queries=queries,
         cache=cache_root(args.cache), mirror=mirror_root(args.mirror), force=args.force,
-        recipes=args.queries if args.queries in (*RECIPE_SETS, PATH_SET) else "default",
+        recipes=(
+            args.queries
+            if args.queries in (*RECIPE_SETS, PATH_SET, keystrokes.RECIPES)
+            else "default"
+        ),
     )  # fmt: skip
     sys.stdout.write(render(change, corpus, queries))
     return EXIT_OK

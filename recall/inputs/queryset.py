@@ -36,6 +36,7 @@ TYPES = (*TYPE_ORDER, *PATH_TYPES, EXACT, HAND)
 QUERY_SETS = {
     "default": ("queries.tsv", "derive.json"),
     "typed": ("typed.tsv", "derive-typed.json"),
+    "typing": ("typing.tsv", "derive-typing.json"),  # steps, not rows: recall/inputs/keystrokes.py
     "paths": ("paths.tsv", "derive-paths.json"),
 }
 

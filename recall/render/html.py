@@ -28,6 +28,7 @@ from recall.render.columns import (
     expected,
     left_aligned,
 )
+from recall.render.effort import effort_html
 from recall.render.escape import html as _e
 
 COLORS = {"found": "#c6dbef", "top10": "#6baed6", "first": "#08519c"}
@@ -341,25 +342,32 @@ def render_html(report: dict) -> str:
     runs, meta = report["runs"], report.get("meta", {})
     engine = meta.get("engine", {}).get("source", "")
     split = f" (the {_e(report['split'])} split)" if report.get("split") else ""
+    effort = report.get("effort")  # a typing set's run: keystrokes to the name
+    title = (
+        f"recall: keystrokes to the name, {_e(effort['sequences'])} typing sequences{split}"
+        if effort
+        else f"recall: {_e(report['sourced'])} sourced queries of {_e(report['queries'])}{split}"
+    )
     out = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>recall: {_e(report['sourced'])} sourced queries{split}</title>",
+        f"<title>{title}</title>",
         f"<style>{CSS}</style></head><body>",
-        f"<h1>recall: {_e(report['sourced'])} sourced queries of {_e(report['queries'])}"
-        f"{split}</h1>",
+        f"<h1>{title}</h1>",
         f'<p class="meta">recall {_e(meta.get("recall", ""))} · engine {_e(engine)} · '
         f"Python {_e(meta.get('python', ''))} · ctags {_e(meta.get('ctags', ''))} · "
         f"queries sha256 {_e(str(meta.get('queries_sha256', ''))[:12])}</p>",
-        "<h2>Headline</h2>",
-        _headline(runs, report.get("ceiling")),
-        *_ceiling_notes(report.get("ceiling")),
     ]
-    for group, title in (("by_type", "type"), ("by_language", "language"), ("by_repo", "repo")):
-        out += [f"<h2>By {_e(title)}</h2>", _legend(), bars(runs, group)]
-        if report.get("ceiling"):
-            out.append(_ceiling_table(title, report["ceiling"][group]))
+    if effort:  # its steps are prompts with no source: no sourced counts to draw
+        out += effort_html(effort)
+    else:
+        out += ["<h2>Headline</h2>", _headline(runs, report.get("ceiling"))]
+        out += _ceiling_notes(report.get("ceiling"))
+        for group, name in (("by_type", "type"), ("by_language", "language"), ("by_repo", "repo")):
+            out += [f"<h2>By {_e(name)}</h2>", _legend(), bars(runs, group)]
+            if report.get("ceiling"):
+                out.append(_ceiling_table(name, report["ceiling"][group]))
     out += _unknown_sources(report.get("unknown_sources"))
     diffs = report.get("diffs") or ([report["diff"]] if report.get("diff") else [])
     if len(diffs) > 1:

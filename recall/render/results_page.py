@@ -19,6 +19,7 @@ from recall.render.columns import (
     counts_from_json,
     marked,
 )
+from recall.render.effort_results import is_typing_page, render_effort_results
 from recall.render.escape import Markdown, code_span, markdown
 from recall.render.table import table
 
@@ -101,6 +102,8 @@ def render_results(every: list[dict], host: dict[str, str]) -> str:
     """The page, from each finder's label, version, command, note and JSON report. Finders
     of some languages only (language servers) have a section of their own, beside the
     others' rows for the same languages, since their totals cover fewer queries."""
+    if is_typing_page(every):  # a typing set's page: keystrokes to the name
+        return render_effort_results(every, host)
     entries = [e for e in every if not e.get("languages")]
     servers = [e for e in every if e.get("languages")]
     if not entries:  # --only a language server: its own totals are the page

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from recall.analysis.effort import Effort
 from recall.analysis.model import (
     LEFT_OUT_SHOWN,
     NOISE_SPREAD,
@@ -32,6 +33,7 @@ from recall.render.columns import (
     marked,
 )
 from recall.render.commandline import explain_command
+from recall.render.effort import render_effort
 from recall.render.escape import markdown as markdown_text
 from recall.render.table import table
 from recall.terminal import safe_output, shown
@@ -143,30 +145,18 @@ def render(report: Report, *, markdown: bool = False) -> str:
     cap = CAPPED if len(report.diffs) > 1 else None
     if cap:
         out += _summary(report, markdown)
-    split = f" (the {report.split} split)" if report.split else ""
-    out += _heading(
-        f"recall: {report.sourced} sourced queries of {report.queries}{split}", markdown
-    )
+    if report.effort is not None:  # a typing set: every step is a hand row, its numbers here
+        out += _typing_head(report, report.effort, markdown)
+    else:
+        out += _counts_head(report, markdown)
     top = report.ceiling
-    body = [
-        [run.label, *cells(run.counts, _marks(top.counts.against(run.label))),
-         f"{run.index_s:.1f}", f"{run.query_s:.1f}"]
-        for run in runs
-    ]  # fmt: skip
-    body.append(["ceiling", *ceiling_cells(bound_of(top.counts)), NONE, NONE])
-    out += _counts_table("binary", body, ["index s", "query s"], markdown)
-    out += ["", *_ceiling_note(top.counts, runs, markdown)]
-    if _any_above(top):
-        out += ["", ABOVE_NOTE] if markdown else [ABOVE_NOTE]
-    out += _left_out(top, markdown)
-    out += _unknown_sources(report, markdown)
     for run in runs:
         if run.cached:
             out += [
                 "",
                 f"{_said(run.label, markdown)}: results reused, not run now (times are from then)",
             ]
-    for title, group, ceiling_group in GROUPS:
+    for title, group, ceiling_group in () if report.effort else GROUPS:
         out += _heading(f"By {title}", markdown)
         first = group(runs[0])
         keys = [k for k in first if first[k].n]  # hand rows: churn only
@@ -220,6 +210,36 @@ def render(report: Report, *, markdown: bool = False) -> str:
         ]
         out += table(["repo", "query", "type", "source", "rank", "#1"], body, markdown)
     return safe_output("\n".join(out).lstrip("\n") + "\n")
+
+
+def _counts_head(report: Report, markdown: bool) -> list[str]:
+    """The headline, each binary's counts beside the ceiling's, and what the ceiling says."""
+    runs = report.runs
+    split = f" (the {report.split} split)" if report.split else ""
+    out = _heading(f"recall: {report.sourced} sourced queries of {report.queries}{split}", markdown)
+    top = report.ceiling
+    body = [
+        [run.label, *cells(run.counts, _marks(top.counts.against(run.label))),
+         f"{run.index_s:.1f}", f"{run.query_s:.1f}"]
+        for run in runs
+    ]  # fmt: skip
+    body.append(["ceiling", *ceiling_cells(bound_of(top.counts)), NONE, NONE])
+    out += _counts_table("binary", body, ["index s", "query s"], markdown)
+    out += ["", *_ceiling_note(top.counts, runs, markdown)]
+    if _any_above(top):
+        out += ["", ABOVE_NOTE] if markdown else [ABOVE_NOTE]
+    out += _left_out(top, markdown)
+    return out + _unknown_sources(report, markdown)
+
+
+def _typing_head(report: Report, effort: Effort, markdown: bool) -> list[str]:
+    """A typing run's effort first, then each binary's seconds: its steps are prompts with
+    no source of their own, so the sourced counts and their groups would be empty tables."""
+    out = [f"the {report.split} split"] if report.split else []
+    out += render_effort(effort, markdown)
+    out += _heading("Seconds", markdown)
+    body = [[run.label, f"{run.index_s:.1f}", f"{run.query_s:.1f}"] for run in report.runs]
+    return out + table(["binary", "index s", "query s"], body, markdown, right=[False, True, True])
 
 
 def _render_regress(report: Report, markdown: bool) -> list[str]:

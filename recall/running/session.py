@@ -22,7 +22,7 @@ from typing import BinaryIO
 
 import orjson
 
-from recall.analysis.model import QueryResult
+from recall.analysis.model import TOP, QueryResult
 from recall.errors import RecallError
 from recall.finders.engine import (
     RUN_FOLDERS,
@@ -233,7 +233,9 @@ class Session:
             raise RecallError(f"engine {self.engine.source}: cwd {self._cwd} {why}")
 
     def query_one(self, row: QueryRow) -> QueryResult:
-        code, out, err = self.run(self._query_argv.fill(row.query, "0"), self.timeout)
+        code, out, err = self.run(
+            self._query_argv.fill(row.query, str(limit_of(row))), self.timeout
+        )
         if code is None:
             return QueryResult(None, (), f"timed out after {self.timeout:g} s: {_tail(err)}")
         if code in self.engine.no_match_exit:
@@ -437,7 +439,9 @@ class BatchFeed:
         self.rows = rows
         # Serialised once: a request is its id (counted from 0 in each process) put in
         # front of this body, `"query":...,"limit":0}` and its newline.
-        self.bodies = [orjson.dumps({"query": row.query, "limit": 0})[1:] + b"\n" for row in rows]
+        self.bodies = [
+            orjson.dumps({"query": row.query, "limit": limit_of(row)})[1:] + b"\n" for row in rows
+        ]
         self._answers: list[QueryResult | None] = [None] * len(rows)
         self._drawn = 0
         self._guard = threading.Lock()
@@ -510,3 +514,10 @@ def check_timeout(seconds: float) -> None:
         raise RecallError(
             f"--timeout {seconds:g}: give seconds above 0 and at most {MAX_TIMEOUT_S:g}"
         )
+
+
+def limit_of(row: QueryRow) -> int:
+    """What a row asks for: everything for a sourced row (its rank may be anywhere), the
+    top 10 for a hand row (no source to rank: its top 10 is all that is kept), so that a
+    typing set's short prefixes cost a finder ten answers, not thousands."""
+    return 0 if row.sourced else TOP

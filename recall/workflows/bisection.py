@@ -65,7 +65,7 @@ def bisect_text(options: BisectOptions) -> str:
         repos = (options.query.partition(":")[0],)
         data = dataclasses.replace(commit_options.data, repos=repos)
         commit_options = dataclasses.replace(commit_options, data=data)
-    plan = make_plan(commit_options)
+    plan = make_plan(commit_options, "recall bisect")
     row = query_row(plan, options.query, options.source) if options.query else None
     if row is not None:
         what = f"rank of {row.source} ({row.repo}:{row.query})"

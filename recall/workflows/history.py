@@ -28,6 +28,7 @@ from recall.analysis.report import counts
 from recall.errors import RecallError
 from recall.finders.engine import Engine, resolve_engine
 from recall.inputs.corpus import Pin, cache_root, load_pins, mirror_root
+from recall.inputs.keystrokes import refuse_typing
 from recall.inputs.paths import domain_of
 from recall.inputs.queryset import QueryRow, query_set_path, read_queries, select
 from recall.inputs.suite import locate
@@ -110,8 +111,9 @@ class Point:
         return self.run is not None
 
 
-def make_plan(options: CommitOptions) -> Plan:
-    """The Plan of history's or bisect's options, checked as `recall run` checks them."""
+def make_plan(options: CommitOptions, command: str = "recall history") -> Plan:
+    """The Plan of history's or bisect's options, checked as `recall run` checks them;
+    command is the one a refusal names."""
     check_timeout(options.timeout)
     if options.jobs < 1:
         raise RecallError(f"--jobs {options.jobs}: give 1 or more")
@@ -119,7 +121,7 @@ def make_plan(options: CommitOptions) -> Plan:
     found = locate("history", finder=options.finder, corpus=data.corpus, queries=data.queries)
     corpus_path, queries_path = Path(found.corpus), query_set_path(found.queries or "")
     pins, all_rows, rows = select_rows(
-        corpus_path, queries_path, listed(data.repos), listed(data.types)
+        corpus_path, queries_path, listed(data.repos), listed(data.types), command
     )
     root = finder_root(Path(found.finder))
     return Plan(
@@ -159,14 +161,16 @@ def chosen_commits(plan: Plan, options: HistoryOptions) -> list[Commit]:
 
 
 def select_rows(
-    corpus_path: Path, queries_path: Path, repos: list[str] | None, types: list[str] | None
-) -> tuple[dict[str, Pin], list[QueryRow], list[QueryRow]]:
+    corpus_path: Path, queries_path: Path, repos: list[str] | None, types: list[str] | None,
+    command: str = "recall history",
+) -> tuple[dict[str, Pin], list[QueryRow], list[QueryRow]]:  # fmt: skip
     """The pins, every row of the query set, and the sourced rows of --repo and --type that
     a history asks each commit (and that a merge of its shards must be given again)."""
     pins = load_pins(corpus_path)
     for repo in repos or []:
         if repo not in pins:
             raise RecallError(f"--repo {repo}: not a pin in {corpus_path}")
+    refuse_typing(queries_path, command)
     all_rows = read_queries(queries_path, set(pins))
     rows = [row for row in select(all_rows, repos, types) if row.sourced]
     if not rows:

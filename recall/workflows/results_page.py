@@ -401,10 +401,22 @@ def measured_jobs(entries: list[dict]) -> str:
 def is_path_set(queries: str) -> bool:
     """Does --queries name a set of paths (recall.inputs.paths), whose page has the file
     pickers?"""
+    from recall.inputs.keystrokes import is_typing_file
     from recall.inputs.paths import PATHS, domain_of
 
     path = query_set_path(queries)
-    return path.exists() and domain_of(read_queries(path)) == PATHS
+    if not path.exists() or is_typing_file(path):  # a typing set's steps type names
+        return False
+    return domain_of(read_queries(path)) == PATHS
+
+
+def is_typing_set(queries: str) -> bool:
+    """Does --queries name a typing set? Its page compares every finder's sequences with
+    one ceiling over them all, so a peer that serves some languages only (a language
+    server) is left out of it: its sequences would be a part of the ceiling's."""
+    from recall.inputs.keystrokes import is_typing_file
+
+    return is_typing_file(query_set_path(queries))
 
 
 def path_peers() -> list[Peer]:
@@ -425,9 +437,13 @@ def peer_entries(options: ResultsOptions) -> list[dict]:
     root = finder_root(Path("."))
     only = options.only
     every = path_peers() if is_path_set(options.queries) else default_peers()
+    left_out = ""
+    if is_typing_set(options.queries):  # one ceiling over every corpus's sequences
+        every = [p for p in every if not load_preset(p.preset).languages]
+        left_out = " of a typing set's page (the language servers are left out of it)"
     peers = [p for p in every if not only or p.preset in only]
     if not peers:
-        raise RecallError(f"--only {', '.join(only or ())}: no such peer")
+        raise RecallError(f"--only {', '.join(only or ())}: no such peer{left_out}")
     folder = Path(options.reports) if options.reports else None
     if options.render_only and folder is None:
         raise RecallError("--render-only needs --reports DIR")

@@ -32,13 +32,15 @@ from recall.analysis.model import (
 )
 from recall.analysis.regress import Case, read_cases
 from recall.analysis.report import analyse
+from recall.analysis.typing_report import prompt_answers, typing_report
 from recall.cache import keep_file, read_file, warn
 from recall.errors import RecallError
 from recall.files import target
 from recall.finders.engine import Engine, preset_names, resolve_engine
 from recall.finders.requirements import require
-from recall.inputs import derive, path_recipes, symbols
+from recall.inputs import derive, keystrokes, path_recipes, symbols
 from recall.inputs.corpus import Pin, cache_root, load_pins, mirror_root
+from recall.inputs.keystrokes import TypingRow
 from recall.inputs.paths import PATHS, domain_of
 from recall.inputs.queryset import (
     HAND,
@@ -187,9 +189,10 @@ def measure(options: RunOptions) -> Measurement:
     for repo in options.data.repos or []:
         if repo not in pins:
             raise RecallError(f"--repo {repo}: not a pin in {corpus_path}")
-    all_rows = read_queries(queries_path, set(pins))
     repos, types = listed(options.data.repos), listed(options.data.types)
-    rows = select(all_rows, repos, types, options.split)
+    all_rows, rows, steps = selected_rows(
+        queries_path, pins, repos, types, options.split, bench=bool(options.bench)
+    )
     strict = options.strict_queries or is_committed_set(found.queries)
     hand = [r for r in select(all_rows, repos, None) if r.type == HAND]
     if options.bench and not hand:
@@ -275,7 +278,7 @@ def measure(options: RunOptions) -> Measurement:
     regress_file = options.regress or DEFAULT_REGRESS
     plan = Plan(
         pins, rows, cases, skipped, accepted, cache, mirror, corpora, unknown, data,
-        regress_file, options.split, options.misses,
+        regress_file, options.split, options.misses, steps, str(queries_path),
     )  # fmt: skip
     if options.shard:
         return Measurement(plan, measured, has_base, meta, None)
@@ -316,6 +319,8 @@ class Plan:
     regress_file: str = DEFAULT_REGRESS  # the regress file the report names
     split: str | None = None  # the side of the tune/holdout split the rows are
     show_misses: bool = False  # list every source not ranked #1
+    steps: tuple[TypingRow, ...] = ()  # a typing set's steps, whose prompts `rows` are
+    queries: str = ""  # the query set's file, which a typing set's error names
 
 
 def _ceiling(plan: Plan) -> CeilingSummary:
@@ -343,7 +348,7 @@ def _analyse(
         else []
     )
     unknown = [QueryRow(u.repo, u.query, u.type, u.source) for u in plan.unknown]
-    return analyse(
+    report = analyse(
         meta, plan.pins, rows, [not_found(m.run, rows, unknown) for m in measured],
         baseline=has_base, cases=cases, case_results=[m.cases for m in measured],
         regress=regress, accepted=plan.accepted, explain_flags=explain_flags,
@@ -351,6 +356,15 @@ def _analyse(
         bench=bench, show_misses=plan.show_misses, split=plan.split,
         unknown_sources=UnknownSources(len(plan.unknown), plan.unknown[:UNKNOWN_SHOWN]),
     )  # fmt: skip
+    if not plan.steps:
+        return report
+    _fetch_corpora(rows, plan.pins, plan.cache, plan.mirror, plan.corpora)
+    runs = [(m.run.label, prompt_answers(rows, m.run)) for m in measured]
+    names = {repo: corpus.names for repo, corpus in plan.corpora.items()}
+    languages = {name: pin.language for name, pin in plan.pins.items()}
+    return typing_report(
+        report, plan.steps, runs, names, languages, baseline=has_base, where=plan.queries
+    )
 
 
 def not_found(run: RunResult, rows: list[QueryRow], unknown: list[QueryRow]) -> RunResult:
@@ -372,8 +386,10 @@ def merge(options: MergeOptions) -> Report:
     found = locate("merge", corpus=options.data.corpus, queries=options.data.queries)
     corpus_path, queries_path = Path(found.corpus), query_set_path(found.queries or "")
     pins = load_pins(corpus_path)
-    all_rows = read_queries(queries_path, set(pins))
-    rows = select(all_rows, listed(options.data.repos), listed(options.data.types), options.split)
+    all_rows, rows, steps = selected_rows(
+        queries_path, pins, listed(options.data.repos), listed(options.data.types),
+        options.split,
+    )  # fmt: skip
     if not rows:
         raise RecallError(f"{queries_path}: no rows match the selection")
     cases, skipped = _regress_cases(
@@ -406,12 +422,29 @@ def merge(options: MergeOptions) -> Report:
     data = data_flags(found.corpus, found.queries, options.data.cache, options.data.mirror)
     plan = Plan(
         pins, rows, cases, skipped, accepted, cache, mirror, corpora, unknown, data,
-        options.regress or DEFAULT_REGRESS, options.split, options.misses,
+        options.regress or DEFAULT_REGRESS, options.split, options.misses, steps,
+        str(queries_path),
     )  # fmt: skip
     return _analyse(
         plan, measured, has_base=merged.baseline, meta=merged.meta, ceiling=_ceiling(plan),
         bench=None,
     )  # fmt: skip
+
+
+def selected_rows(
+    path: Path, pins: dict[str, Pin], repos: list[str] | None, types: list[str] | None,
+    split: str | None, *, bench: bool = False,
+) -> tuple[list[QueryRow], list[QueryRow], tuple[TypingRow, ...]]:  # fmt: skip
+    """The query set's rows, the selection's, and for a typing set (inputs/keystrokes.py)
+    its selected steps, whose distinct prompts are the rows that run (each once)."""
+    if not keystrokes.is_typing_file(path):
+        all_rows = read_queries(path, set(pins))
+        return all_rows, select(all_rows, repos, types, split), ()
+    if bench:
+        raise RecallError(f"--bench: {path} is a typing set, with no hand rows to time")
+    steps = keystrokes.select_typing(keystrokes.read_typing(path, set(pins)), repos, types, split)
+    rows = keystrokes.prompts(steps)
+    return rows, rows, tuple(steps)
 
 
 def shard_rows(rows: list[QueryRow], k: int, n: int) -> list[QueryRow]:

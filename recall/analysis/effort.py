@@ -1,0 +1,302 @@
+"""Keystrokes to the name: how much a person types before the finder shows what they meant.
+
+The typing set (recall/inputs/keystrokes.py) gives, for each sampled name, sequences of prefixes
+typed one keystroke at a time. The finders answered each distinct prefix once; here the
+answers are mapped back to every step that typed it, and each sequence gets the first
+step at which its source is #1 and the first at which it is in the top 3 (visible without
+scrolling), or None: never within the sequence. From those: the share of sequences that
+reach #1 within k keystrokes (k = 1..10, the k-curve), the mean keystrokes of those that
+reach it, and the keystrokes saved against typing the whole name (the keystroke saving
+rate of query auto-completion research), overall and by sequence kind, repo and language.
+
+The ceiling, which needs the corpora's names, is recall/analysis/keystroke_ceiling.py's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+CURVE = tuple(range(1, 11))  # k of the k-curve: the share at #1 within k keystrokes
+VISIBLE = 3  # the top 3: what a picker shows without scrolling
+CHANGES_SHOWN = 20  # a diff's sequences that need more keystrokes, in text and Markdown
+
+
+@dataclass(frozen=True)
+class TypedSequence:
+    """One way of typing toward a source: its steps' queries, one keystroke more each."""
+
+    repo: str
+    kind: str
+    source: str
+    queries: tuple[str, ...]
+
+
+class Step(Protocol):
+    """A step of the typing set (recall/inputs/keystrokes.py's TypingRow), as read here."""
+
+    @property
+    def repo(self) -> str: ...
+    @property
+    def sequence(self) -> str: ...
+    @property
+    def query(self) -> str: ...
+    @property
+    def source(self) -> str: ...
+
+
+def typed_sequences(rows: Iterable[Step]) -> list[TypedSequence]:
+    """The typing set's steps gathered into their sequences, in file order."""
+    grouped: dict[tuple[str, str, str], list[str]] = {}
+    for row in rows:
+        grouped.setdefault((row.repo, row.sequence, row.source), []).append(row.query)
+    return [TypedSequence(*key, tuple(queries)) for key, queries in grouped.items()]
+
+
+@dataclass(frozen=True)
+class Reach:
+    """Keystrokes until the source is #1 and until it is in the top 3 (None: never)."""
+
+    first: int | None
+    top3: int | None
+
+
+def reach(sequence: TypedSequence, answers: Callable[[str, str], Sequence[str]]) -> Reach:
+    """The first step at which the source is #1, and in the top 3, given each query's
+    distinct names in ranked order (`answers(repo, query)`)."""
+    first = top3 = None
+    for step, query in enumerate(sequence.queries, start=1):
+        names = answers(sequence.repo, query)
+        if top3 is None and sequence.source in names[:VISIBLE]:
+            top3 = step
+        if len(names) > 0 and names[0] == sequence.source:
+            first = step
+            break
+    return Reach(first, top3)
+
+
+@dataclass(frozen=True)
+class Chances:
+    """The chance that a sequence's source is first #1 (and first in the top 3) at each of
+    its steps: for a finder one step is certain or none is (never); for the ceiling they
+    are the best a finder can expect."""
+
+    first: tuple[float, ...]
+    top3: tuple[float, ...]
+
+
+def certain(reach_: Reach, length: int) -> Chances:
+    def at(step: int | None) -> tuple[float, ...]:
+        return tuple(1.0 if s == step else 0.0 for s in range(1, length + 1))
+
+    return Chances(at(reach_.first), at(reach_.top3))
+
+
+@dataclass(frozen=True)
+class EffortCounts:
+    """How a group of sequences went: how many reach #1 and the top 3, in how many
+    keystrokes on average (of those that reach it; None when none does), the k-curve
+    (percent at #1 within k keystrokes, k = 1..10), and the keystrokes saved against
+    typing each whole name (a sequence that never reaches #1 saves none). A finder's counts
+    are whole; the ceiling's are expected counts (sums of chances, rounded to 0.01)."""
+
+    n: int
+    first: float
+    first_pct: float
+    first_keys: float | None
+    top3: float
+    top3_pct: float
+    top3_keys: float | None
+    saved: float
+    typed: int
+    saved_pct: float
+    curve: tuple[float, ...]
+
+    def to_json(self) -> dict:
+        return {
+            "n": self.n, "first": self.first, "first_pct": self.first_pct,
+            "first_keys": self.first_keys, "top3": self.top3, "top3_pct": self.top3_pct,
+            "top3_keys": self.top3_keys, "saved": self.saved, "typed": self.typed,
+            "saved_pct": self.saved_pct, "curve": list(self.curve),
+        }  # fmt: skip
+
+
+def _pct(part: float, whole: float) -> float:
+    return round(100.0 * part / whole, 1) if whole else 0.0
+
+
+def _count(value: float) -> float:
+    """A whole count as an int (a finder's), an expected one rounded to 0.01."""
+    return int(value) if float(value).is_integer() else round(value, 2)
+
+
+def _mean_step(chances: list[tuple[float, ...]]) -> tuple[float, float | None]:
+    """The expected number of sequences that get there and their mean keystrokes."""
+    reached = sum(sum(c) for c in chances)
+    keys = sum(step * p for c in chances for step, p in enumerate(c, start=1))
+    return reached, (round(keys / reached, 2) if reached > 1e-9 else None)
+
+
+def counts(pairs: list[tuple[TypedSequence, Chances]]) -> EffortCounts:
+    """The numbers of a group of sequences from their chances."""
+    n = len(pairs)
+    first, first_keys = _mean_step([c.first for _s, c in pairs])
+    top3, top3_keys = _mean_step([c.top3 for _s, c in pairs])
+    typed = sum(len(s.source) for s, _c in pairs)
+    saved = sum(
+        max(0, len(s.source) - step) * p
+        for s, c in pairs
+        for step, p in enumerate(c.first, start=1)
+    )
+    return EffortCounts(
+        n=n, first=_count(first), first_pct=_pct(first, n), first_keys=first_keys,
+        top3=_count(top3), top3_pct=_pct(top3, n), top3_keys=top3_keys,
+        saved=_count(saved), typed=typed, saved_pct=_pct(saved, typed),
+        curve=tuple(_pct(sum(sum(c.first[:k]) for _s, c in pairs), n) for k in CURVE),
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class EffortRun:
+    """One finder's effort (or the ceiling's): overall, and by sequence kind, repo and
+    language."""
+
+    label: str
+    counts: EffortCounts
+    by_sequence: dict[str, EffortCounts]
+    by_repo: dict[str, EffortCounts]
+    by_language: dict[str, EffortCounts]
+
+    def to_json(self) -> dict:
+        def of(groups: dict[str, EffortCounts]) -> dict:
+            return {key: c.to_json() for key, c in groups.items()}
+
+        return {
+            "label": self.label, **self.counts.to_json(), "by_sequence": of(self.by_sequence),
+            "by_repo": of(self.by_repo), "by_language": of(self.by_language),
+        }  # fmt: skip
+
+
+def effort_run(
+    label: str, sequences: list[TypedSequence], chances: list[Chances], languages: dict[str, str]
+) -> EffortRun:
+    pairs = list(zip(sequences, chances, strict=True))
+
+    def by(key: Callable[[TypedSequence], str]) -> dict[str, EffortCounts]:
+        groups: dict[str, list[tuple[TypedSequence, Chances]]] = {}
+        for pair in pairs:
+            groups.setdefault(key(pair[0]), []).append(pair)
+        return {name: counts(group) for name, group in groups.items()}
+
+    return EffortRun(
+        label, counts(pairs), by(lambda s: s.kind), by(lambda s: s.repo),
+        by(lambda s: languages[s.repo]),
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class EffortChange:
+    """A sequence that needs more keystrokes to #1 than in the baseline: the step at which
+    it used to be #1 (its query), and now (None: never within the sequence)."""
+
+    repo: str
+    sequence: str
+    source: str
+    base_keys: int
+    base_query: str
+    new_keys: int | None
+
+    def to_json(self) -> dict:
+        return {
+            "repo": self.repo, "sequence": self.sequence, "source": self.source,
+            "base_keys": self.base_keys, "base_query": self.base_query,
+            "new_keys": self.new_keys,
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class EffortDiff:
+    """A candidate's keystrokes to #1 against the baseline's, sequence by sequence."""
+
+    base: str
+    new: str
+    more: int
+    fewer: int
+    same: int
+    more_keys: tuple[EffortChange, ...]
+
+    def to_json(self) -> dict:
+        return {
+            "base": self.base, "new": self.new, "more": self.more, "fewer": self.fewer,
+            "same": self.same, "more_keys": [c.to_json() for c in self.more_keys],
+        }  # fmt: skip
+
+
+def _keys(first: int | None) -> float:
+    return float("inf") if first is None else float(first)
+
+
+def effort_diff(
+    base: str, new: str, sequences: list[TypedSequence], old: list[Reach], now: list[Reach]
+) -> EffortDiff:
+    """Which sequences need more keystrokes to #1 now (never counts as more than any
+    number), fewer, or the same."""
+    more: list[EffortChange] = []
+    fewer = same = 0
+    for sequence, before, after in zip(sequences, old, now, strict=True):
+        if _keys(after.first) > _keys(before.first):
+            assert before.first is not None  # more than a number: it had one
+            more.append(
+                EffortChange(
+                    sequence.repo, sequence.kind, sequence.source, before.first,
+                    sequence.queries[before.first - 1], after.first,
+                )
+            )  # fmt: skip
+        elif _keys(after.first) < _keys(before.first):
+            fewer += 1
+        else:
+            same += 1
+    return EffortDiff(base, new, len(more), fewer, same, tuple(more))
+
+
+@dataclass(frozen=True)
+class Effort:
+    """The typing set's section of a report: every finder's effort, the ceiling's, and
+    each candidate's changes against the baseline."""
+
+    sequences: int
+    steps: int
+    prompts: int  # the distinct (repo, query) the finders answered
+    runs: tuple[EffortRun, ...]
+    ceiling: EffortRun
+    diffs: tuple[EffortDiff, ...] = ()
+
+    def to_json(self) -> dict:
+        return {
+            "sequences": self.sequences, "steps": self.steps, "prompts": self.prompts,
+            "curve_k": list(CURVE), "runs": [run.to_json() for run in self.runs],
+            "ceiling": self.ceiling.to_json(), "diffs": [d.to_json() for d in self.diffs],
+        }  # fmt: skip
+
+
+def counts_from_json(data: dict) -> EffortCounts:
+    """An effort counts object of a kept JSON report back as the model."""
+    return EffortCounts(
+        n=data["n"], first=data["first"], first_pct=data["first_pct"],
+        first_keys=data["first_keys"], top3=data["top3"], top3_pct=data["top3_pct"],
+        top3_keys=data["top3_keys"], saved=data["saved"], typed=data["typed"],
+        saved_pct=data["saved_pct"], curve=tuple(data["curve"]),
+    )  # fmt: skip
+
+
+def run_from_json(data: dict, label: str | None = None) -> EffortRun:
+    """An effort run of a kept JSON report back as the model (under another label)."""
+
+    def of(groups: dict) -> dict[str, EffortCounts]:
+        return {key: counts_from_json(c) for key, c in groups.items()}
+
+    return EffortRun(
+        label or data["label"], counts_from_json(data), of(data["by_sequence"]),
+        of(data["by_repo"]), of(data["by_language"]),
+    )  # fmt: skip

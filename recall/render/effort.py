@@ -1,0 +1,235 @@
+"""Keystrokes to the name (a typing set's run, recall/analysis/effort.py) as text,
+Markdown and HTML: the effort table of every finder and the ceiling, the k-curve, the
+groups, and the sequences a candidate now needs more keystrokes for."""
+
+from __future__ import annotations
+
+from recall.analysis.effort import CHANGES_SHOWN, Effort, EffortCounts, EffortDiff
+from recall.render.escape import html as _e
+from recall.render.escape import markdown as markdown_text
+from recall.render.table import table
+from recall.terminal import shown
+
+EFFORT_HEADER = [
+    "sequences", "#1 reached", "keys to #1", "top 3 reached", "keys to top 3", "saved",
+]  # fmt: skip
+CELL = "#1% / keys to #1 / saved%"
+GROUPS = (("sequence", "by_sequence"), ("repo", "by_repo"), ("language", "by_language"))
+# One colour a line of the k-curve, the ceiling's dashed grey.
+LINE_COLORS = ("#08519c", "#e6550d", "#31a354", "#756bb1", "#de2d26", "#636363", "#17becf",
+               "#bcbd22", "#8c564b", "#e377c2")  # fmt: skip
+CEILING_COLOR = "#969696"
+LEGEND_CHAR_PX = 7
+
+
+def _keys(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def _cells(c: EffortCounts) -> list[str]:
+    return [
+        str(c.n), f"{c.first} ({c.first_pct:.1f}%)", _keys(c.first_keys),
+        f"{c.top3} ({c.top3_pct:.1f}%)", _keys(c.top3_keys), f"{c.saved_pct:.1f}%",
+    ]  # fmt: skip
+
+
+def _cell(c: EffortCounts | None) -> str:
+    if c is None:
+        return "-"
+    return f"{c.first_pct:.1f} / {_keys(c.first_keys)} / {c.saved_pct:.1f}"
+
+
+def _heading(text: str, markdown: bool) -> list[str]:
+    return ["", f"## {text}", ""] if markdown else ["", text]
+
+
+def _said(text: str, markdown: bool) -> str:
+    return markdown_text(text) if markdown else shown(text)
+
+
+def _numbers(header: list[str], body: list[list[str]], markdown: bool) -> list[str]:
+    right = None if markdown else [i > 0 for i in range(len(header))]
+    return table(header, body, markdown, right=right)
+
+
+def render_effort(effort: Effort, markdown: bool) -> list[str]:
+    """The effort section's lines: the table, the k-curve, the groups, the diffs."""
+    rows = [*effort.runs, effort.ceiling]
+    out = _heading(
+        f"Keystrokes to the name: {effort.sequences} typing sequences, {effort.steps} steps, "
+        f"{effort.prompts} distinct queries",
+        markdown,
+    )
+    out += _numbers(["finder", *EFFORT_HEADER], [[r.label, *_cells(r.counts)] for r in rows],
+                    markdown)  # fmt: skip
+    note = (
+        "keys to #1 and keys to top 3 are the mean keystrokes of the sequences that get there; "
+        "saved is the keystrokes saved against typing each whole name (none where #1 never "
+        "comes); ceiling: the best any finder can expect under the typing model, the k names a "
+        "prefix could be typing toward each as likely, so the source is #1 with chance 1/k "
+        "(docs/queries.md); its counts are expectations"
+    )
+    out += ["", note]
+    out += _heading("Share of sequences at #1 within k keystrokes (%)", markdown)
+    body = [[r.label, *(f"{p:.1f}" for p in r.counts.curve)] for r in rows]
+    out += _numbers(["finder", *(f"k={k}" for k in range(1, 11))], body, markdown)
+    for title, key in GROUPS:
+        out += _heading(f"Keystrokes by {title}", markdown)
+        out += [f"each cell: {CELL}", ""] if markdown else [f"each cell: {CELL}"]
+        keys = list(getattr(effort.ceiling, key))
+        body = [
+            [name, str(getattr(effort.ceiling, key)[name].n),
+             *(_cell(getattr(r, key).get(name)) for r in rows)]
+            for name in keys
+        ]  # fmt: skip
+        out += _numbers([title, "n", *(r.label for r in rows)], body, markdown)
+    for d in effort.diffs:
+        out += render_effort_diff(d, markdown)
+    return out
+
+
+def render_effort_diff(d: EffortDiff, markdown: bool) -> list[str]:
+    out = _heading(
+        f"Keystrokes to #1, {_said(d.new, markdown)} against {_said(d.base, markdown)}: "
+        f"{d.more} sequences need more, {d.fewer} fewer, {d.same} the same",
+        markdown,
+    )
+    if not d.more_keys:
+        return out
+    body = [
+        [c.repo, c.sequence, c.source, str(c.base_keys), c.base_query,
+         "never" if c.new_keys is None else str(c.new_keys)]
+        for c in d.more_keys[:CHANGES_SHOWN]
+    ]  # fmt: skip
+    out += table(["repo", "sequence", "source", "was #1 at", "typing", "now"], body, markdown)
+    if len(d.more_keys) > CHANGES_SHOWN:
+        out.append(f"... and {len(d.more_keys) - CHANGES_SHOWN} more: see --json or --html")
+    return out
+
+
+# HTML: from the JSON report's `effort` object, as the rest of the page is drawn -------------
+
+
+def k_curve(runs: list[dict], ceiling: dict | None) -> str:
+    """The share of sequences at #1 within k keystrokes, k = 1..10: a line per finder and
+    the ceiling's, dashed."""
+    lines = [(run, LINE_COLORS[i % len(LINE_COLORS)], False) for i, run in enumerate(runs)]
+    if ceiling:
+        lines.append((ceiling, CEILING_COLOR, True))
+    ks = len(lines[0][0]["curve"]) if lines else 10
+    # The legend as wide as its longest line (a base's label holds its ref and commit):
+    # at most LEGEND_CHAR_PX a character of the page's 12px font, so none is cut off.
+    longest = max((len(f"{run['label']} (100.0% by {ks})") for run, _c, _d in lines), default=0)
+    left, top, plot_w, plot_h = 50, 16, 520, 260
+    legend_w = max(260, 56 + LEGEND_CHAR_PX * longest)
+    width, height = left + plot_w + legend_w, top + plot_h + 44
+
+    def x(k: int) -> float:
+        return left + plot_w * (k - 1) / max(1, ks - 1)
+
+    def y(pct: float) -> float:
+        return top + plot_h * (1 - pct / 100)
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="k-curve">',
+        f'<rect x="0" y="0" width="{width}" height="{height}" fill="#ffffff"/>',
+    ]
+    for tick in (0, 25, 50, 75, 100):
+        parts.append(
+            f'<line x1="{left}" y1="{y(tick):.1f}" x2="{left + plot_w}" y2="{y(tick):.1f}" '
+            f'stroke="#e5e5e5"/><text x="{left - 6}" y="{y(tick) + 4:.1f}" '
+            f'text-anchor="end">{tick}%</text>'
+        )
+    for k in range(1, ks + 1):
+        parts.append(
+            f'<text x="{x(k):.1f}" y="{top + plot_h + 16}" text-anchor="middle">{k}</text>'
+        )
+    parts.append(
+        f'<text x="{left + plot_w / 2}" y="{height - 6}" text-anchor="middle">'
+        "keystrokes typed (k)</text>"
+    )
+    for i, (run, color, dashed) in enumerate(lines):
+        points = " ".join(f"{x(k):.1f},{y(p):.1f}" for k, p in enumerate(run["curve"], 1))
+        dash = ' stroke-dasharray="6,4"' if dashed else ""
+        label = _e(run["label"])
+        parts.append(
+            f'<polyline points="{points}" fill="none" stroke="{color}" stroke-width="2.5"'
+            f"{dash}><title>{label}</title></polyline>"
+        )
+        for k, p in enumerate(run["curve"], 1):
+            parts.append(
+                f'<circle cx="{x(k):.1f}" cy="{y(p):.1f}" r="3" fill="{color}">'
+                f"<title>{label}: {p:.1f}% at #1 within {k}</title></circle>"
+            )
+        ly = top + 14 + 20 * i
+        parts.append(
+            f'<line x1="{left + plot_w + 20}" y1="{ly - 4}" x2="{left + plot_w + 44}" '
+            f'y2="{ly - 4}" stroke="{color}" stroke-width="2.5"{dash}/>'
+            f'<text x="{left + plot_w + 50}" y="{ly}">{label} '
+            f"({run['curve'][-1]:.1f}% by {ks})</text>"
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _html_table(head: list[str], rows: list[list[object]], text: int = 1) -> str:
+    cls = ' class="text"'
+    out = ["<table><tr>", *(f"<th{cls if i < text else ''}>{_e(h)}</th>" for i, h in
+                            enumerate(head)), "</tr>"]  # fmt: skip
+    for row in rows:
+        cells = (f"<td{cls if i < text else ''}>{_e(c)}</td>" for i, c in enumerate(row))
+        out += ["<tr>", *cells, "</tr>"]
+    out.append("</table>")
+    return "".join(out)
+
+
+def _json_cells(c: dict) -> list[object]:
+    return [
+        c["n"], f"{c['first']} ({c['first_pct']:.1f}%)", _keys(c["first_keys"]),
+        f"{c['top3']} ({c['top3_pct']:.1f}%)", _keys(c["top3_keys"]), f"{c['saved_pct']:.1f}%",
+    ]  # fmt: skip
+
+
+def _json_cell(c: dict | None) -> str:
+    return "-" if c is None else f"{c['first_pct']:.1f} / {_keys(c['first_keys'])} / " \
+        f"{c['saved_pct']:.1f}"  # fmt: skip
+
+
+def effort_html(effort: dict) -> list[str]:
+    """The effort section of the HTML page."""
+    rows = [*effort["runs"], effort["ceiling"]]
+    out = [
+        f"<h2>Keystrokes to the name: {_e(effort['sequences'])} typing sequences, "
+        f"{_e(effort['steps'])} steps, {_e(effort['prompts'])} distinct queries</h2>",
+        _html_table(["finder", *EFFORT_HEADER], [[r["label"], *_json_cells(r)] for r in rows]),
+        "<p>keys to #1 and to top 3: the mean keystrokes of the sequences that get there; "
+        "saved: the keystrokes saved against typing each whole name; ceiling: the best any "
+        "finder can expect under the typing model (docs/queries.md).</p>",
+        "<h2>Share of sequences at #1 within k keystrokes</h2>",
+        k_curve(effort["runs"], effort["ceiling"]),
+    ]
+    for title, key in GROUPS:
+        names = list(effort["ceiling"][key])
+        body = [
+            [name, effort["ceiling"][key][name]["n"], *(_json_cell(r[key].get(name)) for r in rows)]
+            for name in names
+        ]
+        out += [
+            f"<h2>Keystrokes by {_e(title)}</h2><p>each cell: {_e(CELL)}</p>",
+            _html_table([title, "n", *(r["label"] for r in rows)], body),
+        ]
+    for d in effort.get("diffs", []):
+        out.append(
+            f"<h2>Keystrokes to #1, {_e(d['new'])} against {_e(d['base'])}: {_e(d['more'])} "
+            f"sequences need more, {_e(d['fewer'])} fewer, {_e(d['same'])} the same</h2>"
+        )
+        if d["more_keys"]:
+            body = [
+                [c["repo"], c["sequence"], c["source"], c["base_keys"], c["base_query"],
+                 "never" if c["new_keys"] is None else c["new_keys"]]
+                for c in d["more_keys"]
+            ]  # fmt: skip
+            head = ["repo", "sequence", "source", "was #1 at", "typing", "now"]
+            out.append(_html_table(head, body, text=3))
+    return out

@@ -1,0 +1,106 @@
+"""Keystrokes to the name (recall/analysis/effort.py), pinned on small hand-made cases: where a
+sequence first reaches #1 and the top 3, the groups' numbers and the k-curve, the keystrokes
+saved, the ceiling over a corpus's names, and the diff of two runs."""
+
+import re
+
+import pytest
+
+from recall.analysis.effort import (
+    Chances,
+    TypedSequence,
+    certain,
+    counts,
+    effort_diff,
+    reach,
+    typed_sequences,
+)
+from recall.analysis.keystroke_ceiling import TypedTexts, ceiling_chances, effort
+from recall.inputs.keystrokes import TypingRow
+from recall.render.effort import LEGEND_CHAR_PX, k_curve
+
+BIND = TypedSequence("gin", "prefix", "bind", ("b", "bi", "bin", "bind"))
+ANSWERS = {
+    "b": ("bool", "bytes", "bind"),
+    "bi": ("bind", "binding"),
+    "bin": ("binding", "bind"),
+    "bind": ("bind",),
+}
+
+
+def _answers(repo: str, query: str) -> tuple[str, ...]:
+    return ANSWERS[query]
+
+
+def test_the_first_step_at_number_one_and_in_the_top_3():
+    r = reach(BIND, _answers)
+    assert (r.first, r.top3) == (2, 1)
+
+
+def test_a_source_never_first_within_its_sequence_is_never():
+    r = reach(BIND, lambda repo, query: ("bool",))
+    assert (r.first, r.top3) == (None, None)
+
+
+def test_counts_curve_and_keystrokes_saved_of_two_sequences():
+    """bind at #1 after 2 of its 4 keystrokes saves 2; a 6-letter name never first saves
+    none: 2 saved of 10 typed, one sequence of two at #1 from k = 2 on."""
+    other = TypedSequence("gin", "prefix", "router", ("r", "ro"))
+    c = counts([(BIND, certain(reach(BIND, _answers), 4)), (other, Chances((0, 0), (0, 1)))])
+    assert (c.n, c.first, c.first_pct, c.first_keys) == (2, 1, 50.0, 2.0)
+    assert (c.top3, c.top3_keys) == (2, 1.5)
+    assert (c.saved, c.typed, c.saved_pct) == (2, 10, 20.0)
+    assert c.curve == (0.0, 50.0, 50.0, 50.0, 50.0, 50.0, 50.0, 50.0, 50.0, 50.0)
+
+
+def test_the_ceiling_gives_each_tied_name_its_share_and_an_exact_match_its_own_step():
+    """Of bind, binding, bindings and bool: at b four names could be typed toward (1/4), at
+    bi three (1/3), bin three, and bind typed whole is bind alone (1): first at each step
+    the growth of that chance."""
+    texts = TypedTexts(["bind", "binding", "bindings", "bool_x"])
+    chances = ceiling_chances(BIND, texts)
+    assert chances.first == pytest.approx((1 / 4, 1 / 3 - 1 / 4, 0, 1 - 1 / 3))
+    assert sum(chances.top3) == pytest.approx(1.0) and chances.top3[0] == pytest.approx(3 / 4)
+
+
+def test_the_ceiling_counts_only_names_the_same_way_types():
+    """`starts` of bind_json is b, bj: names whose starts begin so, not names that begin so."""
+    seq = TypedSequence("gin", "starts", "bind_json", ("b", "bj"))
+    texts = TypedTexts(["bind_json", "bytes_list", "bindings"])  # bindings: one word
+    assert ceiling_chances(seq, texts).first == pytest.approx((1 / 2, 1 / 2))
+
+
+def test_a_diff_lists_the_sequences_that_need_more_keystrokes_with_the_step_they_had():
+    before = [reach(BIND, _answers)]
+    after = [reach(BIND, lambda repo, query: ANSWERS[query] if query == "bind" else ("x",))]
+    d = effort_diff("base", "new", [BIND], before, after)
+    assert (d.more, d.fewer, d.same) == (1, 0, 0)
+    change = d.more_keys[0]
+    assert (change.source, change.base_keys, change.base_query, change.new_keys) == (
+        "bind", 2, "bi", 4,
+    )  # fmt: skip
+    assert effort_diff("base", "new", [BIND], before, before).more == 0
+
+
+def test_the_section_maps_answers_back_and_a_self_diff_shows_no_change():
+    rows = [TypingRow("gin", "prefix", i, q, "bind") for i, q in enumerate(BIND.queries, 1)]
+    assert typed_sequences(rows) == [BIND]
+    names = {"gin": ["bind", "binding", "bool_x", "bytes"]}
+    section = effort(rows, [("a", _answers), ("b", _answers)], names, {"gin": "go"},
+                     baseline=True)  # fmt: skip
+    assert section.runs[0].counts == section.runs[1].counts
+    assert section.runs[0].by_language["go"].first_keys == 2.0
+    assert (section.diffs[0].more, section.diffs[0].same) == (0, 1)
+    assert (section.sequences, section.steps, section.prompts) == (1, 4, 4)
+    assert section.to_json()["ceiling"]["label"] == "ceiling"
+
+
+def test_the_k_curve_s_legend_widens_for_a_base_label_so_no_label_is_cut_off():
+    curve = [float(k) for k in range(1, 11)]
+    short = k_curve([{"label": "fzy", "curve": curve}], None)
+    label = "base origin/main~12 (d8ba8c6f8d83)"
+    long = k_curve([{"label": label, "curve": curve}], {"label": "ceiling", "curve": curve})
+    width = int(re.search(r'<svg [^>]*width="(\d+)"', long)[1])  # type: ignore[index]
+    assert 'width="830"' in short  # the legend's least width
+    text_x = float(re.search(rf'<text x="([\d.]+)" y="\d+">{re.escape(label)} ', long)[1])  # type: ignore[index]
+    assert text_x + LEGEND_CHAR_PX * len(f"{label} (10.0% by 10)") <= width
