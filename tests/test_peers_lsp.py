@@ -585,3 +585,35 @@ def test_a_language_server_is_started_once_per_corpus_whatever_the_jobs():
 
     assert load_preset("jedi-lsp").batch_jobs is False
     assert load_preset("rapidfuzz").batch_jobs is True
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    shutil.which("node") is None or shutil.which("npm") is None,
+    reason="node or npm is not installed (apt-get install nodejs npm; .ci/run does)",
+)
+def test_tsserver_js_s_probe_waits_for_jquery_s_imports_to_load(tmp_path, real_cache, pins):
+    """The preset's readiness probe must name a symbol of a module src/jquery.js imports: a
+    name of the open file itself (`jQuery`, its first probe) is answered before the imports
+    load, and every query of a run then found nothing. Ready on the preset's probe, the
+    first query already finds `deferred` of src/deferred.js, an imported module."""
+    from conftest import mirror_dir
+
+    from recall.finders.kinds.node import FOLDER, node_modules
+    from recall.inputs.corpus import fetch
+
+    mirror = mirror_dir()
+    if mirror is None:
+        pytest.skip("the offline corpus mirrors (../shared/corpora) are absent")
+    checkout = fetch(pins["jquery"], real_cache, mirror)
+    modules = node_modules(FOLDER, real_cache)
+    batch = load_preset("tsserver-js").batch
+    probes = batch[batch.index("--probes") + 1]
+    server = ["node", str(modules / "typescript-language-server/lib/cli.mjs"), "--stdio"]
+    proc = _adapter(Path(checkout.path), server, _request("Deferred", 5, id=0), "--ready-timeout",
+                    "50", "--open", "src/jquery.js", "--probes", probes,
+                    env={"HOME": str(tmp_path)})  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    results = _answers(proc)[0]["results"]
+    assert results, "ready before the project's imports loaded: Deferred found nothing"
+    assert (results[0]["name"], results[0]["file"]) == ("deferred", "src/deferred.js")
