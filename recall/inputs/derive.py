@@ -19,8 +19,8 @@ import orjson
 from recall.errors import RecallError
 from recall.inputs.corpus import Pin
 from recall.inputs.queryset import HAND, PATH_SET, QueryRow
-from recall.inputs.recipes import RECIPE_SETS, make_queries
-from recall.inputs.symbols import Symbol, distinct_names, is_searchable
+from recall.inputs.recipes import RECIPE_SETS, is_searchable, make_queries
+from recall.inputs.symbols import Symbol, distinct_names
 
 DEFAULT_SEED = 1
 MIN_LETTERS = 5

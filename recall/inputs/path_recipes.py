@@ -32,8 +32,7 @@ from dataclasses import dataclass
 
 from recall.inputs.derive import RepoSettings
 from recall.inputs.queryset import HAND, PATH_TYPES, QueryRow
-from recall.inputs.recipes import swap_positions, swapped, words
-from recall.inputs.symbols import is_searchable
+from recall.inputs.recipes import is_searchable, swap_positions, swapped, words
 
 MIN_STEM_LETTERS = 3
 BASE_PREFIX_MIN, BASE_PREFIX_MAX = 3, 8

@@ -24,7 +24,7 @@ from recall.cache import keep_file, read_file
 from recall.errors import RecallError
 from recall.inputs.corpus import Checkout
 from recall.inputs.queryset import PATH_TYPES, QueryRow
-from recall.inputs.symbols import is_searchable
+from recall.inputs.recipes import is_searchable
 
 NAMES, PATHS = "names", "paths"
 # The listing rule's version: a change to what is listed changes every key.

@@ -27,6 +27,17 @@ _WORD = re.compile(r"[A-Z]+(?=[A-Z][^\W\d_A-Z])\d*|[A-Z]?[^\W\d_A-Z]+\d*|[A-Z]+\
 _ALNUM_RUN = re.compile(r"[^\W_]+")
 
 
+def is_searchable(name: str) -> bool:
+    """A name a person could type: it holds a letter, and no tab or newline."""
+    return (
+        any(c.isalpha() for c in name)
+        and "\t" not in name
+        and "\n" not in name
+        and "\r" not in name
+        and name != "self"
+    )
+
+
 def words(name: str) -> list[str]:
     """Split a name into lowercase words (`HTTPServer` -> http, server)."""
     return [word.lower() for run in _ALNUM_RUN.findall(name) for word in _WORD.findall(run)]

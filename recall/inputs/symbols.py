@@ -23,6 +23,7 @@ from recall.cache import keep_file, read_file
 from recall.errors import RecallError
 from recall.inputs.corpus import Checkout
 from recall.inputs.languages import LANGUAGES
+from recall.inputs.recipes import is_searchable
 
 INSTALL_HINT = "install Universal Ctags (Debian: apt-get install universal-ctags)"
 
@@ -145,17 +146,6 @@ def ctags_environment(home: str) -> dict[str, str]:
         "LC_ALL": "C",
         "TMPDIR": tempfile.gettempdir(),
     }
-
-
-def is_searchable(name: str) -> bool:
-    """A name a person could type: it holds a letter, and no tab or newline."""
-    return (
-        any(c.isalpha() for c in name)
-        and "\t" not in name
-        and "\n" not in name
-        and "\r" not in name
-        and name != "self"
-    )
 
 
 def extract(root: Path, language: str) -> list[Symbol]:
