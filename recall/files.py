@@ -18,6 +18,7 @@ the name points at, so the target is looked at first:
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import secrets
 import stat
@@ -126,3 +127,9 @@ def write_atomic(path: Path, data: bytes) -> None:
     except BaseException:
         staged.discard()
         raise
+
+
+def file_sha256(path: Path) -> str:
+    """The hex SHA-256 of a file's bytes: what a saved run records of its corpus.json and
+    query set, so that a merge or a reload can tell they are the same files now."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()

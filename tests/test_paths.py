@@ -104,6 +104,34 @@ def test_the_reference_path_mode_against_itself_shows_no_change(real_cache, gin,
     assert 0 < report["ceiling"]["first"] <= report["ceiling"]["n"]
 
 
+@pytest.mark.slow
+def test_path_shards_merge_into_the_unsharded_run_and_a_merge_of_another_set_says_so(
+    real_cache, gin, tmp_path
+):
+    flags = ("--engine", "reference-paths", "--queries", "paths", "--cache", str(real_cache),
+             "--repo", "gin", "--repo", "ripgrep", "--type", "basecase")  # fmt: skip
+    files = [str(tmp_path / f"{k}.json") for k in (1, 2)]
+    for k, path in enumerate(files, 1):
+        shard = run_cli(*flags, "--shard", f"{k}/2", "--save", path)
+        assert shard.returncode == 0, shard.stderr
+    whole = run_cli(*flags, "--json")
+    merged = run_cli("merge", "--queries", "paths", "--cache", str(real_cache), *files, "--json")
+    assert merged.returncode == 0, merged.stderr
+    counts = [{k: v for k, v in json.loads(p.stdout)["runs"][0].items() if not k.endswith("_s")}
+              for p in (whole, merged)]  # fmt: skip
+    assert counts[0] == counts[1] and counts[0]["n"] > 20
+    default = run_cli("merge", "--cache", str(real_cache), *files)
+    assert default.returncode == 2
+    assert "merge: queries.tsv has no rows of the shards' selection" in default.stderr
+    assert "(give the --queries the shards ran with)" in default.stderr
+    whole_types = run_cli("merge", "--cache", str(real_cache), *files, "--type", "abbr3")
+    assert whole_types.returncode == 2
+    assert (
+        f"merge {files[0]}: ran other data than queries.tsv has now (give the --corpus and "
+        "--queries the shards ran with)" in whole_types.stderr
+    )
+
+
 def test_a_language_server_is_refused_for_the_path_set(tmp_path):
     proc = run_cli(
         "--engine", "gopls", "--queries", "paths", "--repo", "gin", "--cache", str(tmp_path)

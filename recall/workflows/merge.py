@@ -13,18 +13,27 @@ from pathlib import Path
 
 from recall.analysis.model import QueryResult, RunResult
 from recall.errors import RecallError
+from recall.files import file_sha256
 from recall.inputs.queryset import QueryRow
 from recall.running.results_cache import Saved, load_saved
 
 
-def merge_saved(paths: list[Path], asked: list[QueryRow]) -> Saved:
-    """The shards' files as one saved run over asked (the rows, then the regress cases)."""
+def merge_saved(paths: list[Path], asked: list[QueryRow], data: dict[str, Path]) -> Saved:
+    """The shards' files as one saved run over asked (the rows, then the regress cases),
+    each file having run the data files of `data` (a meta key such as `queries_sha256`,
+    and the file that key's digest must be of) as they are now."""
     shards = [load_saved(path, "merge") for path in paths]
     first = shards[0]
     labels = [run.label for run, _key in first.runs]
     owner: dict[str, int] = {}
     for i, (path, shard) in enumerate(zip(paths, shards, strict=True)):
         check_same_meta(path, shard.meta, paths[0], first.meta)
+        for meta_key, source in data.items():
+            if shard.meta.get(meta_key) != file_sha256(source):
+                raise RecallError(
+                    f"merge {path}: ran other data than {source} has now (give the "
+                    "--corpus and --queries the shards ran with)"
+                )
         same = (shard.baseline, shard.explain) == (first.baseline, first.explain)
         if [run.label for run, _key in shard.runs] != labels or not same:
             raise RecallError(f"merge {path}: holds other runs than {paths[0]} ({labels})")

@@ -35,7 +35,7 @@ from recall.analysis.report import analyse
 from recall.analysis.typing_report import prompt_answers, typing_report
 from recall.cache import keep_file, read_file, warn
 from recall.errors import RecallError
-from recall.files import target
+from recall.files import file_sha256, target
 from recall.finders.engine import Engine, preset_names, resolve_engine
 from recall.finders.requirements import require
 from recall.inputs import derive, keystrokes, path_recipes, symbols
@@ -391,16 +391,16 @@ def merge(options: MergeOptions) -> Report:
         options.split,
     )  # fmt: skip
     if not rows:
-        raise RecallError(f"{queries_path}: no rows match the selection")
+        raise RecallError(
+            f"merge: {queries_path} has no rows of the shards' selection "
+            "(give the --queries the shards ran with)"
+        )
     cases, skipped = _regress_cases(
         options.no_regress, options.regress, found.default_regress, pins, rows
     )
     files = [Path(f) for f in options.files]
-    merged = merge_saved(files, rows + [case.row for case in cases])
-    digests = _meta_digests(corpus_path, queries_path)
-    for key, path in (("corpus_sha256", corpus_path), ("queries_sha256", queries_path)):
-        if merged.meta.get(key) != digests[key]:
-            raise RecallError(f"merge {options.files[0]}: ran other data than {path} has now")
+    ran = {"corpus_sha256": corpus_path, "queries_sha256": queries_path}
+    merged = merge_saved(files, rows + [case.row for case in cases], ran)
     if (options.needs_baseline or options.accept) and not merged.baseline:
         raise RecallError("--fail-on-loss and --accept need shards run with a baseline")
     accepted = (
@@ -808,7 +808,4 @@ def _meta(engine: Engine, corpus: Path, queries: Path) -> dict:
 
 
 def _meta_digests(corpus: Path, queries: Path) -> dict[str, str]:
-    def digest(path: Path) -> str:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-
-    return {"corpus_sha256": digest(corpus), "queries_sha256": digest(queries)}
+    return {"corpus_sha256": file_sha256(corpus), "queries_sha256": file_sha256(queries)}
