@@ -7,6 +7,7 @@ from __future__ import annotations
 from recall.analysis.effort import CHANGES_SHOWN, Effort, EffortCounts, EffortDiff
 from recall.render.escape import html as _e
 from recall.render.escape import markdown as markdown_text
+from recall.render.svg import percent_grid, svg_start
 from recall.render.table import table
 from recall.terminal import shown
 
@@ -130,17 +131,7 @@ def k_curve(runs: list[dict], ceiling: dict | None) -> str:
     def y(pct: float) -> float:
         return top + plot_h * (1 - pct / 100)
 
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" role="img" aria-label="k-curve">',
-        f'<rect x="0" y="0" width="{width}" height="{height}" fill="#ffffff"/>',
-    ]
-    for tick in (0, 25, 50, 75, 100):
-        parts.append(
-            f'<line x1="{left}" y1="{y(tick):.1f}" x2="{left + plot_w}" y2="{y(tick):.1f}" '
-            f'stroke="#e5e5e5"/><text x="{left - 6}" y="{y(tick) + 4:.1f}" '
-            f'text-anchor="end">{tick}%</text>'
-        )
+    parts = [*svg_start(width, height, "k-curve"), *percent_grid(left, plot_w, y, "%")]
     for k in range(1, ks + 1):
         parts.append(
             f'<text x="{x(k):.1f}" y="{top + plot_h + 16}" text-anchor="middle">{k}</text>'

@@ -12,6 +12,7 @@ from recall.render import columns
 from recall.render.escape import html as _e
 from recall.render.escape import markdown as markdown_text
 from recall.render.html import page_css
+from recall.render.svg import percent_grid, svg_start
 from recall.render.table import table
 from recall.terminal import safe_output, shown
 
@@ -121,18 +122,8 @@ def chart(commits: list[dict], series: Series, title: str) -> str:
     def y(v: float) -> float:
         return top + plot_h * (1 - v / 100)
 
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" role="img" aria-label="{_e(title)}">',
-        f'<rect x="0" y="0" width="{width}" height="{height}" fill="#ffffff"/>',
-        f'<text x="{left}" y="14">{_e(title)}</text>',
-    ]
-    for tick in (0, 25, 50, 75, 100):
-        parts.append(
-            f'<line x1="{left}" y1="{y(tick):.1f}" x2="{left + plot_w}" y2="{y(tick):.1f}" '
-            f'stroke="#e5e5e5"/><text x="{left - 6}" y="{y(tick) + 4:.1f}" '
-            f'text-anchor="end">{tick}</text>'
-        )
+    parts = [*svg_start(width, height, title), f'<text x="{left}" y="14">{_e(title)}</text>']
+    parts += percent_grid(left, plot_w, y)
     for i, commit in enumerate(commits):
         label = _name(commit)
         cx = x(i)

@@ -30,6 +30,7 @@ from recall.render.columns import (
 )
 from recall.render.effort import effort_html
 from recall.render.escape import html as _e
+from recall.render.svg import PERCENT_TICKS, svg_start
 
 COLORS = {"found": "#c6dbef", "top10": "#6baed6", "first": "#08519c"}
 MOVE_COLORS = {"up": "#31a354", "found": "#006d2c", "same": "#969696", "down": "#de2d26",
@@ -185,12 +186,8 @@ def bars(runs: list[dict], group: str) -> str:
     label_w, run_w, bar_w, row_h, gap = 130, 90, 400, 18, 10
     width = label_w + run_w + bar_w + 330
     height = max(1, len(keys)) * (len(runs) * row_h + gap) + 24
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" role="img" aria-label="{_e(group)}">',
-        f'<rect x="0" y="0" width="{width}" height="{height}" fill="#ffffff"/>',
-    ]
-    for tick in (0, 25, 50, 75, 100):
+    parts = svg_start(width, height, group)
+    for tick in PERCENT_TICKS:
         x = label_w + run_w + bar_w * tick / 100
         parts.append(
             f'<line x1="{x:.1f}" y1="0" x2="{x:.1f}" y2="{height - 20}" stroke="#e5e5e5"/>'
@@ -234,9 +231,7 @@ def moves_chart(moves: dict[str, int]) -> str:
     moved = [count for bucket, count in moves.items() if bucket != "same"]
     peak = max(moved, default=0) or 1
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" role="img" aria-label="rank moves">',
-        f'<rect x="0" y="0" width="{width}" height="{height}" fill="#ffffff"/>',
+        *svg_start(width, height, "rank moves"),
         f'<line x1="10" y1="{top + plot_h}" x2="{width - 10}" y2="{top + plot_h}" stroke="#999"/>',
     ]
     for i, (bucket, count) in enumerate(moves.items()):

@@ -24,16 +24,16 @@ def merge_saved(paths: list[Path], asked: list[QueryRow], data: dict[str, Path])
     and the file that key's digest must be of) as they are now."""
     shards = [load_saved(path, "merge") for path in paths]
     first = shards[0]
+    for meta_key, source in data.items():  # the other files' meta is the first's, below
+        if first.meta.get(meta_key) != file_sha256(source):
+            raise RecallError(
+                f"merge {paths[0]}: ran other data than {source} has now (give the "
+                "--corpus and --queries the shards ran with)"
+            )
     labels = [run.label for run, _key in first.runs]
     owner: dict[str, int] = {}
     for i, (path, shard) in enumerate(zip(paths, shards, strict=True)):
         check_same_meta(path, shard.meta, paths[0], first.meta)
-        for meta_key, source in data.items():
-            if shard.meta.get(meta_key) != file_sha256(source):
-                raise RecallError(
-                    f"merge {path}: ran other data than {source} has now (give the "
-                    "--corpus and --queries the shards ran with)"
-                )
         same = (shard.baseline, shard.explain) == (first.baseline, first.explain)
         if [run.label for run, _key in shard.runs] != labels or not same:
             raise RecallError(f"merge {path}: holds other runs than {paths[0]} ({labels})")

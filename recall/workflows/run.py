@@ -38,7 +38,7 @@ from recall.errors import RecallError
 from recall.files import file_sha256, target
 from recall.finders.engine import Engine, preset_names, resolve_engine
 from recall.finders.requirements import require
-from recall.inputs import derive, keystrokes, path_recipes, symbols
+from recall.inputs import derive, keystrokes, path_recipes, recipes, symbols
 from recall.inputs.corpus import Pin, cache_root, load_pins, mirror_root
 from recall.inputs.keystrokes import TypingRow
 from recall.inputs.paths import PATHS, domain_of
@@ -715,7 +715,13 @@ def query_set_ceiling(
     report compares the finders with the ceiling without it."""
     code = hashlib.sha256()
     is_paths = domain_of(rows) == PATHS
-    for module in (ceiling, derive, symbols, *((path_ceiling, path_recipes) if is_paths else ())):
+    for module in (
+        ceiling,
+        derive,
+        recipes,
+        symbols,
+        *((path_ceiling, path_recipes) if is_paths else ()),
+    ):
         code.update(Path(module.__file__ or "").read_bytes())
     key = {"data": data_key(pins, rows), "code": code.hexdigest(), "ctags": ctags_identity()}
     digest = hashlib.sha256(orjson.dumps(key, option=orjson.OPT_SORT_KEYS)).hexdigest()
