@@ -13,6 +13,9 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, run_cli, tmpfs
 
+from recall.finders.engine import resolve_engine
+from recall.running.identity import build_world
+
 FINDER = r"""
 import os, sys
 query, names = sys.argv[1].lower(), open(sys.argv[2]).read().splitlines()
@@ -234,3 +237,9 @@ def test_the_fixed_base_cannot_be_passed(tmp_path):
     proc = run_cli("--engine", str(engine), "--finder", str(ROOT), "--repo", "gin")
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
     assert "pass_env: HOME is set by the harness" in proc.stderr
+
+
+def test_the_reference_finders_kept_results_are_keyed_by_the_cc_that_compiles_its_kernel():
+    world = build_world(resolve_engine("reference", ROOT))
+    (probe,) = world["toolchain"]
+    assert probe.startswith(("cc ", "gcc ", "clang"))  # `cc --version`, whichever compiler

@@ -67,8 +67,8 @@ def library() -> ctypes.CDLL:
     """The compiled kernel, built first if this content has not been built before."""
     source = SOURCE.read_bytes()
     key = hashlib.sha256(
-        b"\0".join([source, platform.machine().encode(), *map(str.encode, compile_command(
-            Path("kernel.c"), Path("kernel.so")))])
+        b"\0".join([source, platform.machine().encode(), _compiler().encode(),
+                    *map(str.encode, compile_command(Path("kernel.c"), Path("kernel.so")))])
     ).hexdigest()[:20]  # fmt: skip
     folder = cache_dir()
     target = folder / f"kernel-{key}.so"
@@ -85,6 +85,17 @@ def library() -> ctypes.CDLL:
     lib.rk_near.restype = _I
     lib.rk_near.argtypes = [_P, _I, ctypes.c_uint64, _P, _P, _P, _P, _I, _P]
     return lib
+
+
+def _compiler() -> str:
+    """The cc on PATH as its file (path, size, mtime): a library another compiler built is
+    not this one's, and a stat costs nothing beside a `cc --version` at every start."""
+    found = shutil.which("cc")
+    if found is None:
+        return "none"
+    real = os.path.realpath(found)
+    stat = os.stat(real)
+    return f"{real}:{stat.st_size}:{stat.st_mtime_ns}"
 
 
 def _build(folder: Path, target: Path) -> None:
