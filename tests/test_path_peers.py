@@ -1,5 +1,5 @@
 import pytest
-from conftest import ROOT, mirror_dir, run_cli
+from conftest import ROOT, mirror_dir, needs_tool, run_cli
 
 from recall.errors import RecallError
 from recall.workflows.results_page import path_peers
@@ -63,6 +63,7 @@ def test_a_sentence_the_names_page_lost_is_an_error_not_a_half_worded_page(monke
         render_paths_page(ENTRIES, HOST)
 
 
+@needs_tool("fzy")
 def test_results_over_a_path_set_runs_the_path_presets_and_words_the_page(tmp_path, real_cache):
     mirror = mirror_dir()
     if mirror is None:
@@ -106,6 +107,8 @@ for (const q of queries) process.stdout.write(JSON.stringify(search(q)) + "\n");
 """
 
 
+@needs_tool("node", "nodejs")
+@needs_tool("npm")
 @pytest.mark.parametrize(
     ("preset", "package"), [("fusejs-paths", "fuse.js"), ("fuzzysort-paths", "fuzzysort")]
 )
