@@ -40,7 +40,7 @@ from recall.inputs.queryset import read_queries  # noqa: E402
 from recall.inputs.recipes import words as split_words  # noqa: E402
 from recall.inputs.symbols import checkout_symbols, distinct_names  # noqa: E402
 
-ROUNDS = 3
+ROUNDS = 5  # alternating rounds of the speed item: its ratio is of the medians
 SIZES = (10_000, 100_000, 1_000_000)
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 PER_FILE = 10_000  # definitions per generated file

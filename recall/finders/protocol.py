@@ -48,30 +48,36 @@ def serve(search: Answers, requests: Iterable[bytes], out: BinaryIO) -> None:
     for line in requests:
         if not line.strip():
             continue
-        out.write(answer_line(search, line) + b"\n")
+        out.write(answer_line(search, line))
         out.flush()
 
 
 def answer_line(search: Answers, line: bytes) -> bytes:
-    """One request line's answer line (without its newline): the results, or an error that
-    names what was wrong with the request or what the search raised."""
+    """One request line's answer line, with its newline: the results, or an error that
+    names what was wrong with the request or what the search raised. An answer can be
+    hundreds of kilobytes, so its bytes are put together once."""
+    return b"".join((*_answer(search, line), b"\n"))
+
+
+def _answer(search: Answers, line: bytes) -> tuple[bytes, ...]:
+    """The pieces of answer_line()."""
     try:
         request = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
-        return orjson.dumps({"error": f"bad request: not JSON: {exc}"})
+        return (orjson.dumps({"error": f"bad request: not JSON: {exc}"}),)
     if not isinstance(request, dict):
-        return orjson.dumps({"error": BAD_REQUEST})
+        return (orjson.dumps({"error": BAD_REQUEST}),)
     query, limit = request.get("query"), request.get("limit", 0)
     if not isinstance(query, str) or type(limit) is not int or limit < 0:
-        return _reply(request, {"error": BAD_REQUEST})
+        return (_reply(request, {"error": BAD_REQUEST}),)
     try:
         results = search(query, limit)
     except Exception as exc:  # the finder's fault, reported for this query alone
-        return _reply(request, {"error": f"{type(exc).__name__}: {exc}"})
+        return (_reply(request, {"error": f"{type(exc).__name__}: {exc}"}),)
     encoded = results if isinstance(results, bytes) else orjson.dumps(results)
     if "id" in request:
-        return b'{"id":' + orjson.dumps(request["id"]) + b',"results":' + encoded + b"}"
-    return encoded
+        return b'{"id":', orjson.dumps(request["id"]), b',"results":', encoded, b"}"
+    return (encoded,)
 
 
 def _reply(request: dict, body: dict[str, str]) -> bytes:

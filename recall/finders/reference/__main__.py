@@ -13,6 +13,8 @@ error costs nothing and a query pays only for what it uses.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 from pathlib import Path
 
@@ -61,16 +63,19 @@ def _query(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command; a RecallError is one line on stderr and exit status 2."""
+    # One process answers one query at a time: NumPy's BLAS threads would only be started
+    # (a tenth of a second of CPU, on the cores the harness reads answers on) and sit idle.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     args = _parser().parse_args(argv)
     try:
         if args.command == "index":
-            from recall.finders.reference import kernel
+            from recall.finders.reference.rank import index_arrays
             from recall.finders.reference.store import build
 
-            build(args.corpus, args.language, args.db)
-            # the kernel compiled (or found compiled) now, before any query: its compile
-            # is set-up, like the index, and the query processes that follow load it
-            kernel.library()
+            # the ranker's arrays go into the index, and the kernel is compiled (or found
+            # compiled; index_arrays loads it) now, before any query: both are set-up, and
+            # the query processes that follow only read them
+            build(args.corpus, args.language, args.db, derive=index_arrays)
         else:
             _query(args)
     except RecallError as exc:
@@ -82,4 +87,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    status = main()
+    # Leave without tearing down the interpreter (its arrays, lists and modules: some tens
+    # of milliseconds of a batch process's time, which counts as the queries'): nothing is
+    # left to write once the streams are flushed.
+    with contextlib.suppress(BrokenPipeError):  # a reader gone: nothing to tell it
+        sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)

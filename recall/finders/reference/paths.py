@@ -76,7 +76,7 @@ class _View:
     def by_path(self, query: Query) -> np.ndarray:
         """The ranker's score of query for every path, FLOOR where it does not match."""
         scored = self.ranker.score(query)
-        return np.where(scored.present, scored.value, FLOOR)[self.of_path]
+        return scored.dense(len(self.ranker.names), FLOOR)[self.of_path]
 
     def dense(self, query: Query) -> np.ndarray:
         """by_path without the near misses (a WEAK score is no match here)."""

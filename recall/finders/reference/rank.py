@@ -3,16 +3,17 @@
 The finder has to rank the name a person meant first for sloppy queries: abbreviations
 made of word starts, dropped vowels, skipped middle words, swapped letters, globs, and
 `Owner::name`. No per-name abbreviation is stored; every score is computed from the query
-against the name itself, in three stages so that a 30,000-name corpus answers in a few
-milliseconds:
+against the name itself, in three stages so that a 30,000-name corpus answers in under a
+millisecond:
 
-1. One compiled pass over every name (kernel.py): a character-set mask and the query as
+1. One compiled pass over every name (kernel.py): character-set masks and the query as
    a subsequence (for a glob, its segments in order) say which names can match, and those
    are scored with an fzy-style alignment: matched characters earn bonuses at word starts
    and for contiguous runs, skipped characters cost (vowels less, since people drop them
    when abbreviating).
 2. RapidFuzz's edit distance with transpositions finds the typos among the names of about
-   the query's length and letters; a sorted list finds the names that start with it.
+   the query's length (kept grouped by length) and letters; a sorted list finds the names
+   that start with it.
 3. Merge the alignment scores with the typo, prefix and exact-match scores on one scale,
    in dense arrays over every name, and break ties deterministically: score, then shorter
    name, then name.
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -56,6 +57,9 @@ WEAK = -2.0  # near subsequences (one query character missing), after every real
 WEAK_CAP = 500
 WEAK_WHEN = 20  # ... listed only when the real matches are fewer than this
 ABSENT = -10.0  # the score a rule compares with for a name not yet scored
+
+Part = tuple[np.ndarray, np.ndarray]  # names and the scores a rule gives them
+NONE: Part = (np.empty(0, np.int64), np.empty(0, np.float64))
 
 _QUALIFIER = re.compile(r"::|[.#]")
 _VOWELS = frozenset("aeiou")
@@ -143,6 +147,9 @@ def parse_query(text: str) -> Query:
         parts = [p for p in _QUALIFIER.split(raw) if p]
         if len(parts) >= 2 and squash(parts[-1]) and squash(parts[-2]):
             owner, body = squash(parts[-2]), parts[-1]
+    if "*" not in body and body.isascii():  # the common case: lower() folds every character
+        folded = "".join(filter(str.isalnum, body.lower()))
+        return Query(raw, folded, (False,) * len(folded), "*" in raw, owner)
     chars: list[str] = []
     stars: list[bool] = []
     pending_star = False
@@ -168,28 +175,83 @@ class _Chunk:
     through: np.ndarray
     lengths: np.ndarray
     masks: np.ndarray
+    twice: np.ndarray
     carry: float
 
 
 class SortedText:
-    """Sorted strings kept as one UTF-8 buffer and offsets, for bisect: a few bytes per
-    string where a list of str objects takes some fifty more."""
+    """Sorted strings kept as one UTF-8 buffer and the end of each, for bisect: a few bytes
+    per string where a list of str objects takes some fifty more. Every FENCE-th string is
+    also kept as a str, so that a bisect runs mostly in C over those, then over one run of
+    FENCE strings taken from the buffer."""
 
-    def __init__(self, texts: list[str]) -> None:
-        self._buffer = "".join(texts).encode("utf-8")
+    FENCE = 32
+
+    def __init__(self, buffer: bytes, ends: np.ndarray) -> None:
+        self._buffer = buffer
+        self._ends = ends
+        self._starts = np.concatenate(([0], ends[:-1])).astype(np.int64)
+        self._fences = [self[i] for i in range(0, len(self), self.FENCE)]
+
+    def bisect_left(self, text: str) -> int:
+        """bisect.bisect_left(self, text): the first place whose string is text or after."""
+        above = bisect.bisect_left(self._fences, text)  # fences[above - 1] < text
+        lo = (above - 1) * self.FENCE + 1 if above else 0
+        return bisect.bisect_left(self, text, lo, min(above * self.FENCE, len(self)))
+
+    @staticmethod
+    def arrays(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """The buffer (as bytes in an array) and the ends that hold texts."""
+        buffer = np.frombuffer("".join(texts).encode("utf-8"), dtype=np.uint8)
         sizes = np.fromiter(
             (len(t) if t.isascii() else len(t.encode("utf-8")) for t in texts),
             dtype=np.int64,
             count=len(texts),
         )
-        self._ends = np.cumsum(sizes)
-        self._starts = self._ends - sizes
+        return buffer, np.cumsum(sizes, dtype=np.int64)
 
     def __len__(self) -> int:
         return int(self._ends.size)
 
     def __getitem__(self, i: int) -> str:
         return self._buffer[int(self._starts[i]) : int(self._ends[i])].decode("utf-8")
+
+
+def tie_rank(names: Sequence[str]) -> np.ndarray:
+    """Each name's place in the tie order, shorter name then name: distinct names make that
+    a total order, so a definition's path and line never have to be consulted. (Two stable
+    sorts, by name then by length, in NumPy: no tuple per name.)"""
+    by_name = np.argsort(np.array(names, dtype=object), kind="stable")
+    lengths = np.fromiter(map(len, names), dtype=np.int64, count=len(names))
+    order = by_name[np.argsort(lengths[by_name], kind="stable")]
+    rank = np.empty(len(names), dtype=np.int64)
+    rank[order] = np.arange(len(names))
+    return rank
+
+
+def best_first(values: np.ndarray, ties: np.ndarray, tie_bits: int) -> np.ndarray:
+    """The order of candidates best first: by value rounded to 6 decimals (so that float
+    noise between equal alignments cannot decide a tie), then by tie rank (each below
+    2 ** tie_bits); np.lexsort((ties, -np.round(values, 6))) as one argsort of an integer
+    key, which is some times faster. np.round(v, 6) is rint(v * 1e6) / 1e6, so rint(v *
+    -1e6) orders and ties as -np.round(v, 6) does; values above 2 ** (62 - tie_bits) / 1e6
+    (none that the rules give) are sorted by lexsort itself."""
+    scaled = np.rint(values * -1e6)
+    if scaled.size and np.abs(scaled).max() >= 2.0 ** (62 - tie_bits):
+        return np.lexsort((ties, scaled))
+    key = scaled.astype(np.int64)
+    key <<= tie_bits
+    key += ties
+    return np.argsort(key)
+
+
+def index_arrays(names: Sequence[str]) -> dict[str, np.ndarray]:
+    """Everything a Finder derives from its names alone (Ranker.arrays and the tie order),
+    computed once by the `index` command and kept in the index, so that a query process
+    reads them instead of building them. The kernel is compiled here too (if need be):
+    set-up, before any query process loads it."""
+    kernel.library()
+    return {**Ranker.arrays(names), "tie_rank": tie_rank(names)}
 
 
 class Ranker:
@@ -203,41 +265,78 @@ class Ranker:
     query is one compiled pass (kernel.py) and a little NumPy.
     """
 
-    def __init__(self, names: Sequence[str]) -> None:
+    def __init__(self, names: Sequence[str], arrays: Mapping[str, np.ndarray] | None = None):
+        """arrays: Ranker.arrays(names), as an index keeps them; built here if not given."""
         kernel.library()  # built now if need be: a missing compiler fails here, not per query
         self.names = list(names)
-        count = len(self.names)
-        # Built CHUNK names at a time into arrays sized for every character, so that the
-        # temporaries of a step (several bytes per character each) stay small.
-        room = sum(map(len, self.names))
+        a = arrays if arrays is not None else self.arrays(self.names)
+        self.lengths = a["lengths"]
+        self.masks = a["masks"]
+        self.offsets = a["offsets"]
+        self.packed = kernel.Packed(
+            a["codes"], a["starts"], a["through"], self.offsets, self.lengths, self.masks,
+            a["mask_sets"], a["twice_sets"],
+        )  # fmt: skip
+        self.lower_by_length = a["lower_by_length"]
+        self.lower_length_starts = a["lower_length_starts"]
+        self.lower_order = a["lower_order"]
+        self.sorted_lower = SortedText(a["sorted_lower"].tobytes(), a["sorted_lower_ends"])
+        self.lower = [n.lower() for n in self.names]  # what a typo is measured against
+
+    @staticmethod
+    def arrays(names: Sequence[str]) -> dict[str, np.ndarray]:
+        """The flat arrays of the names (see the class) and the sorted lowercased names.
+
+        They are built CHUNK names at a time into arrays sized for every character, so
+        that the temporaries of a step (several bytes per character each) stay small."""
+        names = list(names)
+        count = len(names)
+        room = sum(map(len, names))
         codes = np.empty(room, dtype=np.int32)
         starts = np.empty(room, dtype=np.uint8)
         through = np.empty(room, dtype=np.float32)
-        self.lengths = np.zeros(count, dtype=np.int64)
-        self.masks = np.zeros(count, dtype=np.uint64)
+        lengths = np.zeros(count, dtype=np.int64)
+        masks = np.zeros(count, dtype=np.uint64)
+        twice = np.zeros(count, dtype=np.uint64)
         filled = 0
         carry = 0.0  # the running skip cost over every name so far (see _chunk)
         for lo in range(0, count, CHUNK):
-            part = self._chunk(self.names[lo : lo + CHUNK], carry)
+            part = Ranker._chunk(names[lo : lo + CHUNK], carry)
             size = part.codes.size
             codes[filled : filled + size] = part.codes
             starts[filled : filled + size] = part.starts
             through[filled : filled + size] = part.through
-            self.lengths[lo : lo + CHUNK] = part.lengths
-            self.masks[lo : lo + CHUNK] = part.masks
+            lengths[lo : lo + CHUNK] = part.lengths
+            masks[lo : lo + CHUNK] = part.masks
+            twice[lo : lo + CHUNK] = part.twice
             filled += size
             carry = part.carry
-        self.offsets = np.concatenate(([0], np.cumsum(self.lengths)[:-1])).astype(np.int64)
-        self.packed = kernel.Packed(
-            codes[:filled], starts[:filled], through[:filled], self.offsets, self.lengths,
-            self.masks,
-        )  # fmt: skip
         # The lowercased names, sorted (stably), as one UTF-8 buffer: prefix lookup bisects
         # it, and UTF-8's byte order is the code points' order.
-        lower = np.array([n.lower() for n in self.names], dtype=object)
-        self.lower_lengths = np.fromiter(map(len, lower), dtype=np.int64, count=count)
-        self.lower_order = np.argsort(lower, kind="stable").astype(np.int64)
-        self.sorted_lower = SortedText(lower[self.lower_order].tolist())
+        lower = np.array([n.lower() for n in names], dtype=object)
+        lower_order = np.argsort(lower, kind="stable").astype(np.int64)
+        sorted_lower, sorted_lower_ends = SortedText.arrays(lower[lower_order].tolist())
+        lower_lengths = np.fromiter(map(len, lower), dtype=np.int64, count=count)
+        by_length = np.argsort(lower_lengths, kind="stable").astype(np.int64)
+        return {
+            "codes": codes[:filled],
+            "starts": starts[:filled],
+            "through": through[:filled],
+            "lengths": lengths,
+            "masks": masks,
+            "mask_sets": kernel.bit_sets(masks),
+            "twice_sets": kernel.bit_sets(twice),
+            "offsets": np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64),
+            # the names by the length of their lowercased form, and those lengths: the
+            # names a typo can be are the few of about the query's length
+            "lower_by_length": by_length,
+            "lower_length_starts": np.searchsorted(
+                lower_lengths[by_length], np.arange(int(lower_lengths.max(initial=0)) + 2)
+            ).astype(np.int64),
+            "lower_order": lower_order,
+            "sorted_lower": sorted_lower,
+            "sorted_lower_ends": sorted_lower_ends,
+        }
 
     @staticmethod
     def _chunk(names: list[str], carry: float) -> _Chunk:
@@ -276,7 +375,16 @@ class Ranker:
         filled = lens > 0
         if codes.size:
             masks[filled] = np.bitwise_or.reduceat(bits, offsets[filled])
-        return _Chunk(codes, starts[alnum].astype(np.uint8), through, lens, masks, float(run[-1]))
+        # the bits of the characters a name holds twice or more: (name, code) pairs sorted,
+        # a pair equal to the one before is a repeat
+        pairs = (rows << 21) | codes.astype(np.int64)
+        order = np.argsort(pairs, kind="stable")
+        again = order[1:][pairs[order[1:]] == pairs[order[:-1]]]
+        twice = np.zeros(count, dtype=np.uint64)
+        np.bitwise_or.at(twice, rows[again], bits[again])
+        return _Chunk(
+            codes, starts[alnum].astype(np.uint8), through, lens, masks, twice, float(run[-1])
+        )
 
     @staticmethod
     def _classes(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -301,36 +409,37 @@ class Ranker:
         """Every plausible candidate with its score (higher is better), in name order."""
         q = query.chars
         m = len(q)
-        scores = Scores(len(self.names))
         if m == 0:
-            return scores
+            return Scores.merged([])
         qcodes = np.array([ord(c) for c in q], dtype=np.int32)
-        qmask = 0
-        for c in q:
-            qmask |= _char_bit(ord(c))
+        bits = [_char_bit(ord(c)) for c in q]
+        qmask = qtwice = 0
+        for bit in bits:
+            qmask |= bit
+        for c in {c for c in q if q.count(c) > 1}:
+            qtwice |= _char_bit(ord(c))
         stars = np.array(query.star_before, dtype=np.bool_)
         cuts = [i for i in range(1, m) if query.star_before[i]]
         seg_starts = np.array([0, *cuts, m], dtype=np.int64)
         full, raw, exact = kernel.match(
-            qcodes, stars, seg_starts, query.is_glob, qmask, self.packed
+            qcodes, stars, seg_starts, query.is_glob, qmask, qtwice, self.packed
         )
-        if full.size:
-            ideal = BASE * m + BONUS_FIRST + (BASE + BONUS_CONSEC) * (m - 1) + BONUS_END
-            ratio = raw / ideal
-            ok = ratio > -1e6
-            ratio = ratio[ok]
-            with np.errstate(divide="ignore"):  # ratio 1: the other branch is taken
-                ratio = np.where(ratio >= 0, ratio, ratio / (1.0 - ratio))  # into (-1, 0)
-            scores.put(full[ok], ratio.astype(np.float64))
-        if m >= 4 and scores.size < WEAK_WHEN:
-            near = kernel.near(qcodes, qmask, self.packed)
-            self._add_weak(near, scores)
-        self._add_typos(query, scores)
-        self._add_prefix(query, scores)
-        self._add_exact(query, exact, scores)
-        return scores
+        ideal = BASE * m + BONUS_FIRST + (BASE + BONUS_CONSEC) * (m - 1) + BONUS_END
+        ratio = raw / ideal
+        ok = ratio > -1e6
+        full, ratio = full[ok], ratio[ok]
+        below = ratio < 0
+        ratio[below] = ratio[below] / (1.0 - ratio[below])  # into (-1, 0)
+        parts = [(full, ratio.astype(np.float64))]
+        if m >= 4 and full.size < WEAK_WHEN:
+            near = kernel.near(qcodes, np.array(bits, np.uint64), qmask, qtwice, self.packed)
+            parts.append(self._weak(near))
+        parts.append(self._typos(query))
+        parts.append(self._prefix(query))
+        parts.append(self._exact(query, exact))
+        return Scores.merged(parts)
 
-    def _add_typos(self, query: Query, scores: Scores) -> None:
+    def _typos(self, query: Query) -> Part:
         """Names one or two edits (a swap of neighbours is one) from the query; a typo is
         made on the lowercased name, so compare with that, separators included.
 
@@ -339,22 +448,27 @@ class Ranker:
         before the edit distance is computed."""
         text = query.raw.lower()
         if len(query.chars) < 4 or query.is_glob:
-            return
+            return NONE
         cutoff = 1 if len(text) < 8 else 2
-        tmask = np.uint64(0)
+        tmask = 0
         for c in squash(text):
-            tmask |= np.uint64(_char_bit(ord(c)))
-        idx = np.flatnonzero(np.abs(self.lower_lengths - len(text)) <= cutoff)
+            tmask |= _char_bit(ord(c))
+        starts = self.lower_length_starts  # where each length begins in lower_by_length
+        size = len(text)
+        lo = int(starts[min(max(size - cutoff, 0), starts.size - 1)])
+        hi = int(starts[min(size + cutoff + 1, starts.size - 1)])
+        idx = self.lower_by_length[lo:hi]
         masks = self.masks[idx]
-        ok = np.bitwise_count(tmask & ~masks) <= cutoff
-        ok &= np.bitwise_count(masks & ~tmask) <= cutoff
+        query_bits = np.uint64(tmask)
+        ok = np.bitwise_count(query_bits & ~masks) <= cutoff
+        ok &= np.bitwise_count(masks & ~query_bits) <= cutoff
         idx = idx[ok]
         if not idx.size:
-            return
-        names = self.names
+            return NONE
+        lower = self.lower
         dist = process.cdist(
             [text],
-            [names[i].lower() for i in idx.tolist()],
+            [lower[i] for i in idx.tolist()],
             scorer=OSA.distance,
             score_cutoff=cutoff,
             dtype=np.int32,
@@ -363,20 +477,20 @@ class Ranker:
         # A short query is one edit from many names by chance: trust the edit less.
         one = TYPO_ONE - TYPO_SHORT * max(0, TYPO_LONG - len(query.chars))
         close = dist <= cutoff
-        scores.raise_to(idx[close], np.where(dist[close] <= 1, one, TYPO_TWO))
+        return idx[close], np.where(dist[close] <= 1, one, TYPO_TWO)
 
-    def _add_prefix(self, query: Query, scores: Scores) -> None:
+    def _prefix(self, query: Query) -> Part:
         """Names that start with the query, separators and all: someone typing a name from
         its start is part way through it, and the shorter names are the likelier ends."""
         text = query.raw.lower()
         if len(text) < 2 or query.is_glob or query.owner:
-            return
-        start = bisect.bisect_left(self.sorted_lower, text)
-        end = bisect.bisect_left(self.sorted_lower, text + "\U0010ffff")
+            return NONE
+        start = self.sorted_lower.bisect_left(text)
+        end = self.sorted_lower.bisect_left(text + "\U0010ffff")
         ids = self.lower_order[start:end]
-        scores.raise_to(ids, np.full(ids.size, PREFIX))
+        return ids, np.full(ids.size, PREFIX)
 
-    def _add_exact(self, query: Query, exact: np.ndarray, scores: Scores) -> None:
+    def _exact(self, query: Query, exact: np.ndarray) -> Part:
         """The whole name typed, in any case or separator convention, always wins; exact
         holds the names whose letters and digits are the query's."""
         text = query.raw if not query.owner else query.raw[-len(query.chars) :]
@@ -388,49 +502,58 @@ class Ranker:
             if self.names[i] == text:
                 value = EXACT_CASE
             values.append(value)
-        scores.raise_to(exact, np.array(values, dtype=np.float64))
+        return exact, np.array(values, dtype=np.float64)
 
-    def _add_weak(self, near: np.ndarray, scores: Scores) -> None:
+    def _weak(self, near: np.ndarray) -> Part:
         """Names missing one query character, shortest first and capped, so that an
-        unlimited list still finds a name the query garbles."""
-        if not near.size:
-            return
+        unlimited list still finds a name the query garbles. A name matched in full too
+        keeps that score: it is above every weak one."""
         lens = self.lengths[near]
         order = np.argsort(lens, kind="stable")[:WEAK_CAP]
-        ids = near[order]
-        new = ~scores.present[ids]
-        scores.put(ids[new], WEAK - lens[order][new].astype(np.float64) / 1000.0)
+        return near[order], WEAK - lens[order].astype(np.float64) / 1000.0
 
 
 class Scores:
-    """Dense scores over every name: a value and whether the name is a candidate at all.
-    Each rule raises a name's value or sets it; the order of candidates never matters,
-    since ranking sorts them by score and a total tie order (Finder.tie_rank)."""
+    """The candidates of a query, in name order, and their scores (value, one a candidate).
 
-    def __init__(self, count: int) -> None:
-        self.value = np.full(count, ABSENT, dtype=np.float64)
-        self.present = np.zeros(count, dtype=np.bool_)
-        self.size = 0
+    Each rule of Ranker.score gives names and scores (a Part); a name's score is the
+    highest any rule gives it. That is what setting and then raising scores over dense
+    arrays of every name gave: the alignment's scores come first (in (-1, 1.1]), the weak
+    ones only for names without one (and below -2, so below any alignment), then the
+    typo, prefix and exact rules only raise (their scores, 0 and up, above an absent
+    name's ABSENT). Kept sparse: a query touches a thousand names, not all of them."""
 
-    def put(self, ids: np.ndarray, values: np.ndarray) -> None:
-        """Set these names' scores."""
-        self.value[ids] = values
-        self._mark(ids)
+    def __init__(self, ids: np.ndarray, value: np.ndarray) -> None:
+        self.ids = ids
+        self.value = value
 
-    def raise_to(self, ids: np.ndarray, values: np.ndarray) -> None:
-        """Raise these names' scores to values where that is higher (an absent name
-        counts as ABSENT); ids may repeat only with equal values."""
-        higher = values > self.value[ids]
-        self.value[ids[higher]] = values[higher]
-        self._mark(ids)
+    @classmethod
+    def merged(cls, parts: list[Part]) -> Scores:
+        """The candidates of parts, each with the highest score a part gives it."""
+        ids = np.concatenate([p[0] for p in parts]) if parts else NONE[0]
+        if not ids.size:
+            return cls(*NONE)
+        values = np.concatenate([p[1] for p in parts])
+        order = np.argsort(ids, kind="stable")
+        ids, values = ids[order], values[order]
+        first = np.flatnonzero(np.concatenate(([True], ids[1:] != ids[:-1])))
+        return cls(ids[first], np.maximum.reduceat(values, first))
 
-    def _mark(self, ids: np.ndarray) -> None:
-        self.size += int(np.count_nonzero(~self.present[ids]))
-        self.present[ids] = True
+    def raised_by(self, other: Scores) -> Scores:
+        """The candidates of both, each scored the higher of the two (ABSENT where this
+        one has no score for it): the other's scores raise these."""
+        ids = np.union1d(self.ids, other.ids)
+        value = np.full(ids.size, ABSENT)
+        value[np.searchsorted(ids, self.ids)] = self.value
+        at = np.searchsorted(ids, other.ids)
+        value[at] = np.maximum(value[at], other.value)
+        return Scores(ids, value)
 
-    def candidates(self) -> np.ndarray:
-        """Every name with a score, in name order."""
-        return np.flatnonzero(self.present)
+    def dense(self, count: int, floor: float) -> np.ndarray:
+        """The scores of all count names, floor for a name that is no candidate."""
+        out = np.full(count, floor)
+        out[self.ids] = self.value
+        return out
 
 
 @dataclass(frozen=True)
@@ -449,29 +572,19 @@ class Finder:
 
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
-        self.ranker = Ranker(catalog.names)
-        names = catalog.names
-        # Ties break by shorter name, then name: distinct names make that a total order,
-        # so the definition's path and line never have to be consulted.
-        # (Two stable sorts, by name then by length, in NumPy: no tuple per name.)
-        by_name = np.argsort(np.array(names, dtype=object), kind="stable")
-        lengths = np.fromiter(map(len, names), dtype=np.int64, count=len(names))
-        order = by_name[np.argsort(lengths[by_name], kind="stable")]
-        self.tie_rank = np.empty(len(names), dtype=np.int64)
-        self.tie_rank[order] = np.arange(len(names))
-        # Each name's JSON row at its first definition, serialised on first use and kept:
-        # an unlimited list is then one gather and one join.
-        self._rows = np.empty(len(names), dtype=object)
-        self._have_row = np.zeros(len(names), dtype=bool)
+        arrays = catalog.derived if catalog.derived is not None else index_arrays(catalog.names)
+        self.ranker = Ranker(catalog.names, arrays)
+        self.tie_rank = arrays["tie_rank"]
+        self._tie_bits = len(catalog.names).bit_length()
+        self._rows = kernel.Rows(catalog.rows, catalog.row_ends)
 
     def ranked(self, text: str, limit: int = 0) -> list[tuple[int, Definition | None, float]]:
         """(name index, definition if not the first one, score) best first; limit 0 keeps
         every plausible name."""
-        ids, chosen, scores = self._order(text, limit)
-        values = scores.value[ids].tolist()
-        return [(i, chosen.get(i), v) for i, v in zip(ids.tolist(), values, strict=True)]
+        ids, chosen, values = self._order(text, limit)
+        return [(i, chosen.get(i), v) for i, v in zip(ids.tolist(), values.tolist(), strict=True)]
 
-    def _order(self, text: str, limit: int) -> tuple[np.ndarray, dict[int, Definition], Scores]:
+    def _order(self, text: str, limit: int) -> tuple[np.ndarray, dict[int, Definition], np.ndarray]:
         """Name indexes best first, the definitions chosen for an owner, and the scores."""
         query = parse_query(text)
         scores = self.ranker.score(query)
@@ -480,16 +593,12 @@ class Finder:
             plain = self.ranker.score(
                 parse_query(text.replace("::", "_").replace(".", "_").replace("#", "_"))
             )
-            ids = plain.candidates()
-            scores.raise_to(ids, plain.value[ids])
+            scores = scores.raised_by(plain)
             self._owner_bonus(query.owner, scores, chosen)
-        ids = scores.candidates()
-        values = scores.value[ids]
-        # Rounded, so that float noise between equal alignments cannot decide a tie.
-        order = np.lexsort((self.tie_rank[ids], -np.round(values, 6)))
+        order = best_first(scores.value, self.tie_rank[scores.ids], self._tie_bits)
         if limit > 0:
             order = order[:limit]
-        return ids[order], chosen, scores
+        return scores.ids[order], chosen, scores.value[order]
 
     def search(self, text: str, limit: int = 0) -> list[Hit]:
         """The best `limit` names for the query (all plausible ones for 0), best first."""
@@ -501,35 +610,30 @@ class Finder:
         return hits
 
     def search_json(self, text: str, limit: int = 0) -> bytes:
-        """search() as the one-line JSON list the harness reads; each name's row is
-        serialised once per process, which matters for long unlimited lists."""
+        """search() as the one-line JSON list the harness reads: the rows the index keeps
+        for each name's first definition, copied into one buffer by the kernel; for an
+        `Owner::name` query, a row at the definition chosen where there is one."""
         import orjson
 
         ids, chosen, _ = self._order(text, limit)
-        names, catalog = self.catalog.names, self.catalog
-        new = ids[~self._have_row[ids]]
-        paths, lines = catalog.first_of(new)
-        rows = self._rows
-        for i, path, line in zip(new.tolist(), paths, lines, strict=True):
-            serialised = orjson.dumps({"name": names[i], "file": path, "line": line})
-            # a copy of its own size: orjson's bytes keep a buffer of 4 KB or so, which a
-            # cache of a row per name would hold for every name
-            rows[i] = bytes(memoryview(serialised))
-        self._have_row[ids] = True
-        parts = self._rows[ids].tolist()
-        if chosen:
-            for k, i in enumerate(ids.tolist()):
-                where = chosen.get(i)
-                if where is not None:
-                    row = {"name": names[i], "file": where.path, "line": where.line}
-                    parts[k] = orjson.dumps(row)
+        catalog = self.catalog
+        if not chosen:
+            return self._rows.json(ids)
+        parts = []
+        for i in ids.tolist():
+            where = chosen.get(i)
+            if where is None:
+                parts.append(catalog.row(i))
+            else:
+                row = {"name": catalog.names[i], "file": where.path, "line": where.line}
+                parts.append(orjson.dumps(row))
         return b"[" + b",".join(parts) + b"]"
 
     def _owner_bonus(self, owner: str, scores: Scores, chosen: dict[int, Definition]) -> None:
         """`Owner::name`: lift names defined inside a scope that names the owner, and
         point at that definition rather than the first one."""
-        for i in scores.candidates().tolist():
-            value = float(scores.value[i])
+        for k, i in enumerate(scores.ids.tolist()):
+            value = float(scores.value[k])
             if value <= WEAK:
                 continue
             best = 0.0
@@ -550,4 +654,4 @@ class Finder:
                 if bonus > best:
                     best = bonus
                     chosen[i] = d
-            scores.value[i] = value + best
+            scores.value[k] = value + best
