@@ -25,6 +25,7 @@ import bisect
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from rapidfuzz import process
@@ -126,10 +127,10 @@ def _running_max(x: np.ndarray) -> np.ndarray:
     return src
 
 
-@dataclass(frozen=True)
-class Query:
+class Query(NamedTuple):
     """A query split into what the scorer needs: its alphanumeric characters, where a
-    glob `*` separates them, and an optional owner for `Owner::name`."""
+    glob `*` separates them, and an optional owner for `Owner::name`. (A named tuple: made
+    once or twice a query, and a frozen dataclass takes some microseconds to make.)"""
 
     raw: str
     chars: str  # alphanumeric, folded to lowercase
@@ -182,10 +183,10 @@ class _Chunk:
 class SortedText:
     """Sorted strings kept as one UTF-8 buffer and the end of each, for bisect: a few bytes
     per string where a list of str objects takes some fifty more. Every FENCE-th string is
-    also kept as a str, so that a bisect runs mostly in C over those, then over one run of
-    FENCE strings taken from the buffer."""
+    also kept as a str (a few bytes a string more), so that a bisect runs mostly in C over
+    those, then over one run of FENCE strings taken from the buffer."""
 
-    FENCE = 32
+    FENCE = 8
 
     def __init__(self, buffer: bytes, ends: np.ndarray) -> None:
         self._buffer = buffer
@@ -434,12 +435,12 @@ class Ranker:
         if m >= 4 and full.size < WEAK_WHEN:
             near = kernel.near(qcodes, np.array(bits, np.uint64), qmask, qtwice, self.packed)
             parts.append(self._weak(near))
-        parts.append(self._typos(query))
+        parts.append(self._typos(query, qmask))
         parts.append(self._prefix(query))
         parts.append(self._exact(query, exact))
         return Scores.merged(parts)
 
-    def _typos(self, query: Query) -> Part:
+    def _typos(self, query: Query, qmask: int) -> Part:
         """Names one or two edits (a swap of neighbours is one) from the query; a typo is
         made on the lowercased name, so compare with that, separators included.
 
@@ -450,9 +451,11 @@ class Ranker:
         if len(query.chars) < 4 or query.is_glob:
             return NONE
         cutoff = 1 if len(text) < 8 else 2
-        tmask = 0
-        for c in squash(text):
-            tmask |= _char_bit(ord(c))
+        tmask = qmask
+        if query.owner or not text.isascii():  # else text's letters and digits are chars
+            tmask = 0
+            for c in squash(text):
+                tmask |= _char_bit(ord(c))
         starts = self.lower_length_starts  # where each length begins in lower_by_length
         size = len(text)
         lo = int(starts[min(max(size - cutoff, 0), starts.size - 1)])
