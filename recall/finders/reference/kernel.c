@@ -181,6 +181,48 @@ GLOB_HOLDS(glob_holds_bytes, uint8_t)
 #define CONSEC(b) (F(BASE) + ((b) > F(BONUS_CONSEC) ? (b) : F(BONUS_CONSEC)))
 #define VOWEL(j) ((double)(thr[j] - BEFORE(j)) < (SKIP_VOWEL + SKIP_OTHER) / 2 ? F(0.0) : neg)
 
+/* The word starts up to each cell as a float, into wrd, to the band's last place (end),
+ * past which no cell is read; returns the whole name's count. */
+static inline float words(const uint8_t *st, int64_t n, int64_t end, float *wrd) {
+    int64_t count = 0;
+    for (int64_t j = 0; j <= end; j++) {
+        count += st[j];
+        wrd[j] = (float)count;
+    }
+    for (int64_t j = end + 1; j < n; j++) count += st[j];
+    return (float)count;
+}
+
+/* The value of cell j of a plain step (no glob) from the reachable cells of the step
+ * before: before1 to before3 point at the values of cells j - 1 to j - 3 where those are
+ * reachable (else NULL); rmax and fmax are the gap jump's maxima over the reachable cells
+ * up to j - 2, of which there is at least one if any. NEG if no term reads a reachable
+ * cell: such a cell is not reachable. */
+static inline float plain_cell(int64_t j, const uint8_t *st, const float *thr, const float *wrd,
+                               const float *before1, const float *before2,
+                               const float *before3, int any, float rmax, float fmax) {
+    const float neg = F(NEG);
+    float b = BONUS(j), cb = CONSEC(b), best = neg;
+    if (before1) best = *before1 + cb;
+    if (any) {
+        float bf = BEFORE(j);
+        float x = rmax + ((b + F(BASE - GAP_OPEN)) - bf);
+        if (x > best) best = x;
+        x = fmax + ((b > F(0.0) ? b + F(BASE - TAIL_JUMP) : neg) - F(SKIP_WORD) * wrd[j - 1]);
+        if (x > best) best = x;
+        float vowel_back = VOWEL(j - 1);
+        if (before2) {
+            x = *before2 + ((cb + vowel_back) - F(VOWEL_HOP));
+            if (x > best) best = x;
+        }
+        if (before3) {
+            x = *before3 + (((cb + VOWEL(j - 2)) + vowel_back) - F(2 * VOWEL_HOP));
+            if (x > best) best = x;
+        }
+    }
+    return best > neg ? best : neg;
+}
+
 /* Best alignment score of q against one name of at most WIDE characters: an fzy-style
  * programme with one step per query character, as rank.py's NumPy ranker computed it
  * (see weights.py), with at[i] the positions of q[i] (band_bytes).
@@ -201,13 +243,7 @@ static float align_bits(const uint8_t *star, int is_glob, int64_t m, const uint8
                         const uint64_t *at, float *wrd) {
     const float neg = F(NEG);
     float values[2][WIDE], *d = values[0], *nd = values[1], *swap;
-    int64_t count = 0, end = last[m - 1];
-    for (int64_t j = 0; j <= end; j++) {
-        count += st[j];
-        wrd[j] = (float)count;
-    }
-    for (int64_t j = end + 1; j < n; j++) count += st[j];
-    float total_cost = thr[n - 1], total_words = (float)count;
+    float total_cost = thr[n - 1], total_words = words(st, n, last[m - 1], wrd);
     uint64_t reach = at[0] & above(first[0] - 1) & upto(last[0]);
     for (uint64_t c = reach; c; c &= c - 1) {
         int64_t j = __builtin_ctzll(c);
@@ -253,26 +289,10 @@ static float align_bits(const uint8_t *star, int is_glob, int64_t m, const uint8
                 pending &= ~upto(j - 2);
             }
             if (!just_before && !any) continue;
-            float b = BONUS(j), cb = CONSEC(b), best = neg;
-            if (just_before) best = d[j - 1] + cb;
-            if (any) {
-                float bf = BEFORE(j);
-                float x = rmax + ((b + F(BASE - GAP_OPEN)) - bf);
-                if (x > best) best = x;
-                x = fmax + ((b > F(0.0) ? b + F(BASE - TAIL_JUMP) : neg) -
-                            F(SKIP_WORD) * wrd[j - 1]);
-                if (x > best) best = x;
-                float vowel_back = VOWEL(j - 1);
-                if (reach >> (j - 2) & 1) {
-                    x = d[j - 2] + ((cb + vowel_back) - F(VOWEL_HOP));
-                    if (x > best) best = x;
-                }
-                if (j >= 3 && (reach >> (j - 3) & 1)) {
-                    x = d[j - 3] + (((cb + VOWEL(j - 2)) + vowel_back) - F(2 * VOWEL_HOP));
-                    if (x > best) best = x;
-                }
-            }
-            nd[j] = best > neg ? best : neg;
+            nd[j] = plain_cell(j, st, thr, wrd, just_before ? &d[j - 1] : NULL,
+                               any && (reach >> (j - 2) & 1) ? &d[j - 2] : NULL,
+                               any && j >= 3 && (reach >> (j - 3) & 1) ? &d[j - 3] : NULL, any,
+                               rmax, fmax);
             held |= UINT64_C(1) << j;
         }
         reach = held;
@@ -315,13 +335,7 @@ static float align_list(const int32_t *q, const uint8_t *qb, int qbytes, const u
     const float neg = F(NEG);
     float *wrd = scratch, *pv = scratch + width, *cv = scratch + 2 * width, *values;
     int64_t *pc = places, *cc = places + width, *cells, np = 0;
-    int64_t count = 0, end = last[m - 1];
-    for (int64_t j = 0; j <= end; j++) {
-        count += st[j];
-        wrd[j] = (float)count;
-    }
-    for (int64_t j = end + 1; j < n; j++) count += st[j];
-    float total_cost = thr[n - 1], total_words = (float)count;
+    float total_cost = thr[n - 1], total_words = words(st, n, last[m - 1], wrd);
 #define CELLS(I)                                                                  \
     for (int64_t j = next_cell(q, qb, qbytes, s, b, I, first[I], last[I]); j >= 0; \
          j = next_cell(q, qb, qbytes, s, b, I, j + 1, last[I]))
@@ -361,30 +375,15 @@ static float align_list(const int32_t *q, const uint8_t *qb, int qbytes, const u
             }
             int just_before = pend < np && pc[pend] == j - 1;
             if (!just_before && !pend) continue;
-            float b = BONUS(j), cb = CONSEC(b), best = neg;
-            if (just_before) best = pv[pend] + cb;
-            if (pend) {
-                float bf = BEFORE(j);
-                float x = rmax + ((b + F(BASE - GAP_OPEN)) - bf);
-                if (x > best) best = x;
-                x = fmax + ((b > F(0.0) ? b + F(BASE - TAIL_JUMP) : neg) -
-                            F(SKIP_WORD) * wrd[j - 1]);
-                if (x > best) best = x;
-                float vowel_back = VOWEL(j - 1);
-                if (pc[pend - 1] == j - 2) {
-                    x = pv[pend - 1] + ((cb + vowel_back) - F(VOWEL_HOP));
-                    if (x > best) best = x;
-                }
-                int64_t three = pc[pend - 1] == j - 3 ? pend - 1
-                                : pend > 1 && pc[pend - 2] == j - 3 ? pend - 2
-                                                                    : -1;
-                if (three >= 0) {
-                    x = pv[three] + (((cb + VOWEL(j - 2)) + vowel_back) - F(2 * VOWEL_HOP));
-                    if (x > best) best = x;
-                }
-            }
+            int64_t three = -1; /* where cell j - 3 is among the cells read, if it is */
+            if (pend && pc[pend - 1] == j - 3)
+                three = pend - 1;
+            else if (pend > 1 && pc[pend - 2] == j - 3)
+                three = pend - 2;
             cc[nc] = j;
-            cv[nc++] = best > neg ? best : neg;
+            cv[nc++] = plain_cell(j, st, thr, wrd, just_before ? &pv[pend] : NULL,
+                                  pend && pc[pend - 1] == j - 2 ? &pv[pend - 1] : NULL,
+                                  three >= 0 ? &pv[three] : NULL, pend > 0, rmax, fmax);
         }
         cells = pc, pc = cc, cc = cells;
         values = pv, pv = cv, cv = values;
