@@ -26,21 +26,17 @@
 #endif
 
 #define F(x) ((float)(x))
-/* Bytes readable past the last name's codes: the byte scans read 16 at a time. */
-#define PAD 64
 /* Names up to this many characters are scanned through the positions of each query
  * character as the bits of one word; longer ones, a place at a time. */
 #define WIDE 64
 /* How many names ahead of the one being scanned are fetched from memory. */
 #define AHEAD 8
 
-/* The first place from `from` on (or the last up to `upto`) where the name's bytes (its n
- * codes, each below 255 as itself and any other as 255) hold c; -1 if none. With SSE2
- * (every x86-64) 16 bytes a compare, in blocks counted from the name's start, so a scan
- * never reads before it and after it at most into PAD; else one byte a step (RK_SCALAR
- * builds that one, for tests). Either way the same place: only the speed differs. */
-/* The positions of byte c among the name's first n (at most WIDE) bytes, as bits: the
- * same bits either way. */
+/* The positions of byte c among the name's first n (at most WIDE) bytes (its codes, each
+ * below 255 as itself and any other as 255), as bits. With SSE2 (every x86-64) 16 bytes a
+ * compare, in blocks counted from the name's start, so a scan never reads before the name
+ * and after it at most 15 bytes (kernel.py's PAD); else a byte a step (RK_SCALAR builds
+ * that one, for tests). Either way the same bits: only the speed differs. */
 static inline uint64_t positions(const uint8_t *b, int64_t n, uint8_t c) {
     uint64_t bits = 0;
 #if defined(__SSE2__) && !defined(RK_SCALAR)
@@ -62,6 +58,8 @@ static inline uint64_t upto(int64_t p) {
     return p >= 63 ? ~UINT64_C(0) : (UINT64_C(1) << (p + 1)) - 1;
 }
 
+/* The first place from `from` on (or, last_at, the last up to `upto`) where the name's
+ * bytes hold c; -1 if none. Read as positions() reads them. */
 static inline int64_t next_at(const uint8_t *b, int64_t n, uint8_t c, int64_t from) {
     if (from >= n) return -1;
 #if defined(__SSE2__) && !defined(RK_SCALAR)

@@ -46,7 +46,7 @@ WEIGHTS = (
 # Packed.bytes holds each code below this as itself and every other as this one, which no
 # query of one-byte characters holds: so such a query matches bytes as it matches codes.
 BYTE_OTHER = 255
-# Bytes after the last name's, which the kernel's 16-byte loads may read (kernel.c's PAD).
+# Bytes after the last name's, which the kernel's 16-byte loads may read (15 at most).
 PAD = 64
 
 _P = ctypes.c_void_p
@@ -159,7 +159,7 @@ def match(
     digits are the query's exactly (a glob's included, whether the glob holds or not).
     qmask has the bits of the query's characters, qtwice those of the ones it holds twice
     or more (a name must hold them as often: Packed.twice_sets)."""
-    ids, raw, exact = names.out_ids, names.out_raw, names.out_other
+    ids, raw, exact = names.out_ids, names.out_raw, names.out_exact
     exacts = ctypes.c_int64(0)
     qbytes = qcodes.astype(np.uint8)
     found = library().rk_match(
@@ -264,8 +264,9 @@ class Packed:
         # arrays of that size would be fresh pages, each faulted in at every query.
         self.out_ids = np.empty(self.masks.size, np.int64)
         self.out_raw = np.empty(self.masks.size, np.float32)
-        self.out_other = np.empty(self.masks.size, np.int64)
-        # the addresses rk_match takes, in its order (rk_near takes the first five)
+        self.out_exact = np.empty(self.masks.size, np.int64)
+        # the names' addresses in the kernel's order: rk_match takes all but the masks,
+        # rk_near the first five
         self.pointers = tuple(
             _ptr(a)
             for a in (

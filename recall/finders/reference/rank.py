@@ -14,9 +14,9 @@ millisecond:
 2. RapidFuzz's edit distance with transpositions finds the typos among the names of about
    the query's length (kept grouped by length) and letters; a sorted list finds the names
    that start with it.
-3. Merge the alignment scores with the typo, prefix and exact-match scores on one scale,
-   in dense arrays over every name, and break ties deterministically: score, then shorter
-   name, then name.
+3. Merge the alignment scores with the weak, typo, prefix and exact-match scores on one
+   scale, over the names some rule scored (Scores), and break ties deterministically:
+   score, then shorter name, then name.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from rapidfuzz import process
 from rapidfuzz.distance import OSA
 
 from recall.finders.reference import kernel
-from recall.finders.reference.store import Catalog, Definition
+from recall.finders.reference.store import Catalog, Definition, answer_row
 from recall.finders.reference.weights import (
     BASE,
     BONUS_CONSEC,
@@ -103,28 +103,6 @@ def _classify(code: int) -> tuple[int, int]:
     else:
         kind = _LETTER
     return kind, ord(_fold(c))
-
-
-def _running_max(x: np.ndarray) -> np.ndarray:
-    """np.maximum.accumulate(x, axis=0); x is scratch and may be overwritten. accumulate()
-    walks one cell at a time (about 5 ns a cell), which only pays for few columns; for
-    more, whole-row maxima are faster: over shifts that double (log2(rows) calls, as many
-    cells each) up to a few thousand columns, then row by row (one call per row)."""
-    rows, cols = x.shape
-    if cols < 100:
-        return np.maximum.accumulate(x, axis=0, out=x)
-    if cols >= 2000:
-        for j in range(1, rows):
-            np.maximum(x[j - 1], x[j], out=x[j])
-        return x
-    src, dst = x, np.empty_like(x)
-    shift = 1
-    while shift < rows:
-        dst[:shift] = src[:shift]
-        np.maximum(src[shift:], src[:-shift], out=dst[shift:])
-        src, dst = dst, src
-        shift *= 2
-    return src
 
 
 class Query(NamedTuple):
@@ -273,16 +251,14 @@ class Ranker:
         a = arrays if arrays is not None else self.arrays(self.names)
         self.lengths = a["lengths"]
         self.masks = a["masks"]
-        self.offsets = a["offsets"]
         self.packed = kernel.Packed(
-            a["codes"], a["starts"], a["through"], self.offsets, self.lengths, self.masks,
+            a["codes"], a["starts"], a["through"], a["offsets"], self.lengths, self.masks,
             a["mask_sets"], a["twice_sets"],
         )  # fmt: skip
         self.lower_by_length = a["lower_by_length"]
         self.lower_length_starts = a["lower_length_starts"]
         self.lower_order = a["lower_order"]
         self.sorted_lower = SortedText(a["sorted_lower"].tobytes(), a["sorted_lower_ends"])
-        self.lower = [n.lower() for n in self.names]  # what a typo is measured against
 
     @staticmethod
     def arrays(names: Sequence[str]) -> dict[str, np.ndarray]:
@@ -468,10 +444,10 @@ class Ranker:
         idx = idx[ok]
         if not idx.size:
             return NONE
-        lower = self.lower
+        names = self.names
         dist = process.cdist(
             [text],
-            [lower[i] for i in idx.tolist()],
+            [names[i].lower() for i in idx.tolist()],
             scorer=OSA.distance,
             score_cutoff=cutoff,
             dtype=np.int32,
@@ -616,8 +592,6 @@ class Finder:
         """search() as the one-line JSON list the harness reads: the rows the index keeps
         for each name's first definition, copied into one buffer by the kernel; for an
         `Owner::name` query, a row at the definition chosen where there is one."""
-        import orjson
-
         ids, chosen, _ = self._order(text, limit)
         catalog = self.catalog
         if not chosen:
@@ -628,8 +602,7 @@ class Finder:
             if where is None:
                 parts.append(catalog.row(i))
             else:
-                row = {"name": catalog.names[i], "file": where.path, "line": where.line}
-                parts.append(orjson.dumps(row))
+                parts.append(answer_row(catalog.names[i], where.path, where.line))
         return b"[" + b",".join(parts) + b"]"
 
     def _owner_bonus(self, owner: str, scores: Scores, chosen: dict[int, Definition]) -> None:

@@ -1,14 +1,14 @@
-"""The finder's SQLite index: every definition extract() returns, in its order, and what a
-query process needs of them, ready to read.
+"""The finder's SQLite index: every definition extract() returns, as a query process reads
+it.
 
-One writer inserts rows in the sorted order of extract(), so row ids, and with them the
-"first definition" of a name, never depend on timing. Beside the rows it keeps the
-catalog (names, paths, scopes, each name's definitions and its answer row as JSON) and
-what the ranker derives from the names (rank.index_arrays), as arrays: a batch process's
-start-up counts in the queries' time, and reading a few blobs takes milliseconds where
-building them took a tenth of a second on rails. The database is written to a temporary
-file beside the target and renamed into place, so a failed or interrupted index never
-leaves a file that a later query would trust.
+The catalog keeps the definitions in the sorted order of extract(), so the "first
+definition" of a name never depends on timing: the names, paths and scopes, each name's
+definitions and its answer row as JSON. Beside it the index keeps what the ranker derives
+from the names (rank.index_arrays). All of it is arrays, a few blobs: a batch process's
+start-up counts in the queries' time, and reading them takes milliseconds where building
+them took a tenth of a second on rails. The database is written to a temporary file
+beside the target and renamed into place, so a failed or interrupted index never leaves a
+file that a later query would trust.
 """
 
 from __future__ import annotations
@@ -31,14 +31,6 @@ SCHEMA = 2
 
 _CREATE = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE symbols (
-    id INTEGER PRIMARY KEY,
-    name TEXT NOT NULL,
-    path TEXT NOT NULL,
-    line INTEGER NOT NULL,
-    kind TEXT NOT NULL,
-    scope TEXT NOT NULL
-);
 CREATE TABLE arrays (key TEXT PRIMARY KEY, dtype TEXT NOT NULL, size INTEGER NOT NULL,
                      data BLOB NOT NULL);
 """
@@ -115,10 +107,16 @@ class Catalog:
         ]
 
 
+def answer_row(name: str, path: str, line: int) -> bytes:
+    """A name's row in the finder's JSON answer, at one of its definitions."""
+    import orjson
+
+    return orjson.dumps({"name": name, "file": path, "line": line})
+
+
 def catalog_of(definitions: Iterable[tuple[str, str, int, str]]) -> Catalog:
     """The catalog of (name, path, line, scope) definitions in index order."""
     import numpy as np
-    import orjson
 
     names: dict[str, int] = {}
     paths: dict[str, int] = {}
@@ -136,7 +134,7 @@ def catalog_of(definitions: Iterable[tuple[str, str, int, str]]) -> Catalog:
     path_at, line_at = path_of[order].astype(np.int32), line_of[order].astype(np.int32)
     path_list = list(paths)
     firsts = zip(names, path_at[start[:-1]].tolist(), line_at[start[:-1]].tolist(), strict=True)
-    rows = [orjson.dumps({"name": n, "file": path_list[p], "line": k}) for n, p, k in firsts]
+    rows = [answer_row(n, path_list[p], k) for n, p, k in firsts]
     sizes = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
     return Catalog(
         {"names": list(names), "paths": path_list, "scopes": list(scopes)},
@@ -191,10 +189,6 @@ def build(
                 [("schema", str(SCHEMA)), ("language", language), ("corpus", str(corpus)),
                  ("derived", "yes" if derive else "no")],
             )  # fmt: skip
-            con.executemany(
-                "INSERT INTO symbols (name, path, line, kind, scope) VALUES (?, ?, ?, ?, ?)",
-                ((s.name, s.path, s.line, s.kind, s.scope) for s in symbols),
-            )
             con.executemany(
                 "INSERT INTO arrays VALUES (?, 'text', ?, ?)",
                 ((k, len(v), "\0".join(v).encode("utf-8")) for k, v in texts.items()),
