@@ -17,6 +17,7 @@ from importlib import resources
 from pathlib import Path
 
 from recall.errors import RecallError
+from recall.files import read_input
 from recall.inputs.languages import LANGUAGES
 
 PLACEHOLDERS = (
@@ -110,7 +111,7 @@ def resolve_engine(spec: str | None, finder_root: Path) -> Engine:
     if spec in preset_names():
         return load_preset(spec)
     path = Path(spec)
-    if not path.is_file():
+    if not path.exists():  # what is there, a pipe or a folder, read_input judges
         raise RecallError(
             f"--engine {spec}: no such file or preset (presets: {', '.join(preset_names())})"
         )
@@ -123,11 +124,7 @@ def load_preset(name: str) -> Engine:
 
 
 def load_engine(path: Path) -> Engine:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise RecallError(f"{path}: cannot read: {exc.strerror}") from None
-    return parse_engine(data, str(path))
+    return parse_engine(read_input(path), str(path))
 
 
 def parse_engine(data: bytes, source: str) -> Engine:

@@ -31,6 +31,7 @@ from pathlib import Path
 import orjson
 
 from recall.errors import RecallError
+from recall.files import read_input
 from recall.inputs.derive import NameSource, RepoSettings, sample_names
 from recall.inputs.queryset import HAND, QueryRow, split_of
 from recall.inputs.recipes import words
@@ -117,22 +118,17 @@ def format_typing(rows: list[TypingRow]) -> bytes:
 
 
 def is_typing_file(path: Path) -> bool:
-    """Does the file start with the typing set's header (a BOM allowed)?"""
-    try:
-        with path.open("rb") as handle:
-            first = handle.readline()
-    except OSError:
-        return False
-    return first.removeprefix(b"\xef\xbb\xbf").rstrip(b"\r\n") == "\t".join(HEADER).encode()
+    """Does the file start with the typing set's header (a BOM allowed)? A file that cannot
+    be read is refused here, in the words its reader would use; a pipe is read once, and
+    its reader gets the same bytes (files.read_input)."""
+    first = read_input(path).split(b"\n", 1)[0]
+    return first.removeprefix(b"\xef\xbb\xbf").rstrip(b"\r") == "\t".join(HEADER).encode()
 
 
 def read_typing(path: Path, repos: set[str] | None = None) -> list[TypingRow]:
     """Parse a typing set strictly: every step of a sequence present, in order, each one
     keystroke more than the last; a bad line is refused with its file and line named."""
-    try:
-        data = path.read_bytes().removeprefix(b"\xef\xbb\xbf")
-    except OSError as exc:
-        raise RecallError(f"{path}: cannot read: {exc.strerror}") from None
+    data = read_input(path).removeprefix(b"\xef\xbb\xbf")
     try:
         lines = data.decode("utf-8").splitlines()
     except UnicodeDecodeError as exc:
@@ -199,8 +195,8 @@ RECIPES = "typing"
 def is_typing_settings(path: Path) -> bool:
     """Do the derive settings make the typing set (`"recipes": "typing"`)?"""
     try:
-        data = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
+        data = orjson.loads(read_input(path))
+    except (RecallError, orjson.JSONDecodeError):
         return False  # load_settings reports the file's problem
     return isinstance(data, dict) and data.get("recipes") == RECIPES
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from recall.errors import RecallError
+from recall.files import read_input
 from recall.inputs.recipes import RECIPES, set_types
 
 HEADER = ("repo", "query", "type", "source")
@@ -83,19 +84,13 @@ class QueryRow:
 
 def read_queries(path: Path, repos: set[str] | None = None) -> list[QueryRow]:
     """Parse and validate a query set; repos, when given, is the set of known pins."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise RecallError(f"{path}: cannot read: {exc.strerror}") from None
-    return parse_queries(data, str(path), repos)
+    return parse_queries(read_input(path), str(path), repos)
 
 
 def read_lines(path: Path, where: str) -> list[str]:
     """A small hand-kept TSV's lines, UTF-8 with or without a BOM, LF or CRLF."""
     try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except OSError as exc:
-        raise RecallError(f"{where}: cannot read: {exc.strerror}") from None
+        text = read_input(path, where).decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise RecallError(f"{where}: not UTF-8 (byte {exc.start})") from None
     return text.splitlines()

@@ -17,7 +17,7 @@ import orjson
 from recall.analysis.model import TOP, Hit, QueryResult, RunResult
 from recall.cache import drop_file, keep_file, key_digest, read_file, warn
 from recall.errors import RecallError
-from recall.files import write_atomic
+from recall.files import read_input, write_atomic
 from recall.finders.engine import Engine
 from recall.inputs.queryset import QueryRow
 from recall.inputs.symbols import ctags_identity
@@ -239,9 +239,7 @@ def read_saved(path: Path, flag: str, kinds: tuple[str, ...] = (SAVED_KIND,)) ->
     checked), or a RecallError naming flag and the file."""
     where = f"{flag} {path}"
     try:
-        data = orjson.loads(path.read_bytes())
-    except OSError as exc:
-        raise RecallError(f"{where}: cannot read: {exc.strerror}") from None
+        data = orjson.loads(read_input(path, where))
     except orjson.JSONDecodeError:
         raise RecallError(f"{where}: not JSON") from None
     if not isinstance(data, dict) or data.get("kind") not in kinds:
