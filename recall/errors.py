@@ -1,5 +1,9 @@
 """The one error type users ever see, and the exit codes."""
 
+import os
+import signal
+from types import FrameType
+
 EXIT_OK = 0
 EXIT_LOSS = 1
 EXIT_FAILURE = 2
@@ -15,3 +19,11 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM (what `timeout` and CI runners send), raised where the harness is: a kind
     of interrupt, so every path that cleans up after Ctrl-C (finder groups killed,
     temporary folders removed) does so for it too."""
+
+
+def exit_at_start(signum: int, _frame: FrameType | None) -> None:
+    """SIGINT or SIGTERM while `recall` is still importing its modules: one line and the
+    exit status at once (recall/__main__.py), since nothing needs cleaning up yet."""
+    interrupted = signum == signal.SIGINT
+    os.write(2, b"recall: interrupted\n" if interrupted else b"recall: terminated\n")
+    os._exit(EXIT_INTERRUPTED if interrupted else EXIT_TERMINATED)
