@@ -8,8 +8,10 @@ accepted cleanly, since editors add them without asking.
 from __future__ import annotations
 
 import hashlib
+import typing
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from recall.errors import RecallError
 from recall.files import read_input
@@ -159,8 +161,10 @@ def queries_digest(rows: list[QueryRow]) -> str:
 # A sourced row is on the holdout side when the first byte of sha256("repo\0source") is
 # below HOLDOUT_BYTES, so 77/256 = 30.1% of the names of a corpus, with every row derived
 # from a name (its abbr3, its typo, ...) on that name's side; else on the tune side.
-TUNE, HOLDOUT = "tune", "holdout"
-SPLITS = (TUNE, HOLDOUT)
+Split = Literal["tune", "holdout"]
+TUNE: Split = "tune"
+HOLDOUT: Split = "holdout"
+SPLITS: tuple[str, ...] = typing.get_args(Split)
 HOLDOUT_BYTES = 77
 # Corpora that are holdout whole: those of the nine-languages issue, pinned after the
 # reference finder was tuned on the first six, so that no tuning ever sees them.

@@ -21,9 +21,9 @@ from recall.inputs.keystrokes import refuse_typing
 from recall.inputs.paths import domain_of
 from recall.inputs.queryset import HAND, QueryRow, is_committed_set, query_set_path, read_queries
 from recall.inputs.suite import locate
-from recall.running.build import check_build_timeout, finder_root, make_binaries
+from recall.running.build import finder_root, make_binaries
 from recall.running.measure import open_corpus
-from recall.running.session import Session, check_timeout
+from recall.running.session import Session
 from recall.running.values import Corpus, FinderBuild
 from recall.terminal import safe_output, shown
 from recall.workflows.options import ExplainOptions
@@ -49,8 +49,6 @@ class Explained:
 def explain(options: ExplainOptions) -> Explained:
     """The query through each binary the options name, top 10 each, with the row's
     source marked: the Python API's `recall.explain`, and `recall explain`."""
-    check_timeout(options.timeout)
-    check_build_timeout(options.build_timeout)
     found = locate("explain", finder=options.finder, corpus=options.data.corpus,
                    queries=options.data.queries)  # fmt: skip
     corpus, queries = Path(found.corpus), query_set_path(found.queries or "")

@@ -57,7 +57,6 @@ from recall.inputs.symbols import checkout_symbols, ctags_identity, ctags_versio
 from recall.render.commandline import option
 from recall.running.build import (
     base_binary,
-    check_build_timeout,
     finder_root,
     run_build,
     tree_identity,
@@ -80,7 +79,6 @@ from recall.running.results_cache import (
     save_runs,
     store_run,
 )
-from recall.running.session import check_timeout
 from recall.running.values import Corpus, FinderBuild
 from recall.workflows.bench import run_bench
 from recall.workflows.merge import merge_saved
@@ -490,12 +488,6 @@ def check_run(options: RunOptions, output: Output = NOTHING_PRINTED) -> None:
     for named in (output.html, options.save):
         if named:
             target(Path(named))  # a FIFO or a device there is refused before any work
-    if options.jobs < 1:
-        raise RecallError(f"--jobs {options.jobs}: give 1 or more")
-    check_timeout(options.timeout)
-    check_build_timeout(options.build_timeout)
-    if options.bench is not None and options.bench < 1:
-        raise RecallError(f"--bench {options.bench}: give 1 or more reps")
 
 
 def _same_file(a: Path, b: Path) -> bool:
