@@ -173,8 +173,8 @@ def test_an_option_of_the_wrong_type_or_value_is_one_recall_error_when_made(
 
 
 def test_options_as_the_command_line_makes_them_pass_their_own_checks():
-    from recall.commands import run as run_command
     from recall.cli import build_parser
+    from recall.commands import run as run_command
 
     args = build_parser("run").parse_args(
         ["run", "--engine", "fzf", "--bin", "b=/bin/true", "--split", "tune", "--jobs", "2",
