@@ -243,6 +243,7 @@ def measure(options: RunOptions) -> Measurement:
     if not strict:  # a foreign file's unknown sources are listed, cached runs or not
         _fetch_corpora(rows, pins, cache, mirror, corpora)
         unknown = unknown_sources(rows, corpora, all_rows)
+    check_steps(steps, rows, pins, cache, mirror, corpora, queries_path)
     measured = [base] if base else []
     for side in sides:
         key = run_key(side.identity, side.binary.engine, asked_key, options.timeout)
@@ -276,7 +277,7 @@ def measure(options: RunOptions) -> Measurement:
     regress_file = options.regress or DEFAULT_REGRESS
     plan = Plan(
         pins, rows, cases, skipped, accepted, cache, mirror, corpora, unknown, data,
-        regress_file, options.split, options.misses, steps, str(queries_path),
+        regress_file, options.split, options.misses, steps,
     )  # fmt: skip
     if options.shard:
         return Measurement(plan, measured, has_base, meta, None)
@@ -286,6 +287,20 @@ def measure(options: RunOptions) -> Measurement:
         binaries = [side.binary for side in sides]
         bench = run_bench(binaries, hand, corpora, options.bench, options.timeout)
     return Measurement(plan, measured, has_base, meta, _ceiling(plan), bench)
+
+
+def check_steps(
+    steps: tuple[TypingRow, ...], rows: list[QueryRow], pins: dict[str, Pin], cache: Path,
+    mirror: Path | None, corpora: dict[str, Corpus], queries: Path,
+) -> None:  # fmt: skip
+    """A typing set's steps whose source is no name of its corpus are refused before any
+    finder runs (or a merge reports): the corpora are fetched for its report's ceiling
+    anyway."""
+    if not steps:
+        return
+    _fetch_corpora(rows, pins, cache, mirror, corpora)
+    names = {repo: corpus.names for repo, corpus in corpora.items()}
+    keystrokes.check_typing_sources(steps, names, str(queries))
 
 
 def refuse_lsp(engines: list[Engine]) -> None:
@@ -318,7 +333,6 @@ class Plan:
     split: str | None = None  # the side of the tune/holdout split the rows are
     show_misses: bool = False  # list every source not ranked #1
     steps: tuple[TypingRow, ...] = ()  # a typing set's steps, whose prompts `rows` are
-    queries: str = ""  # the query set's file, which a typing set's error names
 
 
 def _ceiling(plan: Plan) -> CeilingSummary:
@@ -360,9 +374,7 @@ def _analyse(
     runs = [(m.run.label, prompt_answers(rows, m.run)) for m in measured]
     names = {repo: corpus.names for repo, corpus in plan.corpora.items()}
     languages = {name: pin.language for name, pin in plan.pins.items()}
-    return typing_report(
-        report, plan.steps, runs, names, languages, baseline=has_base, where=plan.queries
-    )
+    return typing_report(report, plan.steps, runs, names, languages, baseline=has_base)
 
 
 def not_found(run: RunResult, rows: list[QueryRow], unknown: list[QueryRow]) -> RunResult:
@@ -417,11 +429,11 @@ def merge(options: MergeOptions) -> Report:
     if not (options.strict_queries or is_committed_set(found.queries)):
         _fetch_corpora(rows, pins, cache, mirror, corpora)
         unknown = unknown_sources(rows, corpora, all_rows)
+    check_steps(steps, rows, pins, cache, mirror, corpora, queries_path)
     data = data_flags(found.corpus, found.queries, options.data.cache, options.data.mirror)
     plan = Plan(
         pins, rows, cases, skipped, accepted, cache, mirror, corpora, unknown, data,
         options.regress or DEFAULT_REGRESS, options.split, options.misses, steps,
-        str(queries_path),
     )  # fmt: skip
     return _analyse(
         plan, measured, has_base=merged.baseline, meta=merged.meta, ceiling=_ceiling(plan),
