@@ -195,6 +195,19 @@ def store_run(cache: Path, key: dict, run: RunResult) -> None:
 
 # Saved runs ---------------------------------------------------------------------------
 
+WORKING_TREE = "working tree "  # a side's identity: the tree it ran, known by its path
+
+
+def code_of(key: dict) -> tuple[object, object]:
+    """What code a saved run ran, as machines can compare it: its binary's identity (a
+    commit, a program's content) or, for a working tree, the tree's content digest (the
+    key's `tree`, which `recall run --save` records) and never its path, which differs
+    from machine to machine while the code may not."""
+    binary = key.get("binary")
+    if isinstance(binary, str) and binary.startswith(WORKING_TREE):
+        binary = WORKING_TREE.strip()
+    return binary, key.get("tree")
+
 
 def save_runs(
     path: Path, meta: dict, rows: list[QueryRow], runs: list[tuple[RunResult, dict]],
@@ -271,10 +284,10 @@ def load_saved(path: Path, flag: str) -> Saved:
             raise RecallError(f"{where}: runs[{i}]: {exc}") from None
     rows = decode_rows(where, data.get("rows"))
     for i, (run, _key) in enumerate(runs):
-        if len(run.results) != len(rows):
-            raise RecallError(
-                f"{where}: runs[{i}]: {len(run.results)} results for {len(rows)} rows"
-            )
+        try:  # the results cache's own check: a file edited by hand proves nothing
+            contradiction(run.results, rows)
+        except ValueError as exc:
+            raise RecallError(f"{where}: runs[{i}]: {exc}") from None
     meta, baseline = data.get("meta"), data.get("baseline", False)
     if not isinstance(meta, dict) or not isinstance(baseline, bool):
         raise RecallError(f"{where}: meta must be an object and baseline true or false")

@@ -72,6 +72,7 @@ from recall.running.measure import (
     unknown_sources,
 )
 from recall.running.results_cache import (
+    WORKING_TREE,
     Flags,
     cached_run,
     load_against,
@@ -247,6 +248,8 @@ def measure(options: RunOptions) -> Measurement:
     measured = [base] if base else []
     for side in sides:
         key = run_key(side.identity, side.binary.engine, asked_key, options.timeout)
+        if options.save and not side.cacheable and not side.identity.startswith("commit:"):
+            key["tree"] = tree_code(side)  # the code a shard ran, known by content
         run: RunResult | None = None
         if side.cacheable and not options.no_cache:
             run = cached_run(cache, key, side.binary.label, asked)
@@ -301,6 +304,13 @@ def check_steps(
     _fetch_corpora(rows, pins, cache, mirror, corpora)
     names = {repo: corpus.names for repo, corpus in corpora.items()}
     keystrokes.check_typing_sources(steps, names, str(queries))
+
+
+def tree_code(side: Side) -> str | None:
+    """The content of the tree a side's engine runs, for a saved file to prove which code
+    it ran (a working tree's path says nothing of its edits): before it runs, so an edit
+    made during the run is not taken for the code that ran. None: not a tree git lists."""
+    return side.content or tree_identity(side.binary.tree, side.binary.engine)
 
 
 def refuse_lsp(engines: list[Engine]) -> None:
@@ -666,7 +676,7 @@ def _tree_side(
             return Side(binary, file_identity(Path(program)), True, explain)
     keeps = engine.index_cache and unseen_code(engine) is None
     content = tree_identity(root, engine) if keeps else None
-    return Side(binary, f"working tree {root.absolute()}", False, explain, content)
+    return Side(binary, f"{WORKING_TREE}{root.absolute()}", False, explain, content)
 
 
 def uses_tree(engine: Engine) -> bool:
