@@ -54,24 +54,6 @@ def query_set_path(value: str) -> Path:
     return Path(value)
 
 
-def is_committed_set(value: str | None) -> bool:
-    """Is --queries VALUE one of the committed sets (by name, by default or by its file)?
-    Those are strict: a source that is not a name of its corpus is a bad row. Any other
-    file is foreign (rq's own, say) and runs, its unknown sources counted as not found,
-    unless --strict-queries."""
-    if not value or value == QUERY_SETS_DEFAULT:
-        return True
-    if value in QUERY_SETS and not Path(value).exists():
-        return True
-    given = Path(value).resolve()
-    checkout = Path(__file__).resolve().parents[2]  # the suite files beside the package
-    packaged = Path(__file__).parents[1] / "suite"  # the wheel's copies (links in a checkout)
-    return any(
-        given in (query_set_path(name).resolve(), checkout / file, (packaged / file).resolve())
-        for name, (file, _settings) in QUERY_SETS.items()
-    )
-
-
 @dataclass(frozen=True)
 class QueryRow:
     repo: str

@@ -19,7 +19,7 @@ from recall.finders.engine import finder_env, resolve_engine
 from recall.inputs.corpus import Pin, cache_root, load_pins, mirror_root, select_pins
 from recall.inputs.keystrokes import refuse_typing
 from recall.inputs.paths import domain_of
-from recall.inputs.queryset import HAND, QueryRow, is_committed_set, query_set_path, read_queries
+from recall.inputs.queryset import HAND, QueryRow, query_set_path, read_queries
 from recall.inputs.suite import locate
 from recall.running.build import finder_root, make_binaries
 from recall.running.measure import open_corpus
@@ -60,7 +60,7 @@ def explain(options: ExplainOptions) -> Explained:
     root = finder_root(Path(found.finder))
     engine = resolve_engine(options.engine, root)
     target = open_corpus(pin, cache, mirror_root(options.data.mirror), domain_of([*rows, row]))
-    strict = is_committed_set(found.queries)
+    strict = found.committed
     check_source(row, target.names, bool(options.source), rows, queries, strict)
     binaries = make_binaries(
         root, engine, cache, bin_path=options.bin, base=options.base, base_bin=options.base_bin,

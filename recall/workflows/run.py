@@ -47,7 +47,6 @@ from recall.inputs.queryset import (
     QUERY_SETS,
     QUERY_SETS_DEFAULT,
     QueryRow,
-    is_committed_set,
     query_set_path,
     read_queries,
     select,
@@ -192,7 +191,7 @@ def measure(options: RunOptions) -> Measurement:
     all_rows, rows, steps = selected_rows(
         queries_path, pins, repos, types, options.split, bench=bool(options.bench)
     )
-    strict = options.strict_queries or is_committed_set(found.queries)
+    strict = options.strict_queries or found.committed
     hand = [r for r in select(all_rows, repos, None) if r.type == HAND]
     if options.bench and not hand:
         raise RecallError(f"--bench: {queries_path} has no hand rows in the selected repos")
@@ -269,7 +268,7 @@ def measure(options: RunOptions) -> Measurement:
         measured.append(result)
 
     has_base = options.has_baseline
-    meta = _meta(engine, corpus_path, queries_path)
+    meta = _meta(engine, corpus_path, queries_path, found.config)
     if options.save:
         selection = {"repo": repos, "type": types, "split": options.split}
         save_runs(
@@ -436,7 +435,7 @@ def merge(options: MergeOptions) -> Report:
     cache, mirror = cache_root(options.data.cache), mirror_root(options.data.mirror)
     corpora: dict[str, Corpus] = {}
     unknown: tuple[UnknownSource, ...] = ()
-    if not (options.strict_queries or is_committed_set(found.queries)):
+    if not (options.strict_queries or found.committed):
         _fetch_corpora(rows, pins, cache, mirror, corpora)
         unknown = unknown_sources(rows, corpora, all_rows)
     check_steps(steps, rows, pins, cache, mirror, corpora, queries_path)
@@ -816,7 +815,7 @@ def _explain_flags(base: Flags | None, new: Flags | None, data: Flags) -> str | 
     return " ".join(option(flag, value) for flag, value in (*both.items(), *data))
 
 
-def _meta(engine: Engine, corpus: Path, queries: Path) -> dict:
+def _meta(engine: Engine, corpus: Path, queries: Path, config: Path | None) -> dict:
     return {
         "recall": __version__,
         "python": platform.python_version(),
@@ -824,6 +823,7 @@ def _meta(engine: Engine, corpus: Path, queries: Path) -> dict:
         "ctags": ctags_version(),
         "engine": {"source": engine.source, "sha256": engine.digest},
         **_meta_digests(corpus, queries),
+        "config": None if config is None else str(config.absolute()),  # the recall.toml read
     }
 
 
