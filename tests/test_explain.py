@@ -182,3 +182,24 @@ def test_explain_refuses_a_source_that_is_not_a_name_of_the_corpus_as_run_does(s
     proc = _explain(setup, "pcfg", "--repo", "demo")
     assert proc.returncode == 0, proc.stderr
     assert _table(proc.stdout).splitlines()[-1].split()[:3] == ["parse_cfg", "not", "found"]
+
+
+@needs_mirror
+def test_explain_of_the_path_set_through_a_names_finder_refuses_as_run_does(gin, real_cache):
+    """Issue 42, also seen: `explain --queries paths` with the default engine (the
+    reference finder, which ranks names) showed `.gitignore not found` where `run`
+    refuses its answers: one check (measure.check_named) serves both."""
+    common = ("--repo", "gin", "--queries", "paths", "--cache", str(real_cache))
+    run = run_cli(*common, "--type", "baseprefix")
+    explained = run_cli("explain", ".gitigno", *common)
+    assert (run.returncode, explained.returncode, explained.stdout) == (2, 2, "")
+    why = "name nothing in the corpus (the first begin "
+    assert why in run.stderr.splitlines()[-1]
+    (line,) = explained.stderr.splitlines()
+    assert (
+        line.startswith("recall: candidate: 1 of the 1 answers that listed anything")
+        and why in line
+    )
+    assert line.endswith("the engine description is probably wrong (does its output give names?)")
+    paths = run_cli("explain", ".gitigno", *common, "--engine", "reference-paths")
+    assert paths.returncode == 0 and ".gitignore is #1" in paths.stdout

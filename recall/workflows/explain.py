@@ -21,8 +21,8 @@ from recall.inputs.keystrokes import refuse_typing
 from recall.inputs.paths import domain_of
 from recall.inputs.queryset import HAND, QueryRow, query_set_path, read_queries
 from recall.inputs.suite import locate
-from recall.running.build import finder_root, make_binaries
-from recall.running.measure import open_corpus
+from recall.running.build import finder_root, make_binaries, own_tree
+from recall.running.measure import check_named, open_corpus
 from recall.running.session import Session
 from recall.running.values import Corpus, FinderBuild
 from recall.terminal import safe_output, shown
@@ -59,6 +59,9 @@ def explain(options: ExplainOptions) -> Explained:
     cache = cache_root(options.data.cache)
     root = finder_root(Path(found.finder))
     engine = resolve_engine(options.engine, root)
+    root = own_tree(
+        engine, root, named=found.finder_named, base=options.base, base_bin=options.base_bin
+    )
     target = open_corpus(pin, cache, mirror_root(options.data.mirror), domain_of([*rows, row]))
     strict = found.committed
     check_source(row, target.names, bool(options.source), rows, queries, strict)
@@ -67,6 +70,8 @@ def explain(options: ExplainOptions) -> Explained:
         build_timeout=options.build_timeout,
     )  # fmt: skip
     sides = [explain_one(b, target, row, options.timeout) for b in binaries]
+    for side in sides:  # what `recall run` refuses (a names finder given paths, say)
+        check_named(side.label, [side.result])
     data = as_json(pin, row, sides)
     data["environment"] = finder_env(engine, os.environ)  # what the finder ran with
     return Explained(data, sides)

@@ -57,6 +57,7 @@ from recall.render.commandline import option
 from recall.running.build import (
     base_binary,
     finder_root,
+    own_tree,
     run_build,
     tree_identity,
     with_bin,
@@ -216,7 +217,9 @@ def measure(options: RunOptions) -> Measurement:
         [(kind, *split_label(raw)) for kind, raw in options.candidates], found.config, root
     )
     engine = resolve_engine(_default_engine(specs), root)
-    root = _embedded_root(options, found.finder_named, engine, root)
+    root = own_tree(
+        engine, root, named=found.finder_named, base=options.base, base_bin=options.base_bin
+    )
     engine_flag = _engine_flag(specs)
     if not options.same_program_ok:
         check_distinct_programs(options, engine, specs)
@@ -556,25 +559,6 @@ def _with_found_engine(
     return [("engine", None, str(config.absolute())), *specs]
 
 
-def _embedded_root(options: RunOptions, finder_named: bool, engine: Engine, root: Path) -> Path:
-    """Where no recall.toml and no --finder name a finder (any folder, recall's own
-    checkout), the reference finder runs: the tree here when it holds it (recall's
-    checkout), else the one installed with recall, which no ref of the folder's repo
-    builds."""
-    if finder_named or engine.source != "preset:reference":
-        return root
-    if (root / "recall" / "finders" / "reference" / "__main__.py").is_file():
-        return root
-    if options.base or options.base_bin:
-        flag = f"--base {options.base}" if options.base else f"--base-bin {options.base_bin}"
-        raise RecallError(
-            f"{flag}: no recall.toml in {Path.cwd()} or above to say which finder to build; "
-            "`recall init` writes one (without one, recall measures the reference finder it "
-            "ships)"
-        )
-    return Path(__file__).resolve().parents[2]
-
-
 def check_distinct_programs(
     options: RunOptions, engine: Engine, specs: list[tuple[str, str | None, str]]
 ) -> None:
@@ -647,7 +631,8 @@ def _candidates(
         else:
             labeled = resolve_engine(value, root)
             flags = (("--engine", value),)
-            side = _tree_side(label or "candidate", labeled, root, python, flags, build_timeout)
+            tree = own_tree(labeled, root)  # a preset of recall's own code: recall's tree
+            side = _tree_side(label or "candidate", labeled, tree, python, flags, build_timeout)
         sides.append(side)
     if not sides:
         sides.append(_tree_side("candidate", engine, root, python, engine_flag, build_timeout))
