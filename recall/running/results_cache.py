@@ -9,6 +9,7 @@ queries.
 from __future__ import annotations
 
 import platform
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -289,9 +290,40 @@ def load_saved(path: Path, flag: str) -> Saved:
         except ValueError as exc:
             raise RecallError(f"{where}: runs[{i}]: {exc}") from None
     meta, baseline = data.get("meta"), data.get("baseline", False)
-    if not isinstance(meta, dict) or not isinstance(baseline, bool):
-        raise RecallError(f"{where}: meta must be an object and baseline true or false")
-    return Saved(meta, baseline, rows, runs, _decode_explain(where, data.get("explain", [])))
+    if not isinstance(baseline, bool):
+        raise RecallError(f"{where}: baseline must be true or false")
+    explain = _decode_explain(where, data.get("explain", []))
+    if explain and len(explain) != len(runs):
+        raise RecallError(f"{where}: explain must hold one entry a run ({len(runs)}), or none")
+    return Saved(_checked_meta(where, meta), baseline, rows, runs, explain)
+
+
+META_TEXTS = ("recall", "python", "git", "ctags")
+SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def _checked_meta(where: str, meta: object) -> dict:
+    """A saved run's meta, which a merged report shows as what ran: every field a run
+    writes (run._meta), each of its type, and no other."""
+    engine = meta.get("engine") if isinstance(meta, dict) else None
+    digests = ("corpus_sha256", "queries_sha256")
+    if not (
+        isinstance(meta, dict)
+        and set(meta) - {"config"} == {*META_TEXTS, *digests, "engine"}
+        and all(isinstance(meta[key], str) for key in META_TEXTS)
+        and all(isinstance(meta[key], str) and SHA256.fullmatch(meta[key]) for key in digests)
+        and isinstance(meta.get("config"), str | None)
+        and isinstance(engine, dict)
+        and set(engine) == {"source", "sha256"}
+        and isinstance(engine["source"], str)
+        and isinstance(engine["sha256"], str)
+        and SHA256.fullmatch(engine["sha256"])
+    ):
+        raise RecallError(
+            f"{where}: meta must hold {', '.join(META_TEXTS)}, {', '.join(digests)} and "
+            "engine {source, sha256} (and config), as recall run writes them"
+        )
+    return meta
 
 
 def _decode_explain(where: str, value: object) -> list[Flags | None]:
