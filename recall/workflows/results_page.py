@@ -369,9 +369,9 @@ def _report_path(folder: Path, peer: Peer) -> Path:
 
 def _read_entry(path: Path) -> dict:
     try:
-        entry = orjson.loads(read_input(path))
+        entry = orjson.loads(read_input(path, f"kept report {path}"))
     except orjson.JSONDecodeError as exc:
-        raise RecallError(f"{path}: cannot read a kept report: {exc}") from None
+        raise RecallError(f"kept report {path}: not JSON: {exc}") from None
     keys = {"label", "version", "command", "note", "report"}
     if not isinstance(entry, dict) or not keys <= set(entry):
         raise RecallError(f"{path}: not a kept report (needs {', '.join(sorted(keys))})")
