@@ -14,7 +14,7 @@ from recall.analysis.effort import (
 from recall.render.escape import html as _e
 from recall.render.escape import markdown as markdown_text
 from recall.render.svg import percent_grid, svg_start
-from recall.render.table import table
+from recall.render.table import first_rows, table
 from recall.terminal import shown
 
 EFFORT_HEADER = [
@@ -118,14 +118,8 @@ def _left_out(effort: Effort, markdown: bool) -> list[str]:
         "text that way types for the name); the finders' counts keep them",
         markdown,
     )
-    shown_rows = rows[:LEFT_OUT_SHOWN]
-    out += table(
-        ["repo", "sequence", "source", "typed"],
-        [[r.repo, r.sequence, r.source, r.typed] for r in shown_rows], markdown,
-    )  # fmt: skip
-    if len(rows) > len(shown_rows):
-        out += [f"... and {len(rows) - len(shown_rows)} more: see --json or --html"]
-    return out
+    body = [[r.repo, r.sequence, r.source, r.typed] for r in rows]
+    return out + first_rows(["repo", "sequence", "source", "typed"], body, markdown, LEFT_OUT_SHOWN)
 
 
 def render_effort_diff(d: EffortDiff, markdown: bool) -> list[str]:
