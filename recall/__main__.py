@@ -9,15 +9,15 @@ interpreter (orjson's did, with a segfault). cli.main puts the handlers that unw
 work back once the command is ready to run.
 """
 
-import signal
+import _signal  # signal.py's core: signal.py imports the enum and types modules first
 
 from recall.errors import exit_at_start
 
 
 def entry() -> int:
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        if signal.getsignal(signum) is not signal.SIG_IGN:  # a job started in the background
-            signal.signal(signum, exit_at_start)
+    for signum in (_signal.SIGINT, _signal.SIGTERM):
+        if _signal.getsignal(signum) != _signal.SIG_IGN:  # a job started in the background
+            _signal.signal(signum, exit_at_start)
     from recall.cli import main
 
     return main()
