@@ -1,6 +1,7 @@
 """What every kind's adapter shares: the checks of its [engine] table and its JSON argv,
-the harness's folder on its path, the corpus's names file, and the worker's main (one
---query, else the batch protocol of recall.finders.protocol on stdin).
+the harness's folder on its path, the corpus's names file, the one check of every path an
+adapter creates, and the worker's main (one --query, else the batch protocol of
+recall.finders.protocol on stdin).
 
 The kinds' own modules (python, frizbee, lsp, node) hold what each kind alone does.
 """
@@ -51,6 +52,18 @@ def json_object_flag(parser: argparse.ArgumentParser, flag: str, text: str) -> d
     if not isinstance(value, dict):
         parser.error(f"{flag}: not a JSON object")
     return value
+
+
+def confined(root: Path, path: Path) -> Path:
+    """path resolved (every link that exists followed, `..` taken away), if it lies in
+    root, resolved too; else ValueError naming both. Every path an adapter creates goes
+    through here before anything is written: its parts come from an engine file (a
+    folder) or from a corpus (a go.mod's module path), either of which can hold an
+    absolute path, `..` or a link that leads out of the run's folder."""
+    real_root, real = root.resolve(), path.resolve()
+    if real != real_root and real_root not in real.parents:
+        raise ValueError(f"{path} is outside {root}")
+    return real
 
 
 def read_names(path: Path) -> list[str]:
