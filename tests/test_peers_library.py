@@ -8,12 +8,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, run_cli
+from conftest import ROOT, run_cli, tiny_suite
 
 from recall.errors import RecallError
 from recall.finders.engine import load_preset, parse_engine
 from recall.finders.kinds import HARNESS_ROOT
-from recall.finders.kinds.adapter import read_names
+from recall.finders.kinds.adapter import BOOT, read_names, worker_bin
 from recall.inputs.symbols import checkout_symbols, distinct_names
 
 NAMES = ["TestFloatLimits", "foo_bar", "test_float_limits", "tesla"]
@@ -122,7 +122,7 @@ def test_a_python_engine_table_that_cannot_run_names_the_key(text, message):
 def test_a_python_engine_runs_the_worker_of_the_tree_under_test():
     engine = load_preset("rapidfuzz")
     assert engine.kind == "python"
-    assert engine.bin == ("{python}", "-P", "-m", "recall.finders.kinds.python")
+    assert engine.bin == tuple(worker_bin("recall.finders.kinds.python"))
     assert dict(engine.env)["PYTHONPATH"] == f"{{tree}}:{HARNESS_ROOT}"  # the tree's first
     assert "--callable" in engine.batch and "rapidfuzz.process:extract" in engine.batch
 
@@ -302,3 +302,72 @@ def test_a_wrapper_module_in_the_finder_s_own_tree_is_its_callable(
 def test_a_python_engine_s_path_and_name_key_are_checked(text, message):
     with pytest.raises(RecallError, match=message):
         parse_engine(f'[engine]\nkind = "python"\ncallable = "a:b"\n{text}\n'.encode(), "lib.toml")
+
+
+# A finder whose repo has a top-level package `recall` of its own, unrelated to the harness.
+FOREIGN_RECALL = {
+    "recall/__init__.py": "# this finder's own package, which happens to be called recall\n",
+    "recall/search.py": "def find(query, names, limit=None):\n"
+    "    hits = sorted((n for n in names if query[:1] in n), key=lambda n: (len(n), n))\n"
+    "    return hits[:limit] if limit else hits\n",
+    "wrap.py": "from recall.search import find\n",
+}
+
+
+def _boot(tree: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess:
+    """The worker started as a python engine's bin starts it, {tree} filled in."""
+    filled = {"{python}": sys.executable, "{tree}": str(tree)}
+    argv = [filled.get(part, part) for part in worker_bin("recall.finders.kinds.python")]
+    names = tree.parent / "names.txt"
+    names.write_text("".join(f"{n}\n" for n in NAMES))
+    return subprocess.run(
+        [*argv, "--names", str(names), *args], input=stdin, capture_output=True, text=True,
+        timeout=60, env={"PYTHONPATH": f"{tree}:{HARNESS_ROOT}"}, cwd=tree,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("target", ["wrap:find", "recall.search:find"])
+def test_a_tree_with_a_recall_package_of_its_own_runs_the_harness_s_worker(tmp_path, target):
+    """Was: `-m recall.finders.kinds.python` found the tree's recall first and every query
+    failed (No module named 'recall.finders'), after the corpora were fetched."""
+    tree = tmp_path / "finder"
+    for name, text in FOREIGN_RECALL.items():
+        (tree / name).parent.mkdir(parents=True, exist_ok=True)
+        (tree / name).write_text(text)
+    proc = _boot(tree, "--callable", target, stdin=_request("t", id=0) + _request("f", 1, id=1))
+    assert proc.returncode == 0, proc.stderr
+    first, second = (json.loads(line)["results"] for line in proc.stdout.splitlines())
+    assert [row["name"] for row in first] == ["tesla", "TestFloatLimits", "test_float_limits"]
+    assert second == [{"name": "foo_bar"}]
+
+
+def test_a_tree_that_is_recall_runs_its_own_worker(tmp_path):
+    """A base of recall measures its own worker (the BOOT's `own` branch): here a tree
+    whose worker answers one fixed name to every query."""
+    tree = tmp_path / "recall-base"
+    kinds = tree / "recall" / "finders" / "kinds"
+    kinds.mkdir(parents=True)
+    for folder in (tree / "recall", tree / "recall" / "finders", kinds):
+        (folder / "__init__.py").write_text("")
+    (kinds / "python.py").write_text(
+        "import sys\n\ndef main(argv):\n"
+        '    print(\'[{"name": "the base worker"}]\')\n    return 0\n'
+    )
+    proc = _boot(tree, "--callable", "rapidfuzz.process:extract", "--query", "tes")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == [{"name": "the base worker"}]
+    assert "import importlib" in BOOT  # the boot is code, not a file: nothing outside the key
+
+
+def test_a_finder_with_its_own_recall_package_is_measured_end_to_end(tmp_path):
+    rows = ["alpfun\tabbr3\talpha_function", "gamdel\tabbr3\tgamma_delta"]
+    toml = '[engine]\nkind = "python"\ncallable = "recall.search:find"\n'
+    world = tiny_suite(tmp_path, rows, {**FOREIGN_RECALL, "recall.toml": toml})
+    proc = run_cli(
+        "--finder", str(world["finder"]), "--corpus", str(world["corpus"]),
+        "--queries", str(world["queries"]), "--cache", str(world["cache"]), "--json",
+        "--no-regress", cwd=world["finder"],
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    run = json.loads(proc.stdout)["runs"][0]
+    assert run["errors"] == 0 and run["found"] == 2

@@ -20,6 +20,7 @@ from conftest import ROOT, make_repo, run_cli
 
 from recall.errors import RecallError
 from recall.finders.engine import load_preset, parse_engine, uses_node_modules
+from recall.finders.kinds.adapter import worker_bin
 from recall.finders.requirements import APT_PACKAGES, engine_needs
 
 HAVE_JEDI = importlib.util.find_spec("jedi_language_server") is not None
@@ -538,7 +539,7 @@ def test_an_lsp_engine_runs_the_adapter_of_the_tree_under_test_with_the_server_a
         "lsp.toml",
     )
     assert engine.kind == "lsp" and engine.languages == ("go",)
-    assert engine.bin == ("{python}", "-P", "-m", "recall.finders.kinds.lsp")
+    assert engine.bin == tuple(worker_bin("recall.finders.kinds.lsp"))
     assert dict(engine.env)["PYTHONPATH"].split(":")[0] == "{tree}"  # then the harness's
     assert engine.batch == (
         "{bin}", "--workspace", "{corpus}", "--names", "{names}", "--ready-timeout", "5",

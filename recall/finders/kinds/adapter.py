@@ -1,7 +1,7 @@
 """What every kind's adapter shares: the checks of its [engine] table and its JSON argv,
-the harness's folder on its path, the corpus's names file, the one check of every path an
-adapter creates, and the worker's main (one --query, else the batch protocol of
-recall.finders.protocol on stdin).
+how its worker starts (recall's own code, whatever the tree holds), the corpus's names
+file, the one check of every path an adapter creates, and the worker's main (one --query,
+else the batch protocol of recall.finders.protocol on stdin).
 
 The kinds' own modules (python, frizbee, lsp, node) hold what each kind alone does.
 """
@@ -16,10 +16,30 @@ from pathlib import Path
 import orjson
 
 from recall.errors import RecallError
+from recall.finders.kinds import HARNESS_ROOT
 from recall.finders.protocol import Search, serve
 
-# The folder that holds the harness's own `recall` package: after {tree} on a worker's
-# path, so a tree that is recall runs its own worker and any other tree runs this one.
+# Starts a worker module of recall's (argv: {tree}, the harness's folder, the module, then
+# the worker's flags): the tree's own when the tree is recall (a base runs its own worker),
+# else the harness's, imported with the harness's folder first on the path, whatever the
+# tree holds (a finder with a top-level package `recall` of its own would otherwise hide
+# it); then recall's modules are forgotten, so that the library the worker loads from the
+# tree imports its own `recall` if it has one. As node.BOOT does for the Node adapter.
+BOOT = (
+    "import importlib, os, sys; "
+    "tree, harness, name = sys.argv[1:4]; "
+    "own = os.path.isfile(os.path.join(tree, *name.split('.')) + '.py'); "
+    "sys.path.insert(0, tree if own else harness); "
+    "worker = importlib.import_module(name); "
+    "del sys.path[0]; "
+    "own or [sys.modules.pop(m) for m in list(sys.modules) if m.partition('.')[0] == 'recall']; "
+    "sys.exit(worker.main(sys.argv[4:]))"
+)
+
+
+def worker_bin(module: str) -> list[str]:
+    """The `bin` of a kind whose worker is a module of recall's (BOOT)."""
+    return ["{python}", "-P", "-c", BOOT, "{tree}", HARNESS_ROOT, module]
 
 
 def kind_tables(

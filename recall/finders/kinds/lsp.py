@@ -50,6 +50,7 @@ from recall.finders.kinds.adapter import (
     json_object_flag,
     kind_tables,
     read_names,
+    worker_bin,
 )
 from recall.finders.protocol import Rows, serve
 
@@ -125,7 +126,7 @@ def process_table(table: dict, source: str) -> dict:
             raise RecallError(f"{source}: [engine] probes must be a non-empty list of strings")
         adapter += ["--probes", orjson.dumps(probes).decode()]
     return {
-        "bin": ["{python}", "-P", "-m", "recall.finders.kinds.lsp"],
+        "bin": worker_bin("recall.finders.kinds.lsp"),
         "query": [*adapter, "--query", "{query}", "--limit", "{limit}", "--", *server],
         "batch": [*adapter, "--", *server],
         "env": {"PYTHONPATH": os.pathsep.join(("{tree}", HARNESS_ROOT)), **env},  # as library's

@@ -16,7 +16,7 @@ libraries need no wrapper. One that does is a module of the finder's tree: the t
 the worker's path (PYTHONPATH={tree}), and `path` adds folders of it (a src layout).
 
 The worker is recall's own: the tree's when the tree is recall (a base runs its own
-worker), else the harness's, whose folder follows the tree's on the path.
+worker), else the harness's, whatever the tree holds (adapter.BOOT).
 
 Requests and answers follow the harness's batch protocol (recall.finders.protocol, which
 serves them): one JSON line {"id", "query", "limit"} in, one JSON line {"id", "results"}
@@ -43,6 +43,7 @@ from recall.finders.kinds.adapter import (
     json_object_flag,
     kind_tables,
     run_worker,
+    worker_bin,
 )
 from recall.finders.protocol import Rows, Search
 
@@ -52,7 +53,8 @@ _CALLABLE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 def worker_path(table: dict, source: str) -> str:
     """The worker's PYTHONPATH: {tree} (or the engine's own PYTHONPATH, which names it and
     any folder outside it), the folders of the tree an engine's `path` names (a src
-    layout's module), then the harness's own folder (HARNESS_ROOT), always last."""
+    layout's module), then the harness's own folder (HARNESS_ROOT), always last: the worker
+    is imported from it (adapter.BOOT), and a results key that sees it covers its code."""
     extra = table.get("path", [])
     if not isinstance(extra, list) or not all(isinstance(p, str) and p for p in extra):
         raise RecallError(f"{source}: [engine] path must be a list of folders of the tree")
@@ -88,7 +90,7 @@ def process_table(table: dict, source: str) -> dict:
         worker += ["--name-key", name_key]
     worker += ["--names", "{names}"]
     return {
-        "bin": ["{python}", "-P", "-m", "recall.finders.kinds.python"],
+        "bin": worker_bin("recall.finders.kinds.python"),
         "query": [*worker, "--query", "{query}", "--limit", "{limit}"],
         "batch": worker,
         "env": {**env, "PYTHONPATH": worker_path(table, source)},
