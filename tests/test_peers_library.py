@@ -371,3 +371,50 @@ def test_a_finder_with_its_own_recall_package_is_measured_end_to_end(tmp_path):
     assert proc.returncode == 0, proc.stderr
     run = json.loads(proc.stdout)["runs"][0]
     assert run["errors"] == 0 and run["found"] == 2
+
+
+CHATTY_LIBRARY = """
+import os, subprocess
+print("loading the chatty library")
+
+
+def find(query, names, limit=None):
+    print("searching for", query)
+    os.write(1, b"from C, as it were\\n")
+    subprocess.run(["echo", "a child's line"])
+    return [n for n in names if n.lower().startswith(query[:2])][: limit or None]
+"""
+
+
+def test_what_a_library_prints_goes_to_stderr_and_the_answers_stay_in_step(tmp_path):
+    """Was: print() in a wrapper put a line among the answers, and the run stopped with
+    "answers are out of step" or "more answer lines than requests", saying nothing of
+    the library. The worker keeps stdout for its answers: print(), a write to file
+    descriptor 1 and a child's output all land on stderr."""
+    (tmp_path / "chatty.py").write_text(CHATTY_LIBRARY)
+    stdin = _request("te", id=0) + _request("fo", 1, id=1)
+    proc = _worker(tmp_path, "--callable", "chatty:find", stdin=stdin, path=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert [json.loads(line) for line in proc.stdout.splitlines()] == [
+        {"id": 0, "results": [{"name": "TestFloatLimits"}, {"name": "test_float_limits"},
+                              {"name": "tesla"}]},
+        {"id": 1, "results": [{"name": "foo_bar"}]},
+    ]  # fmt: skip
+    for said in ("loading the chatty library", "searching for fo", "from C", "a child's line"):
+        assert said in proc.stderr
+    one = _worker(tmp_path, "--callable", "chatty:find", "--query", "fo", path=str(tmp_path))
+    assert one.returncode == 0 and json.loads(one.stdout) == [{"name": "foo_bar"}]
+
+
+def test_a_finder_whose_library_prints_is_measured_end_to_end(tmp_path):
+    rows = ["alpfun\tabbr3\talpha_function", "gamdel\tabbr3\tgamma_delta"]
+    toml = '[engine]\nkind = "python"\ncallable = "chatty:find"\n'
+    world = tiny_suite(tmp_path, rows, {"chatty.py": CHATTY_LIBRARY, "recall.toml": toml})
+    proc = run_cli(
+        "--finder", str(world["finder"]), "--corpus", str(world["corpus"]),
+        "--queries", str(world["queries"]), "--cache", str(world["cache"]), "--json",
+        "--no-regress", cwd=world["finder"],
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    run = json.loads(proc.stdout)["runs"][0]
+    assert run["errors"] == 0 and run["first"] == 2

@@ -420,3 +420,48 @@ def test_a_package_the_finder_s_lock_does_not_name_is_refused_before_anything_ru
         "--package-lock-only --save-exact left-pad (in the finder's repo)\n"
     )
     assert not (cache / "corpora").exists() and not (cache / "node").exists()
+
+
+# A package of our own, written into a node_modules folder of the test's: each export is a
+# way a package can misbehave, called through --call as a package without a driver is.
+HAND_PACKAGE = r"""
+const starts = (query, names) => names.filter((n) => n.toLowerCase().startsWith(query.slice(0, 2)));
+console.log("loading the package");
+exports.chatty = (query, names) => {
+  console.log("searching for", query);
+  console.info("and again");
+  process.stdout.write("written straight to stdout\n");
+  return starts(query, names);
+};
+"""
+
+
+def _hand_package(tmp_path: Path) -> Path:
+    """node_modules holding the package `hand` (HAND_PACKAGE)."""
+    folder = tmp_path / "node_modules" / "hand"
+    folder.mkdir(parents=True)
+    (folder / "package.json").write_text('{"name": "hand", "version": "1.0.0", "main": "i.js"}')
+    (folder / "i.js").write_text(HAND_PACKAGE)
+    return tmp_path / "node_modules"
+
+
+def _call(function: str) -> str:
+    return json.dumps({"function": function, "arguments": ["query", "names"], "name_key": ""})
+
+
+def test_what_a_package_prints_goes_to_stderr_and_the_answers_stay_in_step(tmp_path):
+    """Was: console.log put a line among the answers, and the run stopped with "answers
+    are out of step", saying nothing of the package."""
+    modules = _hand_package(tmp_path)
+    stdin = _request("te", id=0) + _request("fo", id=1)
+    proc = _adapter(tmp_path, modules, "hand", "--call", _call("chatty"), stdin=stdin)
+    assert proc.returncode == 0, proc.stderr
+    assert [json.loads(line) for line in proc.stdout.splitlines()] == [
+        {"id": 0, "results": [{"name": "TestFloatLimits"}, {"name": "test_float_limits"},
+                              {"name": "tesla"}]},
+        {"id": 1, "results": [{"name": "foo_bar"}]},
+    ]  # fmt: skip
+    for said in ("loading the package", "searching for fo", "and again", "written straight"):
+        assert said in proc.stderr
+    one = _adapter(tmp_path, modules, "hand", "--call", _call("chatty"), "--query", "fo")
+    assert one.returncode == 0 and json.loads(one.stdout) == [{"name": "foo_bar"}]

@@ -46,6 +46,8 @@ AHEAD_BYTES = 4096  # and at most this much of them: a pipe holds at least one p
 EXIT_GRACE_S = 5.0  # for a batch finder to exit once its stdin is closed
 DEATH_GRACE_S = 1.0  # for a batch finder whose stdout closed to be seen exiting
 SHOWN = 80  # characters of a query or line quoted in a one-line error
+# said with an answer out of step: the likeliest cause, which the finder's author can check
+STRAY = "a line it writes to stdout that is no answer (a print) shifts every answer after it"
 INDEX_TIMEOUT_S = 1800.0  # indexing a corpus is one long step, not a query
 RUN_PREFIX = "recall-run-"
 LOCK_NAME = ".recall-lock"
@@ -330,7 +332,7 @@ class Session:
                     self._protocol_error(
                         f"{surplus} answer line{'s' if surplus > 1 else ''} more than the "
                         f"{sent} request{'s' if sent > 1 else ''} it was sent; the first: "
-                        f"{_shown(first.decode('utf-8', 'replace'))}"
+                        f"{_shown(first.decode('utf-8', 'replace'))} ({STRAY})"
                     )
                 )
         except BaseException:
@@ -410,7 +412,7 @@ class Session:
                     self._protocol_error(
                         f"the answer for id {expected} (query {_shown(row.query)}) carries "
                         f"id {_tail(orjson.dumps(got))}: its answers are out of step with "
-                        "its requests"
+                        f"its requests ({STRAY})"
                     )
                 )
             if "error" not in data:

@@ -1,7 +1,8 @@
 """What every kind's adapter shares: the checks of its [engine] table and its JSON argv,
 how its worker starts (recall's own code, whatever the tree holds), the corpus's names
-file, the one check of every path an adapter creates, and the worker's main (one --query,
-else the batch protocol of recall.finders.protocol on stdin).
+file, the one check of every path an adapter creates, its stdout kept for the protocol,
+and the worker's main (one --query, else the batch protocol of recall.finders.protocol on
+stdin).
 
 The kinds' own modules (python, frizbee, lsp, node) hold what each kind alone does.
 """
@@ -9,9 +10,11 @@ The kinds' own modules (python, frizbee, lsp, node) hold what each kind alone do
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 import orjson
 
@@ -86,6 +89,19 @@ def confined(root: Path, path: Path) -> Path:
     return real
 
 
+def keep_stdout() -> BinaryIO:
+    """The protocol's stdout, for the worker's answers alone: file descriptor 1 is copied
+    for them, then pointed at stderr (sys.stdout with it), so that what a library prints,
+    with print() or from C or from a child process, goes to the stderr tail the harness
+    shows with an error, never between two answers, where it would shift every answer
+    after it. Called before the library is imported: an import can print too."""
+    sys.stdout.flush()
+    answers = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return answers
+
+
 def read_names(path: Path) -> list[str]:
     """One name a line; split on newlines only, since a name may hold other separators."""
     text = path.read_text(encoding="utf-8")
@@ -98,8 +114,12 @@ def run_worker(
     search_from: Callable[[list[str]], Search],
     query: str | None,
     limit: int,
+    out: BinaryIO | None = None,
 ) -> int:
-    """Read the names, build the search once, then answer one --query or serve stdin."""
+    """Read the names, build the search once, then answer one --query or serve stdin,
+    writing the answers to out: keep_stdout() where a library of someone else's runs
+    in the process, else stdout."""
+    out = out or sys.stdout.buffer
     try:
         names = read_names(names_path)
     except (OSError, UnicodeDecodeError) as exc:
@@ -112,7 +132,8 @@ def run_worker(
         except Exception as exc:  # one query, one process: the exit status says it failed
             print(f"{name}: {type(exc).__name__}: {exc}", file=sys.stderr)
             return 1
-        sys.stdout.buffer.write(orjson.dumps(rows) + b"\n")
+        out.write(orjson.dumps(rows) + b"\n")
+        out.flush()
         return 0
-    serve(search, sys.stdin.buffer, sys.stdout.buffer)
+    serve(search, sys.stdin.buffer, out)
     return 0

@@ -16,7 +16,8 @@ libraries need no wrapper. One that does is a module of the finder's tree: the t
 the worker's path (PYTHONPATH={tree}), and `path` adds folders of it (a src layout).
 
 The worker is recall's own: the tree's when the tree is recall (a base runs its own
-worker), else the harness's, whatever the tree holds (adapter.BOOT).
+worker), else the harness's, whatever the tree holds (adapter.BOOT). What the library
+prints goes to stderr: the worker keeps stdout for its answers (adapter.keep_stdout).
 
 Requests and answers follow the harness's batch protocol (recall.finders.protocol, which
 serves them): one JSON line {"id", "query", "limit"} in, one JSON line {"id", "results"}
@@ -41,6 +42,7 @@ from recall.finders.kinds import HARNESS_ROOT
 from recall.finders.kinds.adapter import (
     json_argument,
     json_object_flag,
+    keep_stdout,
     kind_tables,
     run_worker,
     worker_bin,
@@ -191,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.limit < 0:
         parser.error("--limit must be 0 or more")
     options = json_object_flag(parser, "--options", args.options)
+    out = keep_stdout()
     try:
         function, options = load_callable(args.callable), resolve_options(options)
     except (ImportError, AttributeError, TypeError) as exc:
@@ -202,6 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         lambda names: library_search(function, names, options, args.name_key),
         args.query,
         args.limit,
+        out,
     )
 
 

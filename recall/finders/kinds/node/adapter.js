@@ -21,6 +21,12 @@ const path = require("path");
 const readline = require("readline");
 const { pathToFileURL } = require("url");
 
+// The protocol's stdout is the adapter's alone: what a package prints (console.log,
+// process.stdout.write) goes to stderr, whose tail the harness shows with an error, never
+// between two answers, where it would shift every answer after it.
+const writeAnswer = process.stdout.write.bind(process.stdout);
+process.stdout.write = process.stderr.write.bind(process.stderr);
+
 // How each package is called on a plain list of strings, as its README shows. Each
 // driver gets the loaded module, the names and the engine's options, builds what the
 // package builds once, and returns search(query, limit) -> names, best first, where
@@ -250,7 +256,7 @@ async function main() {
     try {
       const hits = await search(args.query, Number(args.limit));
       const rows = hits.map((name) => ({ name: String(name) }));
-      process.stdout.write(`${JSON.stringify(rows)}\n`);
+      writeAnswer(`${JSON.stringify(rows)}\n`);
     } catch (error) {
       process.stderr.write(`node adapter: ${errorText(error)}\n`);
       process.exitCode = 1;
@@ -262,7 +268,7 @@ async function main() {
   lines.on("line", (line) => {
     if (line.trim() === "") return;
     const answered = answer(search, line);
-    written = written.then(async () => process.stdout.write(`${await answered}\n`));
+    written = written.then(async () => writeAnswer(`${await answered}\n`));
   });
 }
 
