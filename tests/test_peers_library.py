@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import git
 import pytest
 from conftest import ROOT, run_cli, tiny_suite
 
@@ -418,3 +419,65 @@ def test_a_finder_whose_library_prints_is_measured_end_to_end(tmp_path):
     assert proc.returncode == 0, proc.stderr
     run = json.loads(proc.stdout)["runs"][0]
     assert run["errors"] == 0 and run["first"] == 2
+
+
+SHAPES_LIBRARY = """
+def find(query, names, limit=None):
+    hits = [n for n in names if n.lower().startswith(query[:2])]
+    return {
+        "str": hits[0], "bytes": hits[0].encode(), "dict": {n: 1 for n in hits},
+        "set": set(hits), "none": None, "int": 3, "tuple": tuple(hits),
+        "gen": (n for n in hits), "list": hits,
+    }[query[2:]]
+"""
+
+
+def test_a_return_value_that_is_not_a_list_of_hits_is_that_query_s_error(tmp_path):
+    """Was: a str was iterated a letter at a time (#1 0 of 84, errors 0, exit 0 on gin,
+    whose single letters are names). A str, bytes, a dict, a set (no order), None or a
+    number is that query's error; a list, a tuple or a generator is the hits."""
+    (tmp_path / "shapes.py").write_text(SHAPES_LIBRARY)
+    refused = ["str", "bytes", "dict", "set", "none", "int"]
+    taken = ["tuple", "gen", "list"]
+    stdin = "".join(_request(f"te{shape}", id=i) for i, shape in enumerate(refused + taken))
+    proc = _worker(tmp_path, "--callable", "shapes:find", stdin=stdin, path=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    kinds = ["str", "bytes", "dict", "set", "NoneType", "int"]
+    assert [line.get("error") for line in lines[: len(refused)]] == [
+        f"TypeError: the function returned a value of type {kind}, not a list of hits "
+        "(a single name is [name])"
+        for kind in kinds
+    ]
+    every = [{"name": "TestFloatLimits"}, {"name": "test_float_limits"}, {"name": "tesla"}]
+    assert [line.get("results") for line in lines[len(refused) :]] == [every] * len(taken)
+
+
+def test_a_function_returning_a_plain_name_is_refused_not_counted_as_misses(tmp_path):
+    """The issue's case end to end: a corpus whose single letters are names (as gin's
+    are), so the answers' letters name something and no off-corpus guard fires."""
+    rows = ["alpfun\tabbr3\talpha_function", "gamdel\tabbr3\tgamma_delta"]
+    library = "def best(query, names, limit=None):\n    return names[0]\n"
+    toml = '[engine]\nkind = "python"\ncallable = "best:best"\n'
+    world = tiny_suite(tmp_path, rows, {"best.py": library, "recall.toml": toml})
+    upstream = tmp_path / "upstream"
+    (upstream / "lib" / "letters.py").write_text(
+        "".join(f"def {c}():\n    pass\n\n\n" for c in "abcdefghlmnopstu_")
+    )
+    repo = git.Repo(upstream)
+    repo.index.add(["lib/letters.py"])
+    sha = repo.index.commit("single letters").hexsha
+    corpus = json.loads(world["corpus"].read_text())
+    corpus["tiny"]["sha"] = sha
+    world["corpus"].write_text(json.dumps(corpus))
+    proc = run_cli(
+        "--finder", str(world["finder"]), "--corpus", str(world["corpus"]),
+        "--queries", str(world["queries"]), "--cache", str(world["cache"]),
+        "--no-regress", cwd=world["finder"], env={"RECALL_MIRROR": ""},
+    )  # fmt: skip
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == (
+        "recall: candidate failed on 2 of 2 queries, so it cannot be measured; the first: "
+        "finder error: TypeError: the function returned a value of type str, not a list of "
+        "hits (a single name is [name])\n"
+    )

@@ -107,13 +107,37 @@ function generic(call) {
       throw new TypeError(`${call.function || "the module"} is not a function`);
     }
     const key = call.name_key || "name";
-    const nameOf = (hit) => (hit !== null && typeof hit === "object" ? hit[key] : hit);
+    const nameOf = (hit) => {
+      const name = hit !== null && typeof hit === "object" ? hit[key] : hit;
+      if (typeof name !== "string") {
+        throw new TypeError(`a hit must be a name or an object with a string ${JSON.stringify(key)}`);
+      }
+      return name;
+    };
     return async (query, limit) => {
       const given = { query, names: names.slice(), options };
       const hits = await fn.apply(owner, call.arguments.map((argument) => given[argument]));
-      return cut(Array.from(hits, nameOf), limit);
+      return cut(hitList(hits).map(nameOf), limit);
     };
   };
+}
+
+// The one shape answers have: an array, or another iterable whose order is the ranking
+// (a Set, a generator). A string would be iterated a letter at a time (and single letters
+// are names of some corpora, so no other check would notice), an object with no iterator
+// would be no hits at all, a Map gives pairs, a typed array numbers: each is that query's
+// error.
+function hitList(hits) {
+  const iterable = hits !== null && typeof hits === "object" && Symbol.iterator in hits;
+  if (Array.isArray(hits)) return hits;
+  if (!iterable || hits instanceof String || hits instanceof Map || ArrayBuffer.isView(hits)) {
+    const type = typeof hits === "object" && hits !== null ? hits.constructor?.name : typeof hits;
+    throw new TypeError(
+      `the function returned a value of type ${type ?? "object"}, not a list of hits (a single ` +
+        "name is [name])",
+    );
+  }
+  return Array.from(hits);
 }
 
 function usage(message) {
