@@ -32,6 +32,7 @@ from recall.render.effort import effort_html
 from recall.render.escape import html as _e
 from recall.render.svg import PERCENT_TICKS, svg_start
 from recall.render.table import by_error
+from recall.render.text import restarts_line
 
 COLORS = {"found": "#c6dbef", "top10": "#6baed6", "first": "#08519c"}
 MOVE_COLORS = {"up": "#31a354", "found": "#006d2c", "same": "#969696", "down": "#de2d26",
@@ -371,6 +372,8 @@ def render_html(report: dict) -> str:
     for d in diffs:
         out += _diff_section(d, report.get("corpus", {}))
     for run in runs:
+        if run.get("restarts"):
+            out.append(f"<p>{_e(restarts_line(run['label'], run['restarts']))}</p>")
         if run.get("off_corpus"):
             out.append(
                 f"<h2>Answers of {_e(run['label'])} naming nothing in the corpus: "

@@ -186,6 +186,8 @@ def render(report: Report, *, markdown: bool = False) -> str:
                 f"{label} wrote into the checkout of {_said(', '.join(run.dirtied), markdown)}; "
                 "it was rebuilt from the pin"
             )
+        if run.restarts:
+            out += ["", restarts_line(label, run.restarts)]
         if run.off_corpus:
             out += _heading(
                 f"Answers of {label} naming nothing in the corpus: {run.off_corpus}", markdown
@@ -268,6 +270,14 @@ def _render_regress(report: Report, markdown: bool) -> list[str]:
 def _row_line(repo: str, query: str, what: str, markdown: bool) -> str:
     """One listed row of a section: its repo, its query quoted, and what it got."""
     return f"  {_said(repo, markdown)}\t{_said(repr(query), markdown)}: {_said(what, markdown)}"
+
+
+def restarts_line(label: str, restarts: int) -> str:
+    """A finder's batch process started again is time the counts do not show: a language
+    server that times out and restarts forty times costs minutes, and each restart after a
+    death mid-run retries the query it died on."""
+    times = "once" if restarts == 1 else f"{restarts} times"
+    return f"{label}: its batch process was started again {times}, after a death or a timeout"
 
 
 def _error_lines(rows: tuple[ErrorRow, ...], markdown: bool) -> list[str]:

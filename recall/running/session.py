@@ -73,6 +73,7 @@ class Session:
         self.engine = binary.engine
         self._names = frozenset(corpus.names)  # an answer naming none of them is flagged
         self._live: set[int] = set()  # process groups of finder processes still running
+        self.restarts = 0  # batch processes started again after one died or timed out
         self._stopping = False
         self._guard = threading.Lock()
         self._devnull = -1
@@ -258,12 +259,17 @@ class Session:
     def serve(self, feed: BatchFeed) -> None:
         """Answer rows drawn from feed through one batch process at a time until the feed
         is empty: a process that dies is replaced for the rows it had drawn, the one it
-        died on first (see _died), unless the session is being stopped. Other processes,
-        of this session or another thread's call, may draw from the same feed meanwhile."""
+        died on first (see _died), unless the session is being stopped; each replacement
+        is counted in `restarts`, which the report shows (a language server that times
+        out and is started again forty times costs minutes that no error row shows).
+        Other processes, of this session or another thread's call, may draw from the same
+        feed meanwhile."""
         unsent: collections.deque[int] = collections.deque()
         while self._batch_process(feed, unsent):
             if self._stopping or not (unsent or feed.left()):
                 break
+            with self._guard:
+                self.restarts += 1
 
     def _batch_process(self, feed: BatchFeed, unsent: collections.deque[int]) -> bool:
         """Answers from one batch process to the rows in unsent, then to rows drawn from
