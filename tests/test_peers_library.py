@@ -9,7 +9,7 @@ from pathlib import Path
 
 import git
 import pytest
-from conftest import ROOT, run_cli, tiny_suite
+from conftest import ROOT, Ran, run_cli, tiny_suite
 
 from recall.errors import RecallError
 from recall.finders.engine import load_preset, parse_engine
@@ -18,6 +18,8 @@ from recall.finders.kinds.adapter import BOOT, read_names, worker_bin
 from recall.inputs.symbols import checkout_symbols, distinct_names
 
 NAMES = ["TestFloatLimits", "foo_bar", "test_float_limits", "tesla"]
+TE = [{"name": "TestFloatLimits"}, {"name": "test_float_limits"}, {"name": "tesla"}]  # "te"
+TINY_ROWS = ["alpfun\tabbr3\talpha_function", "gamdel\tabbr3\tgamma_delta"]
 
 
 def _worker(
@@ -360,15 +362,22 @@ def test_a_tree_that_is_recall_runs_its_own_worker(tmp_path):
     assert "import importlib" in BOOT  # the boot is code, not a file: nothing outside the key
 
 
-def test_a_finder_with_its_own_recall_package_is_measured_end_to_end(tmp_path):
-    rows = ["alpfun\tabbr3\talpha_function", "gamdel\tabbr3\tgamma_delta"]
-    toml = '[engine]\nkind = "python"\ncallable = "recall.search:find"\n'
-    world = tiny_suite(tmp_path, rows, {**FOREIGN_RECALL, "recall.toml": toml})
-    proc = run_cli(
+def _library_world(tmp_path: Path, target: str, files: dict[str, str]) -> dict:
+    """The tiny corpus, TINY_ROWS, and a finder repo of files whose engine calls target."""
+    toml = f'[engine]\nkind = "python"\ncallable = "{target}"\n'
+    return tiny_suite(tmp_path, TINY_ROWS, {**files, "recall.toml": toml})
+
+
+def _run_world(world: dict, *extra: str) -> Ran:
+    return run_cli(
         "--finder", str(world["finder"]), "--corpus", str(world["corpus"]),
-        "--queries", str(world["queries"]), "--cache", str(world["cache"]), "--json",
-        "--no-regress", cwd=world["finder"],
+        "--queries", str(world["queries"]), "--cache", str(world["cache"]), "--no-regress",
+        *extra, cwd=world["finder"], env={"RECALL_MIRROR": ""},
     )  # fmt: skip
+
+
+def test_a_finder_with_its_own_recall_package_is_measured_end_to_end(tmp_path):
+    proc = _run_world(_library_world(tmp_path, "recall.search:find", FOREIGN_RECALL), "--json")
     assert proc.returncode == 0, proc.stderr
     run = json.loads(proc.stdout)["runs"][0]
     assert run["errors"] == 0 and run["found"] == 2
@@ -396,11 +405,8 @@ def test_what_a_library_prints_goes_to_stderr_and_the_answers_stay_in_step(tmp_p
     stdin = _request("te", id=0) + _request("fo", 1, id=1)
     proc = _worker(tmp_path, "--callable", "chatty:find", stdin=stdin, path=str(tmp_path))
     assert proc.returncode == 0, proc.stderr
-    assert [json.loads(line) for line in proc.stdout.splitlines()] == [
-        {"id": 0, "results": [{"name": "TestFloatLimits"}, {"name": "test_float_limits"},
-                              {"name": "tesla"}]},
-        {"id": 1, "results": [{"name": "foo_bar"}]},
-    ]  # fmt: skip
+    answers = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert answers == [{"id": 0, "results": TE}, {"id": 1, "results": [{"name": "foo_bar"}]}]
     for said in ("loading the chatty library", "searching for fo", "from C", "a child's line"):
         assert said in proc.stderr
     one = _worker(tmp_path, "--callable", "chatty:find", "--query", "fo", path=str(tmp_path))
@@ -408,14 +414,8 @@ def test_what_a_library_prints_goes_to_stderr_and_the_answers_stay_in_step(tmp_p
 
 
 def test_a_finder_whose_library_prints_is_measured_end_to_end(tmp_path):
-    rows = ["alpfun\tabbr3\talpha_function", "gamdel\tabbr3\tgamma_delta"]
-    toml = '[engine]\nkind = "python"\ncallable = "chatty:find"\n'
-    world = tiny_suite(tmp_path, rows, {"chatty.py": CHATTY_LIBRARY, "recall.toml": toml})
-    proc = run_cli(
-        "--finder", str(world["finder"]), "--corpus", str(world["corpus"]),
-        "--queries", str(world["queries"]), "--cache", str(world["cache"]), "--json",
-        "--no-regress", cwd=world["finder"],
-    )  # fmt: skip
+    world = _library_world(tmp_path, "chatty:find", {"chatty.py": CHATTY_LIBRARY})
+    proc = _run_world(world, "--json")
     assert proc.returncode == 0, proc.stderr
     run = json.loads(proc.stdout)["runs"][0]
     assert run["errors"] == 0 and run["first"] == 2
@@ -449,17 +449,14 @@ def test_a_return_value_that_is_not_a_list_of_hits_is_that_query_s_error(tmp_pat
         "(a single name is [name])"
         for kind in kinds
     ]
-    every = [{"name": "TestFloatLimits"}, {"name": "test_float_limits"}, {"name": "tesla"}]
-    assert [line.get("results") for line in lines[len(refused) :]] == [every] * len(taken)
+    assert [line.get("results") for line in lines[len(refused) :]] == [TE] * len(taken)
 
 
 def test_a_function_returning_a_plain_name_is_refused_not_counted_as_misses(tmp_path):
     """The issue's case end to end: a corpus whose single letters are names (as gin's
     are), so the answers' letters name something and no off-corpus guard fires."""
-    rows = ["alpfun\tabbr3\talpha_function", "gamdel\tabbr3\tgamma_delta"]
     library = "def best(query, names, limit=None):\n    return names[0]\n"
-    toml = '[engine]\nkind = "python"\ncallable = "best:best"\n'
-    world = tiny_suite(tmp_path, rows, {"best.py": library, "recall.toml": toml})
+    world = _library_world(tmp_path, "best:best", {"best.py": library})
     upstream = tmp_path / "upstream"
     (upstream / "lib" / "letters.py").write_text(
         "".join(f"def {c}():\n    pass\n\n\n" for c in "abcdefghlmnopstu_")
@@ -470,11 +467,7 @@ def test_a_function_returning_a_plain_name_is_refused_not_counted_as_misses(tmp_
     corpus = json.loads(world["corpus"].read_text())
     corpus["tiny"]["sha"] = sha
     world["corpus"].write_text(json.dumps(corpus))
-    proc = run_cli(
-        "--finder", str(world["finder"]), "--corpus", str(world["corpus"]),
-        "--queries", str(world["queries"]), "--cache", str(world["cache"]),
-        "--no-regress", cwd=world["finder"], env={"RECALL_MIRROR": ""},
-    )  # fmt: skip
+    proc = _run_world(world)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr == (
         "recall: candidate failed on 2 of 2 queries, so it cannot be measured; the first: "

@@ -29,6 +29,7 @@ pytestmark = [needs_tool("node", "nodejs"), needs_tool("npm")]
 ADAPTER = ROOT / "recall" / "finders" / "kinds" / "node" / "adapter.js"
 FIXTURE = ROOT / "tests" / "fixtures" / "node-finder"  # a finder's package.json and lock
 NAMES = ["TestFloatLimits", "foo_bar", "test_float_limits", "tesla"]
+TE = [{"name": "TestFloatLimits"}, {"name": "test_float_limits"}, {"name": "tesla"}]  # "te"
 PRESETS = {
     "fusejs": "fuse.js",
     "fuzzysort": "fuzzysort",
@@ -464,11 +465,8 @@ def test_what_a_package_prints_goes_to_stderr_and_the_answers_stay_in_step(tmp_p
     stdin = _request("te", id=0) + _request("fo", id=1)
     proc = _adapter(tmp_path, modules, "hand", "--call", _call("chatty"), stdin=stdin)
     assert proc.returncode == 0, proc.stderr
-    assert [json.loads(line) for line in proc.stdout.splitlines()] == [
-        {"id": 0, "results": [{"name": "TestFloatLimits"}, {"name": "test_float_limits"},
-                              {"name": "tesla"}]},
-        {"id": 1, "results": [{"name": "foo_bar"}]},
-    ]  # fmt: skip
+    answers = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert answers == [{"id": 0, "results": TE}, {"id": 1, "results": [{"name": "foo_bar"}]}]
     for said in ("loading the package", "searching for fo", "and again", "written straight"):
         assert said in proc.stderr
     one = _adapter(tmp_path, modules, "hand", "--call", _call("chatty"), "--query", "fo")
@@ -495,5 +493,4 @@ def test_a_return_value_that_is_not_a_list_of_hits_is_that_query_s_error(tmp_pat
             "hits (a single name is [name])"
         )
         assert line == {"id": line["id"], "error": expected}
-    every = [{"name": "TestFloatLimits"}, {"name": "test_float_limits"}, {"name": "tesla"}]
-    assert [line.get("results") for line in lines[len(refused) :]] == [every] * len(taken)
+    assert [line.get("results") for line in lines[len(refused) :]] == [TE] * len(taken)
