@@ -481,7 +481,7 @@ def gopath_workspace(workspace: Path, gopath: Path, run_folder: Path) -> Path:
     try:
         folder = confined(run_folder, link.parent)
         folder.mkdir(parents=True, exist_ok=True)
-        link = confined(run_folder, folder) / link.name
+        link = folder / link.name
         if link.is_symlink() or link.exists():
             if link.resolve() != workspace.resolve():
                 raise NotReady(f"{link} exists and is not the workspace")
