@@ -40,6 +40,7 @@ class RunResult:
     results: tuple[QueryResult, ...]
     cached: bool = False  # read from the results cache or a saved run, not run now
     dirtied: tuple[str, ...] = ()  # corpora whose checkout this binary wrote into
+    restarts: int = 0  # batch processes started again after one died or timed out
 
     @property
     def errors(self) -> int:
@@ -170,6 +171,7 @@ class RunSummary:
     regress: RegressSummary | None
     off_corpus: int = 0  # answers that named nothing in the corpus (recall/answers.py)
     off_corpus_first: tuple[OffCorpusRow, ...] = ()  # the first OFF_CORPUS_SHOWN of them
+    restarts: int = 0  # batch processes started again after one died or timed out
 
     def to_json(self) -> dict:
         return {
@@ -181,6 +183,7 @@ class RunSummary:
             "off_corpus": self.off_corpus,
             "off_corpus_first": [row.to_json() for row in self.off_corpus_first],
             "dirtied": list(self.dirtied),
+            "restarts": self.restarts,
             "regress": self.regress.to_json() if self.regress else None,
         }  # fmt: skip
 

@@ -95,6 +95,7 @@ def summarize(
             if res.error
         ),
         dirtied=tuple(run.dirtied),
+        restarts=run.restarts,
         regress=regress,
         off_corpus=sum(1 for res in results if res.off_corpus),
         off_corpus_first=tuple(

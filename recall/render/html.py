@@ -31,6 +31,8 @@ from recall.render.columns import (
 from recall.render.effort import effort_html
 from recall.render.escape import html as _e
 from recall.render.svg import PERCENT_TICKS, svg_start
+from recall.render.table import by_error
+from recall.render.text import restarts_line
 
 COLORS = {"found": "#c6dbef", "top10": "#6baed6", "first": "#08519c"}
 MOVE_COLORS = {"up": "#31a354", "found": "#006d2c", "same": "#969696", "down": "#de2d26",
@@ -370,6 +372,8 @@ def render_html(report: dict) -> str:
     for d in diffs:
         out += _diff_section(d, report.get("corpus", {}))
     for run in runs:
+        if run.get("restarts"):
+            out.append(f"<p>{_e(restarts_line(run['label'], run['restarts']))}</p>")
         if run.get("off_corpus"):
             out.append(
                 f"<h2>Answers of {_e(run['label'])} naming nothing in the corpus: "
@@ -385,12 +389,15 @@ def render_html(report: dict) -> str:
             )  # fmt: skip
         if run.get("error_rows"):
             out.append(f"<h2>Errors in {_e(run['label'])}: {len(run['error_rows'])}</h2>")
+            groups = by_error(run["error_rows"], lambda row: row["error"])
             out.append(
                 _table(
-                    ["repo", "query", "type", "error"],
-                    [[e["repo"], e["query"], e["type"], e["error"]] for e in run["error_rows"]],
-                    frozenset({0, 1, 2, 3}),
+                    ["error", "queries", "repo: query (type)"],
+                    [[error, len(got), "; ".join(f"{e['repo']}: {e['query']} ({e['type']})"
+                                                  for e in got)]
+                     for error, got in groups],
+                    frozenset({0, 2}),
                 )
-            )
+            )  # fmt: skip
     out.append("</body></html>\n")
     return "\n".join(out)

@@ -15,6 +15,7 @@ from recall.analysis.model import (
     Change,
     Counts,
     Diff,
+    ErrorRow,
     FailingCase,
     Report,
     RunSummary,
@@ -35,7 +36,7 @@ from recall.render.columns import (
 from recall.render.commandline import explain_command
 from recall.render.effort import render_effort
 from recall.render.escape import markdown as markdown_text
-from recall.render.table import table
+from recall.render.table import by_error, table
 from recall.terminal import safe_output, shown
 
 # With several candidates, each diff's lost and gained lists show this many rows in text and
@@ -185,6 +186,8 @@ def render(report: Report, *, markdown: bool = False) -> str:
                 f"{label} wrote into the checkout of {_said(', '.join(run.dirtied), markdown)}; "
                 "it was rebuilt from the pin"
             )
+        if run.restarts:
+            out += ["", restarts_line(label, run.restarts)]
         if run.off_corpus:
             out += _heading(
                 f"Answers of {label} naming nothing in the corpus: {run.off_corpus}", markdown
@@ -195,7 +198,7 @@ def render(report: Report, *, markdown: bool = False) -> str:
             ]
         if run.error_rows:
             out += _heading(f"Errors in {label}: {len(run.error_rows)} queries", markdown)
-            out += [_row_line(e.repo, e.query, e.error, markdown) for e in run.error_rows]
+            out += _error_lines(run.error_rows, markdown)
     if report.regress is not None:
         out += _render_regress(report, markdown)
     for d in report.diffs:
@@ -267,6 +270,27 @@ def _render_regress(report: Report, markdown: bool) -> list[str]:
 def _row_line(repo: str, query: str, what: str, markdown: bool) -> str:
     """One listed row of a section: its repo, its query quoted, and what it got."""
     return f"  {_said(repo, markdown)}\t{_said(repr(query), markdown)}: {_said(what, markdown)}"
+
+
+def restarts_line(label: str, restarts: int) -> str:
+    """A finder's batch process started again is time the counts do not show: a language
+    server that times out and restarts forty times costs minutes, and each restart after a
+    death mid-run retries the query it died on."""
+    times = "once" if restarts == 1 else f"{restarts} times"
+    return f"{label}: its batch process was started again {times}, after a death or a timeout"
+
+
+def _error_lines(rows: tuple[ErrorRow, ...], markdown: bool) -> list[str]:
+    """Each error once: a row line where one query got it, else the error and then the
+    queries that got it, one a line."""
+    out = []
+    for error, got in by_error(rows, lambda row: row.error):
+        if len(got) == 1:
+            out.append(_row_line(got[0].repo, got[0].query, error, markdown))
+            continue
+        out.append(f"  {len(got)} queries: {_said(error, markdown)}")
+        out += [f"    {_said(e.repo, markdown)}\t{_said(repr(e.query), markdown)}" for e in got]
+    return out
 
 
 def _heading(text: str, markdown: bool) -> list[str]:

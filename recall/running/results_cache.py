@@ -25,8 +25,9 @@ from recall.running.identity import environment_key
 
 # Bump when what a stored result means changes (ranking rule, fields, parsing, or what
 # a run must pass before it is stored: 2 checks every source against its corpus's names;
-# 3 keeps whether each answer named nothing in the corpus).
-FORMAT = 3
+# 3 keeps whether each answer named nothing in the corpus; 4 how many times its batch
+# processes were started again).
+FORMAT = 4
 SAVED_KIND = "recall-saved-run"
 HISTORY_KIND = "recall-saved-history"  # a history shard's file (history_shards.py)
 Flags = tuple[tuple[str, str], ...]  # command-line flags and their values, in order
@@ -52,6 +53,7 @@ def encode_run(run: RunResult, key: dict) -> dict:
         "bin": run.bin,
         "index_s": run.index_s,
         "query_s": run.query_s,
+        "restarts": run.restarts,
         "key": key,
         "results": [
             [r.rank, [[h.name, h.file, h.line] for h in r.top], r.error, r.off_corpus]
@@ -65,7 +67,7 @@ def decode_run(data: object) -> tuple[RunResult, dict]:
     encode_run writes it (a rank "1" or 0 would otherwise count as a miss or a #1)."""
     if not isinstance(data, dict):
         raise ValueError(f"expected an object, not {_shown(data)}")
-    for field in ("label", "bin", "index_s", "query_s", "key", "results"):
+    for field in ("label", "bin", "index_s", "query_s", "restarts", "key", "results"):
         if field not in data:
             raise ValueError(f"missing field {field!r}")
     for field in ("label", "bin"):
@@ -74,14 +76,17 @@ def decode_run(data: object) -> tuple[RunResult, dict]:
     for field in ("index_s", "query_s"):
         if not _is_number(data[field]) or not 0 <= data[field] < float("inf"):
             raise ValueError(f"{field} must be a number of seconds, not {_shown(data[field])}")
+    if not _is_whole(data["restarts"]) or data["restarts"] < 0:
+        raise ValueError(f"restarts must be a whole number >= 0, not {_shown(data['restarts'])}")
     if not isinstance(data["key"], dict):
         raise ValueError(f"key must be an object, not {_shown(data['key'])}")
     if not isinstance(data["results"], list):
         raise ValueError(f"results must be a list, not {_shown(data['results'])}")
     results = tuple(_decode_result(i, item) for i, item in enumerate(data["results"]))
     run = RunResult(
-        data["label"], data["bin"], float(data["index_s"]), float(data["query_s"]), results
-    )
+        data["label"], data["bin"], float(data["index_s"]), float(data["query_s"]), results,
+        restarts=data["restarts"],
+    )  # fmt: skip
     return run, data["key"]
 
 
@@ -154,7 +159,10 @@ def cached_run(cache: Path, key: dict, label: str, rows: list[QueryRow]) -> RunR
         warn(f"cache entry {path} is not a run of these rows ({exc}): dropped, made again")
         drop_file(path)
         return None
-    return RunResult(label, run.bin, run.index_s, run.query_s, run.results, cached=True)
+    return RunResult(
+        label, run.bin, run.index_s, run.query_s, run.results, cached=True,
+        restarts=run.restarts,
+    )  # fmt: skip
 
 
 def contradiction(results: tuple[QueryResult, ...], rows: list[QueryRow]) -> None:
@@ -306,7 +314,11 @@ def load_against(path: Path, rows: list[QueryRow], key: dict) -> tuple[RunResult
     if len(run.results) != len(rows):
         raise RecallError(f"--against {path}: {len(run.results)} results for {len(rows)} rows")
     label = f"saved {path.name} ({run.label})"
-    return RunResult(label, run.bin, run.index_s, run.query_s, run.results, cached=True), saved_key
+    against = RunResult(
+        label, run.bin, run.index_s, run.query_s, run.results, cached=True,
+        restarts=run.restarts,
+    )  # fmt: skip
+    return against, saved_key
 
 
 def decode_rows(where: str, rows: object) -> list[QueryRow]:

@@ -46,6 +46,8 @@ AHEAD_BYTES = 4096  # and at most this much of them: a pipe holds at least one p
 EXIT_GRACE_S = 5.0  # for a batch finder to exit once its stdin is closed
 DEATH_GRACE_S = 1.0  # for a batch finder whose stdout closed to be seen exiting
 SHOWN = 80  # characters of a query or line quoted in a one-line error
+# said with an answer out of step: the likeliest cause, which the finder's author can check
+STRAY = "a line it writes to stdout that is no answer (a print) shifts every answer after it"
 INDEX_TIMEOUT_S = 1800.0  # indexing a corpus is one long step, not a query
 RUN_PREFIX = "recall-run-"
 LOCK_NAME = ".recall-lock"
@@ -71,6 +73,7 @@ class Session:
         self.engine = binary.engine
         self._names = frozenset(corpus.names)  # an answer naming none of them is flagged
         self._live: set[int] = set()  # process groups of finder processes still running
+        self.restarts = 0  # batch processes started again after one died or timed out
         self._stopping = False
         self._guard = threading.Lock()
         self._devnull = -1
@@ -256,12 +259,17 @@ class Session:
     def serve(self, feed: BatchFeed) -> None:
         """Answer rows drawn from feed through one batch process at a time until the feed
         is empty: a process that dies is replaced for the rows it had drawn, the one it
-        died on first (see _died), unless the session is being stopped. Other processes,
-        of this session or another thread's call, may draw from the same feed meanwhile."""
+        died on first (see _died), unless the session is being stopped; each replacement
+        is counted in `restarts`, which the report shows (a language server that times
+        out and is started again forty times costs minutes that no error row shows).
+        Other processes, of this session or another thread's call, may draw from the same
+        feed meanwhile."""
         unsent: collections.deque[int] = collections.deque()
         while self._batch_process(feed, unsent):
             if self._stopping or not (unsent or feed.left()):
                 break
+            with self._guard:
+                self.restarts += 1
 
     def _batch_process(self, feed: BatchFeed, unsent: collections.deque[int]) -> bool:
         """Answers from one batch process to the rows in unsent, then to rows drawn from
@@ -330,7 +338,7 @@ class Session:
                     self._protocol_error(
                         f"{surplus} answer line{'s' if surplus > 1 else ''} more than the "
                         f"{sent} request{'s' if sent > 1 else ''} it was sent; the first: "
-                        f"{_shown(first.decode('utf-8', 'replace'))}"
+                        f"{_shown(first.decode('utf-8', 'replace'))} ({STRAY})"
                     )
                 )
         except BaseException:
@@ -410,7 +418,7 @@ class Session:
                     self._protocol_error(
                         f"the answer for id {expected} (query {_shown(row.query)}) carries "
                         f"id {_tail(orjson.dumps(got))}: its answers are out of step with "
-                        "its requests"
+                        f"its requests ({STRAY})"
                     )
                 )
             if "error" not in data:
