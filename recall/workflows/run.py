@@ -230,9 +230,10 @@ def measure(options: RunOptions) -> Measurement:
     for side in sides:  # before a corpus is fetched or a base built: the doctor's line, exit 2
         require(side.binary.engine, python, known, side.binary.engine.source)
     asked_key = data_key(pins, asked)
+    selection = {"repo": repos, "type": types, "split": options.split}
     base: Measured | None = None
     if options.against:
-        saved_run, saved_key = load_against(Path(options.against), asked, asked_key)
+        saved_run, saved_key = load_against(Path(options.against), asked, asked_key, selection)
         base = Measured(saved_run, saved_key, len(rows), None)
     elif options.base or options.base_bin:
         if not options.base_bin:  # a base built from the engine's own argv
@@ -269,7 +270,6 @@ def measure(options: RunOptions) -> Measurement:
     has_base = options.has_baseline
     meta = _meta(engine, corpus_path, queries_path)
     if options.save:
-        selection = {"repo": repos, "type": types, "split": options.split}
         save_runs(
             Path(options.save), meta, asked, [(m.whole, m.key) for m in measured],
             baseline=has_base, explain=[m.explain for m in measured], selection=selection,
