@@ -78,16 +78,25 @@ def _source_copy(dest: Path) -> Path:
     return dest
 
 
+EPOCH = "1700000000"  # SOURCE_DATE_EPOCH, as `make wheel` sets it from the last commit
+
+
+def _build_wheel(source: Path, *args: str) -> None:
+    """`make wheel`'s build (offline, with this venv's setuptools), in source."""
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+         *args, "."], cwd=source, env={**os.environ, "SOURCE_DATE_EPOCH": EPOCH},
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+
+
 @pytest.fixture(scope="module")
 def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """A wheel of recall built from the working tree (offline, with this venv's
     setuptools), and beside it its dependencies' wheels at the versions installed here."""
     source = _source_copy(tmp_path_factory.mktemp("source") / "recall")
     house = tmp_path_factory.mktemp("wheelhouse")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-         "-w", str(house), str(source)], check=True, capture_output=True, text=True,
-    )  # fmt: skip
+    _build_wheel(source, "-w", str(house))
     (wheel,) = house.glob("recall_harness-*.whl")
     pins = house / "constraints.txt"
     installed = {d.metadata["Name"]: d.version for d in metadata.distributions()}
@@ -124,6 +133,33 @@ def runner(tmp_path_factory: pytest.TempPathFactory, wheelhouse, real_cache) -> 
     added = Path(env["GITHUB_PATH"]).read_text().split()
     env["PATH"] = os.pathsep.join([*added, env["PATH"]])
     return env
+
+
+def test_two_builds_of_the_wheel_are_the_same_bytes_and_leave_only_ignored_files(
+    wheelhouse, tmp_path
+):
+    """Issue 44 item 10: `pip wheel` twice gave two different wheels, and the wheel it
+    leaves in the tree was not git-ignored. A second copy of the source, its files dated
+    otherwise, built as `make wheel` builds, gives the fixture's very bytes; and every file
+    the build leaves in the tree (the wheel, build/, the egg-info) is ignored. (The files'
+    modes are the checkout's: package data keeps them, so a clone made under umask 077
+    builds another wheel.)"""
+    wheel, _house = wheelhouse
+    source = _source_copy(tmp_path / "recall")
+    before = {p.relative_to(source) for p in source.rglob("*")}
+    for path in source.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            os.utime(path, (946684800, 946684800))  # 2000-01-01: not the first copy's times
+    _build_wheel(source)
+    (again,) = source.glob("recall_harness-*.whl")
+    assert again.read_bytes() == wheel.read_bytes()
+    made = {p.relative_to(source) for p in source.rglob("*")} - before
+    left = sorted(str(p) for p in made if p.parent not in made)  # each new folder once
+    assert left and "recall_harness-0.1.0-py3-none-any.whl" in left
+    ignored = subprocess.run(
+        ["git", "check-ignore", "--no-index", *left], cwd=ROOT, capture_output=True, text=True
+    )  # fmt: skip
+    assert sorted(ignored.stdout.split()) == left
 
 
 def test_the_workflow_installs_recall_first_and_then_runs_it_against_main():
