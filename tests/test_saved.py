@@ -269,7 +269,10 @@ def test_save_then_against_diffs_with_nothing_run_for_the_baseline(
                        "--no-regress", "--engine", str(engine), "--bin", str(script),
                        "--against", str(path))  # fmt: skip
     assert other.returncode == 2
-    assert "saved with another selection (--repo gin --type abbr3) than this run's (--repo gin --type typo)" in other.stderr
+    assert (
+        "saved with another selection (--repo gin --type abbr3) than this run's "
+        "(--repo gin --type typo)"
+    ) in other.stderr
 
 
 @pytest.mark.parametrize("save", ["same.json", "./same.json", "{tmp}/same.json"])

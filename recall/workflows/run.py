@@ -52,7 +52,7 @@ from recall.inputs.queryset import (
     read_queries,
     select,
 )
-from recall.inputs.suite import locate
+from recall.inputs.suite import CORPUS, Located, locate, packaged
 from recall.inputs.symbols import checkout_symbols, ctags_identity, ctags_version
 from recall.render.commandline import option
 from recall.running.build import (
@@ -84,7 +84,14 @@ from recall.running.session import check_timeout
 from recall.running.values import Corpus, FinderBuild
 from recall.workflows.bench import run_bench
 from recall.workflows.merge import merge_saved
-from recall.workflows.options import DEFAULT_REGRESS, MergeOptions, Output, RunOptions, listed
+from recall.workflows.options import (
+    DEFAULT_REGRESS,
+    Data,
+    MergeOptions,
+    Output,
+    RunOptions,
+    listed,
+)
 
 NOTHING_PRINTED = Output()  # the API's: it returns the report
 LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
@@ -274,7 +281,7 @@ def measure(options: RunOptions) -> Measurement:
             Path(options.save), meta, asked, [(m.whole, m.key) for m in measured],
             baseline=has_base, explain=[m.explain for m in measured], selection=selection,
         )  # fmt: skip
-    data = data_flags(found.corpus, found.queries, options.data.cache, options.data.mirror)
+    data = data_flags(options.data, found, found.config)
     regress_file = options.regress or DEFAULT_REGRESS
     plan = Plan(
         pins, rows, cases, skipped, accepted, cache, mirror, corpora, unknown, data,
@@ -419,7 +426,7 @@ def merge(options: MergeOptions) -> Report:
     if not (options.strict_queries or is_committed_set(found.queries)):
         _fetch_corpora(rows, pins, cache, mirror, corpora)
         unknown = unknown_sources(rows, corpora, all_rows)
-    data = data_flags(found.corpus, found.queries, options.data.cache, options.data.mirror)
+    data = data_flags(options.data, found, found.config)
     plan = Plan(
         pins, rows, cases, skipped, accepted, cache, mirror, corpora, unknown, data,
         options.regress or DEFAULT_REGRESS, options.split, options.misses, steps,
@@ -774,20 +781,36 @@ def pasteable(flags: Flags, root: Path) -> Flags:
     return (("--finder", str(root.absolute())), *((f, absolute(f, v)) for f, v in flags))
 
 
-def data_flags(corpus: str, queries: str | None, cache: str | None, mirror: str | None) -> Flags:
-    """The data flags explain needs to read what this run read, wherever it is pasted: the
-    pins always (the default is a file of the current folder), the query set when it is
-    not the default, the cache and the mirrors when given."""
+def data_flags(data: Data, found: Located, config: Path | None) -> Flags:
+    """The data flags explain needs to read what this run read, wherever it is pasted
+    (its line names the finder with --finder): a suite file that explain finds there by
+    itself, as the run found it (beside config, the recall.toml of that finder, or the
+    suite recall ships), is left out, so a line is the row and the binaries, not 300
+    characters of defaults; a file found in the current folder, or named by a flag, is
+    given by its absolute path (a committed set by its name); the cache and the mirrors
+    when given."""
     flags: list[tuple[str, str]] = []
-    if corpus:
-        flags.append(("--corpus", str(Path(corpus).absolute())))
-    if queries and queries != QUERY_SETS_DEFAULT:
-        flags.append(
-            ("--queries", queries if queries in QUERY_SETS else str(Path(queries).absolute()))
-        )
+    if not _found_anywhere(found.corpus, CORPUS, config):
+        flags.append(("--corpus", str(Path(found.corpus).absolute())))
+    named = data.queries if data.queries in QUERY_SETS else None
+    file = QUERY_SETS[named][0] if named else QUERY_SETS_DEFAULT
+    if found.queries and not _found_anywhere(found.queries, file, config):
+        flags.append(("--queries", str(Path(found.queries).absolute())))
+    elif named and file != QUERY_SETS_DEFAULT:
+        flags.append(("--queries", named))
     flags += [(flag, str(Path(value).absolute()))
-              for flag, value in (("--cache", cache), ("--mirror", mirror)) if value]  # fmt: skip
+              for flag, value in (("--cache", data.cache), ("--mirror", data.mirror))
+              if value]  # fmt: skip
     return tuple(flags)
+
+
+def _found_anywhere(path: str, name: str, config: Path | None) -> bool:
+    """Is path the suite file `name` that a command finds by itself from any folder for
+    the finder of config: the one beside config, else the one recall ships?"""
+    homes = [config.parent / name] if config else []
+    if not (config and homes[0].is_file()):
+        homes.append(packaged(name))
+    return any(_same_file(Path(path), home) for home in homes)
 
 
 def _explain_flags(base: Flags | None, new: Flags | None, data: Flags) -> str | None:
