@@ -125,12 +125,14 @@ class RegressSummary:
     fails: int
     not_applicable: int
     failing: tuple[FailingCase, ...]
+    no_locations: bool = False  # the finder prints no file:line at all: every case n/a
 
     def to_json(self) -> dict:
         return {
             "cases": self.cases, "holds": self.holds, "fails": self.fails,
             "not_applicable": self.not_applicable,
             "failing": [case.to_json() for case in self.failing],
+            "no_locations": self.no_locations,
         }  # fmt: skip
 
 

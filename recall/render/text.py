@@ -255,6 +255,13 @@ def _render_regress(report: Report, markdown: bool) -> list[str]:
     verdicts = [(run.label, run.regress) for run in report.runs if run.regress is not None]
     body = [[label, str(r.holds), str(r.fails), str(r.not_applicable)] for label, r in verdicts]
     out += table(["binary", "hold", "fail", "n/a"], body, markdown)
+    unlocated = [_said(label, markdown) for label, r in verdicts if r.no_locations]
+    if unlocated:
+        why = (
+            f"n/a: {', '.join(unlocated)} print{'s' if len(unlocated) == 1 else ''} no "
+            "locations (file:line), which every regress case matches, so no case applies"
+        )
+        out += ["", why] if markdown else [why]
     for label, r in verdicts:
         if r.failing:
             out += _heading(

@@ -297,7 +297,7 @@ def _decode_explain(where: str, value: object) -> list[Flags | None]:
 
 
 def load_against(
-    path: Path, rows: list[QueryRow], key: dict, selection: dict
+    path: Path, rows: list[QueryRow], key: dict, selection: dict | None = None
 ) -> tuple[RunResult, dict]:
     """The last run of a saved file, as a baseline for these rows; refused with the reason
     when its corpus pins or query set differ from this run's: another selection (--repo,
@@ -339,15 +339,16 @@ def decode_rows(where: str, rows: object) -> list[QueryRow]:
 
 
 def _difference(
-    part: str, saved_key: dict, now: dict, saved: Saved, rows: list[QueryRow], selection: dict
-) -> str:
+    part: str, saved_key: dict, now: dict, saved: Saved, rows: list[QueryRow],
+    selection: dict | None,
+) -> str:  # fmt: skip
     old, new = saved_key.get("pins") or {}, now["pins"]
     if not isinstance(old, dict):
         old = {}
     moved = sorted(r for r in old.keys() & new.keys() if old[r] != new[r])
     if part == "pins" and moved:
         return f"its corpus pins differ from this run's ({', '.join(moved)})"
-    if isinstance(saved.selection, dict) and saved.selection != selection:
+    if isinstance(saved.selection, dict) and selection and saved.selection != selection:
         return (
             f"it was saved with another selection ({_selection_flags(saved.selection)}) than "
             f"this run's ({_selection_flags(selection)}): give the same --repo, --type and "
