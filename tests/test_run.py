@@ -181,6 +181,24 @@ def test_an_unlabeled_engine_beside_labeled_ones_is_measured_where_it_stands(
     assert [r["label"] for r in json.loads(proc.stdout)["runs"]] == ["sub", "candidate"]
 
 
+def test_labeled_engines_keep_the_working_tree_first_unless_no_candidate(finder, real_cache, gin):
+    """Issue 44 item 4: in a repo with recall.toml, `--engine fzf=fzf --engine fzy=fzy`
+    reported fzf and fzy and dropped the working tree's own build."""
+    _repo, path = finder
+    both = _run(path, real_cache, "--engine", "sub=recall.toml", "--engine", "fzf=fzf", "--json")
+    assert both.returncode == 0, both.stderr
+    runs = json.loads(both.stdout)["runs"]
+    assert [r["label"] for r in runs] == ["candidate", "sub", "fzf"]
+    assert runs[0]["by_type"] == runs[1]["by_type"]  # the tree's engine is recall.toml: sub's
+    alone = _run(path, real_cache, "--engine", "sub=recall.toml", "--no-candidate", "--json")
+    assert alone.returncode == 0, alone.stderr
+    assert [r["label"] for r in json.loads(alone.stdout)["runs"]] == ["sub"]
+    for extra in (("--engine", "recall.toml"), ("--bin", "x=/bin/true")):
+        mixed = _run(path, real_cache, "--engine", "sub=recall.toml", "--no-candidate", *extra)
+        assert mixed.returncode == 2
+        assert mixed.stderr.startswith("recall: --no-candidate leaves the working tree's build")
+
+
 def test_split_holdout_runs_only_the_holdout_rows_and_every_report_says_so(
     finder, real_cache, gin, tmp_path
 ):

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from recall.errors import RecallError
 from recall.inputs.languages import LANGUAGES
+from recall.inputs.queryset import NAMES, PATHS
 
 PLACEHOLDERS = (
     "tree", "bin", "python", "db", "corpus", "names", "language", "query", "limit",
@@ -101,12 +102,17 @@ def preset_names() -> list[str]:
     )
 
 
-def resolve_engine(spec: str | None, finder_root: Path) -> Engine:
+# The finder that runs where no --engine and no recall.toml name one: the reference
+# finder, in its path mode for the path set (it has a mode for each domain).
+DEFAULT_PRESETS = {NAMES: "reference", PATHS: "reference-paths"}
+
+
+def resolve_engine(spec: str | None, finder_root: Path, domain: str = NAMES) -> Engine:
     """--engine as a preset name or a file; else recall.toml in the finder's repo; else
-    the reference finder."""
+    the reference finder, in the mode of the query set's domain (names or paths)."""
     if spec is None:
         local = finder_root / "recall.toml"
-        return load_engine(local) if local.is_file() else load_preset("reference")
+        return load_engine(local) if local.is_file() else load_preset(DEFAULT_PRESETS[domain])
     if spec in preset_names():
         return load_preset(spec)
     path = Path(spec)

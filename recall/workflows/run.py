@@ -36,12 +36,12 @@ from recall.analysis.typing_report import prompt_answers, typing_report
 from recall.cache import keep_file, read_file, warn
 from recall.errors import RecallError
 from recall.files import file_sha256, target
-from recall.finders.engine import Engine, preset_names, resolve_engine
+from recall.finders.engine import DEFAULT_PRESETS, Engine, preset_names, resolve_engine
 from recall.finders.requirements import require
 from recall.inputs import derive, keystrokes, path_recipes, recipes, symbols
 from recall.inputs.corpus import Pin, cache_root, load_pins, mirror_root
 from recall.inputs.keystrokes import TypingRow
-from recall.inputs.paths import PATHS, domain_of
+from recall.inputs.paths import NAMES, PATHS, domain_of
 from recall.inputs.queryset import (
     HAND,
     QUERY_SETS,
@@ -224,16 +224,18 @@ def measure(options: RunOptions) -> Measurement:
     specs = _with_found_engine(
         [(kind, *split_label(raw)) for kind, raw in options.candidates], found.config, root
     )
-    engine = resolve_engine(_default_engine(specs), root)
+    domain = domain_of(rows, str(queries_path))
+    engine = resolve_engine(_default_engine(specs), root, domain)
     root = _embedded_root(options, found.finder_named, engine, root)
     engine_flag = _engine_flag(specs)
+    specs = _with_tree(specs, options.no_candidate)
+    labeled = [resolve_engine(v, root) for kind, label, v in specs if kind == "engine" and label]
+    refuse_unfit([engine, *labeled], domain)
     if not options.same_program_ok:
         check_distinct_programs(options, engine, specs)
     python = finder_python(cache)
     sides = _candidates(specs, engine, root, python, engine_flag, options.build_timeout)
     known = {"tree": str(root), "python": python}
-    if domain_of(rows, str(queries_path)) == PATHS:
-        refuse_lsp([side.binary.engine for side in sides])
     for side in sides:  # before a corpus is fetched or a base built: the doctor's line, exit 2
         require(side.binary.engine, python, known, side.binary.engine.source)
     asked_key = data_key(pins, asked)
@@ -297,14 +299,25 @@ def measure(options: RunOptions) -> Measurement:
     return Measurement(plan, measured, has_base, meta, _ceiling(plan), bench)
 
 
-def refuse_lsp(engines: list[Engine]) -> None:
-    """A language server answers workspace/symbol with names: it lists no files, so a
-    path set does not apply to it (docs/engines.md)."""
+def refuse_unfit(engines: list[Engine], domain: str) -> None:
+    """A set that an engine given cannot answer is refused before anything runs: a
+    language server answers workspace/symbol with names and lists no files, and the
+    reference finder's name mode ranks the symbols of its own index of the corpus, so
+    the path set applies to neither (docs/engines.md); the reference finder's path mode
+    is its own preset."""
+    if domain != PATHS:
+        return
     for engine in engines:
         if engine.kind == "lsp":
             raise RecallError(
                 f"{engine.source}: kind lsp ranks symbol names, not file paths: the path set "
                 "does not apply to it"
+            )
+        if engine.source == f"preset:{DEFAULT_PRESETS[NAMES]}":
+            raise RecallError(
+                f"--engine {DEFAULT_PRESETS[NAMES]}: the reference finder's name mode ranks "
+                "the symbols it indexes, not file paths: the path set needs its path mode, "
+                f"--engine {DEFAULT_PRESETS[PATHS]} (the default for --queries paths)"
             )
 
 
@@ -555,7 +568,7 @@ def _embedded_root(options: RunOptions, finder_named: bool, engine: Engine, root
     checkout), the reference finder runs: the tree here when it holds it (recall's
     checkout), else the one installed with recall, which no ref of the folder's repo
     builds."""
-    if finder_named or engine.source != "preset:reference":
+    if finder_named or engine.source not in {f"preset:{p}" for p in DEFAULT_PRESETS.values()}:
         return root
     if (root / "recall" / "finders" / "reference" / "__main__.py").is_file():
         return root
@@ -603,6 +616,28 @@ def check_distinct_programs(
         )
 
 
+def _with_tree(
+    specs: list[tuple[str, str | None, str]], no_candidate: bool
+) -> list[tuple[str, str | None, str]]:
+    """The working tree's own build stays in the report when labeled engines are added
+    (first, as `candidate`: the first diff is its), unless a --bin takes its place, an
+    unlabeled --engine places it, or no_candidate leaves it out."""
+    has_bins = any(kind == "bin" for kind, _label, _value in specs)
+    placed = _default_engine(specs) is not None
+    if no_candidate:
+        if placed or has_bins:
+            raise RecallError(
+                "--no-candidate leaves the working tree's build out: it goes with labeled "
+                "--engine LABEL=E alone, not with an unlabeled --engine or a --bin"
+            )
+        if not specs:
+            raise RecallError("--no-candidate: give the engines to measure, --engine LABEL=E")
+        return specs
+    if specs and not (placed or has_bins):
+        return [("engine", None, ""), *specs]  # the unlabeled engine: `engine`, as resolved
+    return specs
+
+
 def _default_engine(specs: list[tuple[str, str | None, str]]) -> str | None:
     """The one unlabeled --engine: the engine of the baseline and of every --bin."""
     plain = [value for kind, label, value in specs if kind == "engine" and label is None]
@@ -626,7 +661,8 @@ def _candidates(
 ) -> list[Side]:
     """The binaries to measure, in the order given: labeled engines built from the working
     tree, binaries run with the default engine; with neither, the working tree's engine.
-    The unlabeled engine is measured too, where it stands, unless --bin binaries take it."""
+    The unlabeled engine (`engine`) is measured too, where it stands (_with_tree puts it
+    first when no flag placed it), unless --bin binaries take it."""
     sides: list[Side] = []
     has_bins = any(kind == "bin" for kind, _label, _value in specs)
     for kind, label, value in specs:
