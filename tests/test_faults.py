@@ -86,7 +86,7 @@ def _run_ok(world: dict, *extra: str) -> dict:
 @needs_ctags
 @pytest.mark.slow
 def test_ctrl_c_at_each_stage_leaves_no_temporary_folder_and_the_next_run_works(world, stage):
-    extra = ("--base", "HEAD") if "build" in stage else ()
+    extra = ("--base", "HEAD", "--same-program-ok") if "build" in stage else ()
     proc = _start(world, stage, *extra)
     _wait_for(world["marks"] / stage, proc)
     started = time.monotonic()
@@ -105,7 +105,7 @@ def test_ctrl_c_at_each_stage_leaves_no_temporary_folder_and_the_next_run_works(
 @needs_ctags
 @pytest.mark.slow
 def test_sigterm_at_each_stage_kills_what_it_started_cleans_up_and_exits_143(world, stage):
-    extra = ("--base", "HEAD") if "build" in stage else ()
+    extra = ("--base", "HEAD", "--same-program-ok") if "build" in stage else ()
     engine = world["finder"] / "recall.toml"
     if stage == "batch":  # a batch process per corpus, in flight when the signal comes
         engine.write_text(FAULT_ENGINE + 'batch = ["{bin}", "batch", "{names}"]\n')
@@ -130,7 +130,11 @@ def test_a_build_past_build_timeout_is_killed_with_its_group_one_line_exit_2(wor
     """The build that hangs hangs for ever, and it is the only build under the limit (the
     base's is tried with a candidate given by --bin, which builds nothing), so a loaded
     machine cannot push a healthy build past the limit."""
-    extra = ("--base", "HEAD", "--bin", sys.executable) if stage == "basebuild" else ()
+    extra = (
+        ("--base", "HEAD", "--same-program-ok", "--bin", sys.executable)
+        if stage == "basebuild"
+        else ()
+    )
     started = time.monotonic()
     proc = run_recall(
         *fault_args(world, "--build-timeout", "1", *extra), cwd=world["finder"],
@@ -175,7 +179,7 @@ def test_a_build_timeout_of_zero_is_a_usage_error(world, command):
 @needs_ctags
 @pytest.mark.slow
 def test_sigkill_at_each_stage_is_recovered_by_the_next_run(world, stage):
-    extra = ("--base", "HEAD") if "build" in stage else ()
+    extra = ("--base", "HEAD", "--same-program-ok") if "build" in stage else ()
     proc = _start(world, stage, *extra)
     _wait_for(world["marks"] / stage, proc)
     proc.kill()
@@ -249,7 +253,7 @@ def test_nothing_is_written_outside_the_cache_the_temporary_folder_and_the_repor
     before = repo.git.status("--porcelain", "--ignored")
     home = _snapshot(world["home"])
     html = world["tmp"].parent / "report.html"
-    _run_ok(world, "--base", "HEAD", "--html", str(html))
+    _run_ok(world, "--base", "HEAD", "--same-program-ok", "--html", str(html))
     assert repo.git.status("--porcelain", "--ignored") == before
     assert _snapshot(world["home"]) == home
     assert os.listdir(world["tmp"]) == []
@@ -311,7 +315,7 @@ def test_a_full_cache_disk_is_one_line_exit_2(world, tmp_path):
 @needs_ctags
 @pytest.mark.slow
 def test_two_runs_at_once_on_one_fresh_cache_agree(world):
-    procs = [_start(world, "", "--base", "HEAD") for _ in range(2)]
+    procs = [_start(world, "", "--base", "HEAD", "--same-program-ok") for _ in range(2)]
     outs = [p.communicate(timeout=120) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outs
     first, second = (json.loads(out)["runs"] for out, _err in outs)

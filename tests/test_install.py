@@ -231,7 +231,7 @@ def test_make_recall_json_writes_the_report_alone_to_stdout(real_cache):
     env["RECALL_CACHE"] = str(real_cache)
     proc = subprocess.run(
         ["make", "recall", f"VENV={venv}", f"PYTHON={sys.executable}", "BASE=HEAD",
-         "ARGS=--json --repo gin --type abbr3 --no-regress"],
+         "ARGS=--json --repo gin --type abbr3 --no-regress --same-program-ok"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr

@@ -74,7 +74,15 @@ def test_many_binaries_keep_the_order_given_and_each_candidate_gets_its_diff(
     wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} {path / "finder.py"} "$@"\n')
     wrapper.chmod(0o755)
     script = str(wrapper)
-    flags = ("--base", "HEAD", "--engine", "sub=recall.toml", "--bin", f"mine={script}")
+    flags = (
+        "--base",
+        "HEAD",
+        "--same-program-ok",
+        "--engine",
+        "sub=recall.toml",
+        "--bin",
+        f"mine={script}",
+    )
     proc = _run(path, real_cache, *flags, "--json")
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
@@ -100,6 +108,35 @@ def test_base_must_be_a_commit(finder, real_cache, gin):
         assert proc.returncode == 2
         assert proc.stderr.startswith("recall: --base") and proc.stderr.count("\n") == 1
     assert not (path / "x").exists()
+
+
+def test_a_base_of_the_same_code_as_the_working_tree_is_refused_up_front(finder, tmp_path):
+    """Issue 44 item 7: `--base HEAD` on a clean tree measured the same code twice (about
+    60 s on fzy) with no word; the same-program guard only covered a program on PATH. A
+    base whose tree is the working tree's is refused before anything is built or fetched,
+    for an engine that runs {tree}'s program too; untracked suite files beside recall.toml
+    (read alike for both sides) change nothing, an edit does."""
+    repo, path = finder
+    cache = tmp_path / "cache"
+    pin = {"url": "https://host.invalid/o/r", "sha": "a" * 40, "language": "python"}
+    (path / "corpus.json").write_text(json.dumps({"far": pin}))  # untracked, as queries.tsv
+    (path / "queries.tsv").write_text("repo\tquery\ttype\tsource\nfar\tabc\thand\t\n")
+    repo.git.commit("--allow-empty", "-m", "a commit of the same tree")
+    for ref in ("HEAD", "HEAD~1"):
+        proc = run_cli("--base", ref, "--cache", str(cache), cwd=path, env={"RECALL_MIRROR": ""})
+        assert proc.returncode == 2
+        assert proc.stderr == (
+            f"recall: --base {ref}: the working tree holds the same code as "
+            f"{repo.commit(ref).hexsha[:12]} (tree {repo.head.commit.tree.hexsha[:12]}, nothing "
+            "changed), so both sides would run one program and show no change; give another "
+            "ref, change the tree, or --same-program-ok to measure it twice\n"
+        )
+        assert not cache.exists()  # nothing built, fetched or kept
+    (path / "finder.py").write_text(GOOD + "# an edit\n")
+    edited = run_cli("--base", "HEAD", "--cache", str(cache), cwd=path, env={"RECALL_MIRROR": ""})
+    assert edited.returncode == 2  # past the check, both sides made: the pin cannot be fetched
+    assert edited.stderr.splitlines()[-1].startswith("recall: fetch far: cannot fetch aaaaaaaa")
+    assert (cache / "builds").is_dir()
 
 
 def test_fail_on_loss_without_a_baseline_is_a_usage_error(finder, real_cache):
@@ -159,7 +196,8 @@ def test_reference_base_head_runs_both_sides_and_shows_no_change(real_cache, gin
         pytest.skip("the project repo has no commit yet")
     git.Repo.clone_from(ROOT, clone)
     proc = run_cli(
-        "--cache", str(real_cache), "--repo", "gin", "--base", "HEAD", "--json",
+        "--cache", str(real_cache), "--repo", "gin", "--base", "HEAD",
+        "--same-program-ok", "--json",
         "--corpus", str(clone / "corpus.json"), "--queries", str(clone / "queries.tsv"),
         cwd=clone,
     )  # fmt: skip

@@ -65,7 +65,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--same-program-ok", action="store_true",
         help="let --base REF run the very program the candidate runs (an engine whose bin is "
-        "a program on PATH, not one its build makes in the tree); refused otherwise",
+        "a program on PATH, not one its build makes in the tree; or a working tree that "
+        "holds REF's code unchanged, as --base HEAD on a clean tree): both sides then run "
+        "for real; refused otherwise",
     )  # fmt: skip
     base.add_argument(
         "--against", metavar="FILE",

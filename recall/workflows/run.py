@@ -59,7 +59,9 @@ from recall.running.build import (
     base_binary,
     check_build_timeout,
     finder_root,
+    resolve_commit,
     run_build,
+    same_tree,
     tree_identity,
     with_bin,
 )
@@ -233,6 +235,7 @@ def measure(options: RunOptions) -> Measurement:
     refuse_unfit([engine, *labeled], domain)
     if not options.same_program_ok:
         check_distinct_programs(options, engine, specs)
+        check_distinct_trees(options, root, found)
     python = finder_python(cache)
     sides = _candidates(specs, engine, root, python, engine_flag, options.build_timeout)
     known = {"tree": str(root), "python": python}
@@ -636,6 +639,30 @@ def _with_tree(
     if specs and not (placed or has_bins):
         return [("engine", None, ""), *specs]  # the unlabeled engine: `engine`, as resolved
     return specs
+
+
+def check_distinct_trees(options: RunOptions, root: Path, found: Located) -> None:
+    """A working tree that holds exactly the base's code (`--base HEAD` on a clean tree,
+    or a ref of the same tree) measures one program twice: a minute of work for a diff
+    that can only show no change. Refused before anything is built, unless
+    --same-program-ok says the self-diff is meant (it then runs both sides for real). The
+    files recall itself reads from the tree (the engine file, the suite files and
+    --accept/--regress) are read alike for both sides, so they do not make two programs."""
+    if not options.base or options.base_bin:
+        return
+    commit = resolve_commit(root, options.base)
+    own = [Path(f) for f in (found.corpus, found.queries, found.default_regress) if f]
+    own += [Path(f) for f in (options.accept, options.regress) if f]
+    if found.config is not None:
+        own.append(found.config)
+    tree = same_tree(root, commit, own)
+    if tree is not None:
+        raise RecallError(
+            f"--base {options.base}: the working tree holds the same code as {commit[:12]} "
+            f"(tree {tree[:12]}, nothing changed), so both sides would run one program and "
+            "show no change; give another ref, change the tree, or --same-program-ok to "
+            "measure it twice"
+        )
 
 
 def _default_engine(specs: list[tuple[str, str | None, str]]) -> str | None:
