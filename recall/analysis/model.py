@@ -538,6 +538,13 @@ class Report:
         None  # a typing set's keystrokes to the name (recall/analysis/effort.py)
     )
 
+    @property
+    def is_loss(self) -> bool:
+        """What --fail-on-loss fails on: any diff's loss (Diff.is_loss), and for a typing
+        set any sequence's (EffortDiff.is_loss)."""
+        efforts = self.effort.diffs if self.effort else ()
+        return any(d.is_loss for d in self.diffs) or any(d.is_loss for d in efforts)
+
     def to_json(self) -> dict:
         out: dict = {
             "schema": SCHEMA,

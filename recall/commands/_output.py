@@ -43,7 +43,7 @@ def print_report(report: Report, output: Output) -> int:
     else:
         sys.stdout.write(render(report, markdown=output.markdown))
     sys.stdout.flush()
-    if output.fail_on_loss and any(d.is_loss for d in report.diffs):
+    if output.fail_on_loss and report.is_loss:
         return EXIT_LOSS
     return EXIT_OK
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from recall.analysis.effort import Effort
+from recall.analysis.effort import Effort, EffortDiff
 from recall.analysis.model import (
     LEFT_OUT_SHOWN,
     NOISE_SPREAD,
@@ -198,8 +198,9 @@ def render(report: Report, *, markdown: bool = False) -> str:
             out += [_row_line(e.repo, e.query, e.error, markdown) for e in run.error_rows]
     if report.regress is not None:
         out += _render_regress(report, markdown)
-    for d in report.diffs:
-        out += _render_diff(d, markdown, cap)
+    efforts = report.effort.diffs if report.effort else ()
+    for i, d in enumerate(report.diffs):
+        out += _render_diff(d, markdown, cap, efforts[i] if efforts else None)
     if report.bench is not None:
         out += ["", *render_bench(report.bench, markdown)]
     if report.misses is not None:
@@ -372,17 +373,35 @@ def _more(hidden: int, markdown: bool, where: str = "--json or --html") -> list[
     return ["", line] if markdown else [line]
 
 
-def _render_diff(d: Diff, markdown: bool, cap: int | None = None) -> list[str]:
+def diff_lines(d: Diff, effort: EffortDiff | None = None) -> tuple[str, str]:
+    """A diff's verdict line and its counts line: of the sources, or for a typing set of
+    its sequences (whose prompts have no source: the sources' counts would all be 0)."""
+    if effort is not None:
+        return (
+            effort.verdict_line(),
+            f"{effort.counts_line()}; distinct queries whose top 10 changed: {d.top10_changed}",
+        )
+    return (
+        d.significance.verdict_line(),
+        f"sources up {d.up}, down {d.down}, unchanged {d.same}; "
+        f"queries whose top 10 changed: {d.top10_changed}",
+    )
+
+
+def _render_diff(
+    d: Diff, markdown: bool, cap: int | None = None, effort: EffortDiff | None = None
+) -> list[str]:
+    """A candidate's diff; for a typing set (effort: its sequences' diff, whose table the
+    effort section shows) its verdict and counts are the sequences', and the sources'
+    lists, empty for prompts that have none, are left out."""
     out: list[str] = []
     out += _heading(f"Diff: {_said(d.new, markdown)} against {_said(d.base, markdown)}", markdown)
-    verdict = d.significance.verdict_line()
+    verdict, counts = diff_lines(d, effort)
     out += [verdict, ""] if markdown else [verdict]
-    out.append(
-        f"sources up {d.up}, down {d.down}, unchanged {d.same}; "
-        f"queries whose top 10 changed: {d.top10_changed}"
-    )
-    summary = d.significance.summary()
-    out += ["", summary] if markdown else [summary]
+    out.append(counts)
+    if effort is None:
+        summary = d.significance.summary()
+        out += ["", summary] if markdown else [summary]
     explained: set[str] = set()
     sections = (
         (d.lost_first, "Lost #1", True, True),
@@ -390,7 +409,7 @@ def _render_diff(d: Diff, markdown: bool, cap: int | None = None) -> list[str]:
         (d.lost_top10, "Lost the top 10", True, True),
         (d.gained_top10, "Entered the top 10", True, False),
     )
-    for rows, title, first_now, lost in sections:
+    for rows, title, first_now, lost in () if effort else sections:
         out += _heading(f"{title}: {len(rows)}", markdown)
         shown_rows = rows[:cap] if cap is not None else rows
         out += _changes_table(shown_rows, markdown, first_now=first_now)
