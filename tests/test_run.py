@@ -50,6 +50,35 @@ def test_worse_commit_fails_on_loss_and_neutral_commit_passes(finder, real_cache
     assert (diff["up"], diff["down"], diff["top10_changed"]) == (0, 0, 0)
 
 
+def test_the_log_shows_the_verdict_and_the_counts_whatever_goes_to_stdout(finder, real_cache, gin):
+    """Issue 44 item 2: with `--markdown >> "$GITHUB_STEP_SUMMARY"` and --fail-on-loss the
+    job exited 1 and its log showed nothing of why. stderr now has each diff's verdict
+    line and its lost and gained counts, and the losses --fail-on-loss failed on."""
+    repo, path = finder
+    commit_files(repo, {"finder.py": GOOD.replace("(len(n), n)", "(-len(n), n)")}, "worse")
+    for form in ("--markdown", "--json", None):
+        proc = _run(path, real_cache, "--base", "HEAD~1", "--fail-on-loss", "--no-regress",
+                    *([form] if form else []))  # fmt: skip
+        assert proc.returncode == 1
+        report = json.loads(
+            _run(path, real_cache, "--base", "HEAD~1", "--json", "--no-regress").stdout
+        )
+        diff = report["diff"]
+        head = f"recall: candidate against {report['runs'][0]['label']}"
+        lost = (len(diff["lost_first"]), len(diff["lost_top10"]))
+        assert proc.stderr.splitlines()[-3:] == [
+            f"{head}: {diff['verdict']['summary']}",
+            f"{head}: lost #1 {lost[0]}, lost the top 10 {lost[1]}, gained #1 "
+            f"{len(diff['gained_first'])}, entered the top 10 {len(diff['gained_top10'])}",
+            f"recall: --fail-on-loss: exit 1: candidate: {lost[0]} lost #1"
+            + (f", {lost[1]} lost the top 10" if lost[1] else ""),
+        ]
+        assert lost[0] > 0 and "regressed" in diff["verdict"]["summary"]
+        assert head not in proc.stdout  # stdout holds the report alone
+        if form == "--json":
+            assert json.loads(proc.stdout)["diff"] == diff
+
+
 def test_accepted_losses_do_not_fail_and_a_stale_accepted_row_is_reported(
     finder, real_cache, gin, tmp_path
 ):

@@ -388,6 +388,58 @@ def diff_lines(d: Diff, effort: EffortDiff | None = None) -> tuple[str, str]:
     )
 
 
+def log_lines(report: Report) -> list[str]:
+    """What a CI job's log shows of each diff, whatever went to stdout (a summary file,
+    a JSON file): its verdict line and its lost and gained counts, one line each, on
+    stderr; and, for --fail-on-loss, what the losses are (loss_reasons)."""
+    out: list[str] = []
+    efforts = report.effort.diffs if report.effort else ()
+    for i, d in enumerate(report.diffs):
+        head = f"recall: {shown(d.new)} against {shown(d.base)}"
+        effort = efforts[i] if efforts else None
+        verdict, _counts = diff_lines(d, effort)
+        out.append(f"{head}: {verdict}")
+        if effort is not None:
+            out.append(f"{head}: {effort.counts_line()}")
+            continue
+        accepted = f" ({len(d.accepted)} accepted, not counted)" if d.accepted else ""
+        out.append(
+            f"{head}: lost #1 {len(d.lost_first)}, lost the top 10 {len(d.lost_top10)}, "
+            f"gained #1 {len(d.gained_first)}, entered the top 10 {len(d.gained_top10)}"
+            f"{accepted}"
+        )
+    return out
+
+
+def loss_reasons(report: Report) -> list[str]:
+    """Each candidate's losses, as --fail-on-loss counts them (Report.is_loss)."""
+    reasons: list[str] = []
+    efforts = report.effort.diffs if report.effort else ()
+    for d in report.diffs:
+        parts = [
+            f"{count} {what}"
+            for count, what in (
+                (len(d.lost_first), "lost #1"), (len(d.lost_top10), "lost the top 10"),
+                (len(d.regress_broken or ()), "regress cases broke"),
+                (d.candidate_errors, "queries errored"),
+            )
+            if count
+        ]  # fmt: skip
+        for effort in efforts:
+            if effort.new == d.new:
+                parts += [
+                    f"{count} {what}"
+                    for count, what in (
+                        (len(effort.more_keys), "sequences need more keystrokes to #1"),
+                        (len(effort.lost_top3), "sequences left the top 3"),
+                    )
+                    if count
+                ]
+        if parts:
+            reasons.append(f"{shown(d.new)}: {', '.join(parts)}")
+    return reasons
+
+
 def _render_diff(
     d: Diff, markdown: bool, cap: int | None = None, effort: EffortDiff | None = None
 ) -> list[str]:
