@@ -430,6 +430,55 @@ def test_an_engine_that_answers_nothing_is_exit_2_with_the_reason(world, finder,
     assert proc.stderr.count("\n") == 1
 
 
+SILENT_FINDER = r"""
+import json, sys
+if sys.argv[1:2] == ["index"]:
+    sys.exit(0)
+print("finder: unrecognized option '--nosuchflag'", file=sys.stderr)
+print("usage: finder query QUERY NAMES", file=sys.stderr)
+if sys.argv[1:2] == ["batch"]:  # answers every request with nothing
+    for line in sys.stdin:
+        print(json.dumps({"id": json.loads(line)["id"], "results": []}), flush=True)
+"""
+
+
+@pytest.mark.parametrize("mode", ["per-query", "batch"])
+@needs_ctags
+def test_a_finder_that_answers_nothing_is_shown_with_its_stderr_and_a_command_to_run(world, mode):
+    """Issue 44 item 3: `candidate returned nothing for 84 of 84 queries: the engine
+    description is probably wrong`, and never the finder's own stderr. The error now runs
+    one such query alone and quotes its stderr, the engine file's line, and a command
+    that runs it again, as printed, from any folder, once the run's folders are gone."""
+    (world["finder"] / "finder.py").write_text(SILENT_FINDER)
+    if mode == "batch":
+        engine = FAULT_ENGINE.replace('output = "lines"', 'batch = ["{bin}", "batch"]')
+        (world["finder"] / "recall.toml").write_text(engine)
+    args = [a for a in fault_args(world) if a != "--allow-empty"]
+    proc = run_cli(*args, cwd=world["finder"], env=fault_env(world))
+    assert proc.returncode == 2 and proc.stdout == ""
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith("recall: candidate returned nothing for 6 of 6 queries")
+    said = "finder: unrecognized option '--nosuchflag' | usage: finder query QUERY NAMES"
+    assert f"one query (tiny 'alpha') alone: exit 0, no names listed; its stderr: {said}" in line
+    key = "batch" if mode == "batch" else "query"
+    toml = world["finder"] / "recall.toml"
+    number = toml.read_text().splitlines().index(next(
+        text for text in toml.read_text().splitlines() if text.startswith(f"{key} ")
+    )) + 1  # fmt: skip
+    assert line.endswith(f"; the engine's line: {toml}:{number}: {key} = " + (
+        '["{bin}", "batch"]' if mode == "batch" else '["{bin}", "query", "{query}", "{names}"]'
+    ))  # fmt: skip
+    command = line.split("; run it yourself: ")[1].split("; the engine's line: ")[0]
+    assert str(world["tmp"]) not in command  # nothing of the run's folders, which are gone
+    assert os.listdir(world["tmp"]) == []
+    again = subprocess.run(["bash", "-c", command], cwd=world["home"], capture_output=True,
+                           text=True)  # fmt: skip
+    assert again.returncode == 0 and again.stderr.startswith("finder: unrecognized option")
+    if mode == "batch":
+        assert json.loads(again.stdout) == {"id": 0, "results": []}
+        assert command.startswith("cd ") and "printf '%s\\n' '{\"id\":0," in command
+
+
 BANNER_FINDER = r"""
 import json, sys
 print("index loaded", flush=True)  # one stray line: every answer after it is one late

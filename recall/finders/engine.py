@@ -123,6 +123,21 @@ def resolve_engine(spec: str | None, finder_root: Path, domain: str = NAMES) -> 
     return load_engine(path)
 
 
+def key_line(engine: Engine, key: str) -> str | None:
+    """Where an engine file sets key, `FILE:LINE: the line`, for an error to point at the
+    line to edit; None for a preset, or a file that no longer reads so."""
+    if engine.source.startswith("preset:"):
+        return None
+    try:
+        lines = Path(engine.source).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    for number, line in enumerate(lines, start=1):
+        if re.match(rf"\s*{re.escape(key)}\s*=", line):
+            return f"{engine.source}:{number}: {line.strip()}"
+    return None
+
+
 def load_preset(name: str) -> Engine:
     data = (resources.files("recall.finders") / "presets" / f"{name}.toml").read_bytes()
     return parse_engine(data, f"preset:{name}")

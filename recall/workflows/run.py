@@ -36,7 +36,13 @@ from recall.analysis.typing_report import prompt_answers, typing_report
 from recall.cache import keep_file, read_file, warn
 from recall.errors import RecallError
 from recall.files import file_sha256, target
-from recall.finders.engine import DEFAULT_PRESETS, Engine, preset_names, resolve_engine
+from recall.finders.engine import (
+    DEFAULT_PRESETS,
+    Engine,
+    key_line,
+    preset_names,
+    resolve_engine,
+)
 from recall.finders.requirements import require
 from recall.inputs import derive, keystrokes, path_recipes, recipes, symbols
 from recall.inputs.corpus import Pin, cache_root, load_pins, mirror_root
@@ -74,6 +80,7 @@ from recall.running.measure import (
     run_binary,
     unknown_sources,
 )
+from recall.running.probe import probe
 from recall.running.results_cache import (
     Flags,
     cached_run,
@@ -276,7 +283,11 @@ def measure(options: RunOptions) -> Measurement:
             if side.cacheable and not options.no_cache:  # --no-cache neither reads nor writes
                 store_run(cache, key, run)
         result = Measured(run, key, len(rows), side.explain)
-        check_answered(result.run, allow_empty=options.allow_empty)
+        try:
+            check_answered(result.run, allow_empty=options.allow_empty)
+        except RecallError as exc:  # say how: the finder's own words on one query
+            seen = _probed(side.binary, rows, result.run, pins, cache, mirror, corpora, options)
+            raise RecallError(f"{exc}; {seen}") from None
         measured.append(result)
 
     has_base = options.has_baseline
@@ -300,6 +311,24 @@ def measure(options: RunOptions) -> Measurement:
         binaries = [side.binary for side in sides]
         bench = run_bench(binaries, hand, corpora, options.bench, options.timeout)
     return Measurement(plan, measured, has_base, meta, _ceiling(plan), bench)
+
+
+def _probed(
+    binary: FinderBuild, rows: list[QueryRow], run: RunResult, pins: dict[str, Pin],
+    cache: Path, mirror: Path | None, corpora: dict[str, Corpus], options: RunOptions,
+) -> str:  # fmt: skip
+    """The first query the run got nothing from (an error, no answer, or one naming
+    nothing in the corpus), run again alone: its outcome, its stderr, the engine file's
+    line that makes its argv, and the command that runs it (running/probe.py)."""
+    picked = next(
+        (row for row, r in zip(rows, run.results, strict=True)
+         if r.error or not r.top or r.off_corpus),
+        rows[0],
+    )  # fmt: skip
+    _fetch_corpora([picked], pins, cache, mirror, corpora)
+    seen = probe(binary, corpora[picked.repo], picked, options.timeout, cache)
+    line = key_line(binary.engine, "batch" if binary.engine.batch else "query")
+    return seen.said() + (f"; the engine's line: {line}" if line else "")
 
 
 def refuse_unfit(engines: list[Engine], domain: str) -> None:
