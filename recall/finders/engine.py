@@ -143,12 +143,38 @@ def load_preset(name: str) -> Engine:
     return parse_engine(data, f"preset:{name}")
 
 
+# What `recall init` puts after each line of its blank template that it could only guess
+# (the program, the query's argv): an engine file still holding one is refused by name.
+TEMPLATE_MARK = "# EDIT: recall init's guess"
+
+
 def load_engine(path: Path) -> Engine:
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise RecallError(f"{path}: cannot read: {exc.strerror}") from None
-    return parse_engine(data, str(path))
+    engine = parse_engine(data, str(path))
+    _check_edited(path, data)
+    return engine
+
+
+def _check_edited(path: Path, data: bytes) -> None:
+    """An engine file that still holds the template's guesses would run a program and a
+    query argv no finder was described by (a generic `{query} --limit {limit}` fails on
+    fzy, answering nothing): refused with the lines to edit."""
+    marked = [
+        (number, line.split("=", 1)[0].strip())
+        for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), start=1)
+        if TEMPLATE_MARK in line and not line.lstrip().startswith("#")
+    ]
+    if marked:
+        lines = ",".join(str(number) for number, _key in marked)
+        keys = ", ".join(key for _number, key in marked)
+        raise RecallError(
+            f"{path}:{lines}: `recall init`'s template, unedited ({keys}): edit "
+            f"{'these lines' if len(marked) > 1 else 'this line'} for your finder and remove "
+            f"the `{TEMPLATE_MARK}` mark"
+        )
 
 
 def parse_engine(data: bytes, source: str) -> Engine:
