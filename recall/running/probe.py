@@ -54,7 +54,11 @@ class Probe:
         listed = len(probed.result.top)
         if not listed:
             return f"{ended}, no names listed"
-        return f"{ended}, {listed} name{'' if listed == 1 else 's'} listed"
+        said = f"{ended}, {listed} name{'' if listed == 1 else 's'} listed"
+        if probed.result.off_corpus:
+            first = probed.result.top[0].name
+            return f"{said}, none a name of the corpus (the first {first!r})"
+        return said
 
     def stderr(self) -> str:
         """The first lines of its stderr, on one line (` | ` between them)."""
