@@ -132,8 +132,8 @@ def detect_build(root: Path, program: str | None) -> Build | None:
             "Cargo.toml", ("cargo", "build", "--release"), (f"{{tree}}/target/release/{crate}",)
         )
     if (root / "go.mod").is_file():
-        module = re.search(r"^module\s+(\S+)", (root / "go.mod").read_text("utf-8"), re.M)
-        command = program or (_name(module.group(1)) if module else name)
+        module = _go_module(root)
+        command = program or (_name(module) if module else name)
         main = f"./cmd/{command}" if (root / "cmd" / command).is_dir() else "."
         return Build("go.mod", ("go", "build", "-o", command, main), (f"{{tree}}/{command}",))
     if (root / "package.json").is_file():
@@ -218,24 +218,25 @@ def fitting_preset(root: Path) -> tuple[str, str] | None:
     finder; its preset runs it as its users do."""
     presets = [name for name in preset_names() if "-" not in name]  # not the -paths ones
     has_make = (root / "Makefile").is_file() or (root / "makefile").is_file()
-    cargo = (
-        _toml_table(root / "Cargo.toml").get("package", {})
-        if (root / "Cargo.toml").is_file()
-        else {}
-    )
-    module = ""
-    if (root / "go.mod").is_file():
-        found = re.search(r"^module\s+(\S+)", (root / "go.mod").read_text("utf-8"), re.M)
-        module = _name(found.group(1)) if found else ""
+    cargo = _toml_table(root / "Cargo.toml").get("package", {})
+    module = _go_module(root)
     for name in presets:
         for source in (root / f"{name}.c", root / "src" / f"{name}.c"):
             if has_make and source.is_file():
                 return name, f"a Makefile and {source.relative_to(root)}"
         if isinstance(cargo, dict) and cargo.get("name") == name:
             return name, f"Cargo.toml's package {name}"
-        if module == name:
+        if module and _name(module) == name:
             return name, f"go.mod's module {name}"
     return None
+
+
+def _go_module(root: Path) -> str | None:
+    """The module path go.mod declares, if there is a go.mod that declares one."""
+    if not (root / "go.mod").is_file():
+        return None
+    found = re.search(r"^module\s+(\S+)", (root / "go.mod").read_text("utf-8"), re.M)
+    return found.group(1) if found else None
 
 
 def _names_tree(argv: tuple[str, ...]) -> bool:
