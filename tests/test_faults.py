@@ -90,7 +90,7 @@ def _run_ok(world: dict, *extra: str) -> dict:
 @needs_ctags
 @pytest.mark.slow
 def test_ctrl_c_at_each_stage_leaves_no_temporary_folder_and_the_next_run_works(world, stage):
-    extra = ("--base", "HEAD") if "build" in stage else ()
+    extra = ("--base", "HEAD", "--same-program-ok") if "build" in stage else ()
     proc = _start(world, stage, *extra)
     _wait_for(world["marks"] / stage, proc)
     started = time.monotonic()
@@ -109,7 +109,7 @@ def test_ctrl_c_at_each_stage_leaves_no_temporary_folder_and_the_next_run_works(
 @needs_ctags
 @pytest.mark.slow
 def test_sigterm_at_each_stage_kills_what_it_started_cleans_up_and_exits_143(world, stage):
-    extra = ("--base", "HEAD") if "build" in stage else ()
+    extra = ("--base", "HEAD", "--same-program-ok") if "build" in stage else ()
     engine = world["finder"] / "recall.toml"
     if stage == "batch":  # a batch process per corpus, in flight when the signal comes
         engine.write_text(FAULT_ENGINE + 'batch = ["{bin}", "batch", "{names}"]\n')
@@ -134,7 +134,11 @@ def test_a_build_past_build_timeout_is_killed_with_its_group_one_line_exit_2(wor
     """The build that hangs hangs for ever, and it is the only build under the limit (the
     base's is tried with a candidate given by --bin, which builds nothing), so a loaded
     machine cannot push a healthy build past the limit."""
-    extra = ("--base", "HEAD", "--bin", sys.executable) if stage == "basebuild" else ()
+    extra = (
+        ("--base", "HEAD", "--same-program-ok", "--bin", sys.executable)
+        if stage == "basebuild"
+        else ()
+    )
     started = time.monotonic()
     proc = run_recall(
         *fault_args(world, "--build-timeout", "1", *extra), cwd=world["finder"],
@@ -179,7 +183,7 @@ def test_a_build_timeout_of_zero_is_a_usage_error(world, command):
 @needs_ctags
 @pytest.mark.slow
 def test_sigkill_at_each_stage_is_recovered_by_the_next_run(world, stage):
-    extra = ("--base", "HEAD") if "build" in stage else ()
+    extra = ("--base", "HEAD", "--same-program-ok") if "build" in stage else ()
     proc = _start(world, stage, *extra)
     _wait_for(world["marks"] / stage, proc)
     proc.kill()
@@ -253,7 +257,7 @@ def test_nothing_is_written_outside_the_cache_the_temporary_folder_and_the_repor
     before = repo.git.status("--porcelain", "--ignored")
     home = _snapshot(world["home"])
     html = world["tmp"].parent / "report.html"
-    _run_ok(world, "--base", "HEAD", "--html", str(html))
+    _run_ok(world, "--base", "HEAD", "--same-program-ok", "--html", str(html))
     assert repo.git.status("--porcelain", "--ignored") == before
     assert _snapshot(world["home"]) == home
     assert os.listdir(world["tmp"]) == []
@@ -315,7 +319,7 @@ def test_a_full_cache_disk_is_one_line_exit_2(world, tmp_path):
 @needs_ctags
 @pytest.mark.slow
 def test_two_runs_at_once_on_one_fresh_cache_agree(world):
-    procs = [_start(world, "", "--base", "HEAD") for _ in range(2)]
+    procs = [_start(world, "", "--base", "HEAD", "--same-program-ok") for _ in range(2)]
     outs = [p.communicate(timeout=120) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outs
     first, second = (json.loads(out)["runs"] for out, _err in outs)
@@ -428,6 +432,55 @@ def test_an_engine_that_answers_nothing_is_exit_2_with_the_reason(world, finder,
     proc = run_cli(*args, cwd=world["finder"], env=fault_env(world))
     assert proc.returncode == 2 and message in proc.stderr, proc.stderr
     assert proc.stderr.count("\n") == 1
+
+
+SILENT_FINDER = r"""
+import json, sys
+if sys.argv[1:2] == ["index"]:
+    sys.exit(0)
+print("finder: unrecognized option '--nosuchflag'", file=sys.stderr)
+print("usage: finder query QUERY NAMES", file=sys.stderr)
+if sys.argv[1:2] == ["batch"]:  # answers every request with nothing
+    for line in sys.stdin:
+        print(json.dumps({"id": json.loads(line)["id"], "results": []}), flush=True)
+"""
+
+
+@pytest.mark.parametrize("mode", ["per-query", "batch"])
+@needs_ctags
+def test_a_finder_that_answers_nothing_is_shown_with_its_stderr_and_a_command_to_run(world, mode):
+    """Issue 44 item 3: `candidate returned nothing for 84 of 84 queries: the engine
+    description is probably wrong`, and never the finder's own stderr. The error now runs
+    one such query alone and quotes its stderr, the engine file's line, and a command
+    that runs it again, as printed, from any folder, once the run's folders are gone."""
+    (world["finder"] / "finder.py").write_text(SILENT_FINDER)
+    if mode == "batch":
+        engine = FAULT_ENGINE.replace('output = "lines"', 'batch = ["{bin}", "batch"]')
+        (world["finder"] / "recall.toml").write_text(engine)
+    args = [a for a in fault_args(world) if a != "--allow-empty"]
+    proc = run_cli(*args, cwd=world["finder"], env=fault_env(world))
+    assert proc.returncode == 2 and proc.stdout == ""
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith("recall: candidate returned nothing for 6 of 6 queries")
+    said = "finder: unrecognized option '--nosuchflag' | usage: finder query QUERY NAMES"
+    assert f"one query (tiny 'alpha') alone: exit 0, no names listed; its stderr: {said}" in line
+    key = "batch" if mode == "batch" else "query"
+    toml = world["finder"] / "recall.toml"
+    number = toml.read_text().splitlines().index(next(
+        text for text in toml.read_text().splitlines() if text.startswith(f"{key} ")
+    )) + 1  # fmt: skip
+    assert line.endswith(f"; the engine's line: {toml}:{number}: {key} = " + (
+        '["{bin}", "batch"]' if mode == "batch" else '["{bin}", "query", "{query}", "{names}"]'
+    ))  # fmt: skip
+    command = line.split("; run it yourself: ")[1].split("; the engine's line: ")[0]
+    assert str(world["tmp"]) not in command  # nothing of the run's folders, which are gone
+    assert os.listdir(world["tmp"]) == []
+    again = subprocess.run(["bash", "-c", command], cwd=world["home"], capture_output=True,
+                           text=True)  # fmt: skip
+    assert again.returncode == 0 and again.stderr.startswith("finder: unrecognized option")
+    if mode == "batch":
+        assert json.loads(again.stdout) == {"id": 0, "results": []}
+        assert command.startswith("cd ") and "printf '%s\\n' '{\"id\":0," in command
 
 
 BANNER_FINDER = r"""

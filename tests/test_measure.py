@@ -141,7 +141,9 @@ def test_fzy_with_show_scores_reads_scores_as_names_and_is_refused(tmp_path, rea
     assert re.fullmatch(
         r"recall: base: 84 of the 84 answers that listed anything name nothing in the "
         r"corpus \(the first begin '\d+\.\d+', '\d+\.\d+', '\d+\.\d+'\): the engine "
-        r"description is probably wrong \(does its output give names\?\)\n",
+        r"description is probably wrong \(does its output give names\?\); one query \(gin "
+        r"'\w+'\) alone: exit 0, \d+ names listed, none a name of the corpus \(the first "
+        r"'\d+\.\d+'\); its stderr: \(nothing\); run it yourself: .*--show-scores.*\n",
         proc.stderr,
     ), proc.stderr
     assert proc.stdout == ""

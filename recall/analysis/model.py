@@ -126,12 +126,14 @@ class RegressSummary:
     fails: int
     not_applicable: int
     failing: tuple[FailingCase, ...]
+    no_locations: bool = False  # the finder prints no file:line at all: every case n/a
 
     def to_json(self) -> dict:
         return {
             "cases": self.cases, "holds": self.holds, "fails": self.fails,
             "not_applicable": self.not_applicable,
             "failing": [case.to_json() for case in self.failing],
+            "no_locations": self.no_locations,
         }  # fmt: skip
 
 
@@ -538,6 +540,13 @@ class Report:
     effort: Effort | None = (
         None  # a typing set's keystrokes to the name (recall/analysis/effort.py)
     )
+
+    @property
+    def is_loss(self) -> bool:
+        """What --fail-on-loss fails on: any diff's loss (Diff.is_loss), and for a typing
+        set any sequence's (EffortDiff.is_loss)."""
+        efforts = self.effort.diffs if self.effort else ()
+        return any(d.is_loss for d in self.diffs) or any(d.is_loss for d in efforts)
 
     def to_json(self) -> dict:
         out: dict = {

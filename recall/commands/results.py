@@ -55,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
     options = options_of(args)
     if options.jobs < 1:
         raise RecallError("--jobs must be 1 or more")
+    Path(options.out).parent.mkdir(parents=True, exist_ok=True)  # docs/ for a new page
     target(Path(options.out))  # a FIFO or a device there is refused before any work
     entries = results.peer_entries(options)
     results.check_comparable(entries)
@@ -66,7 +67,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         page = render_results(entries, host)
     out = Path(options.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(out, page.encode("utf-8"))
     print(f"recall results: wrote {options.out} ({len(entries)} finders)", file=sys.stderr)
     return EXIT_OK

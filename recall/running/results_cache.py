@@ -240,6 +240,7 @@ class Saved:
     rows: list[QueryRow]
     runs: list[tuple[RunResult, dict]]  # each run and its key
     explain: list[Flags | None]  # each run's flags for `recall explain`; [] if not saved
+    selection: object = None  # the run's --repo, --type and --split, as save_runs wrote it
 
 
 def read_saved(path: Path, flag: str, kinds: tuple[str, ...] = (SAVED_KIND,)) -> dict:
@@ -288,7 +289,8 @@ def load_saved(path: Path, flag: str) -> Saved:
     meta, baseline = data.get("meta"), data.get("baseline", False)
     if not isinstance(meta, dict) or not isinstance(baseline, bool):
         raise RecallError(f"{where}: meta must be an object and baseline true or false")
-    return Saved(meta, baseline, rows, runs, _decode_explain(where, data.get("explain", [])))
+    explain = _decode_explain(where, data.get("explain", []))
+    return Saved(meta, baseline, rows, runs, explain, data.get("selection"))
 
 
 def _decode_explain(where: str, value: object) -> list[Flags | None]:
@@ -302,14 +304,17 @@ def _decode_explain(where: str, value: object) -> list[Flags | None]:
     return [None if item is None else tuple((a, b) for a, b in item) for item in value]
 
 
-def load_against(path: Path, rows: list[QueryRow], key: dict) -> tuple[RunResult, dict]:
+def load_against(
+    path: Path, rows: list[QueryRow], key: dict, selection: dict | None = None
+) -> tuple[RunResult, dict]:
     """The last run of a saved file, as a baseline for these rows; refused with the reason
-    when its corpus pins or query set differ from this run's."""
+    when its corpus pins or query set differ from this run's: another selection (--repo,
+    --type, --split) said as such, since the pins and the file may well be the same."""
     saved = load_saved(path, "--against")
     run, saved_key = saved.runs[-1]
     for part in ("pins", "queries"):
         if saved_key.get(part) != key[part]:
-            reason = _difference(part, saved_key, key, saved.rows, rows)
+            reason = _difference(part, saved_key, key, saved, rows, selection)
             raise RecallError(f"--against {path}: {reason}")
     if len(run.results) != len(rows):
         raise RecallError(f"--against {path}: {len(run.results)} results for {len(rows)} rows")
@@ -319,6 +324,18 @@ def load_against(path: Path, rows: list[QueryRow], key: dict) -> tuple[RunResult
         restarts=run.restarts,
     )  # fmt: skip
     return against, saved_key
+
+
+def _selection_flags(selection: dict) -> str:
+    """A saved or asked selection as the flags that give it."""
+    flags = []
+    for flag in ("repo", "type"):
+        values = selection.get(flag)
+        if isinstance(values, list):
+            flags += [f"--{flag} {value}" for value in values]
+    if selection.get("split"):
+        flags.append(f"--split {selection['split']}")
+    return " ".join(flags) or "every repo and type"
 
 
 def decode_rows(where: str, rows: object) -> list[QueryRow]:
@@ -334,12 +351,25 @@ def decode_rows(where: str, rows: object) -> list[QueryRow]:
 
 
 def _difference(
-    part: str, saved: dict, now: dict, saved_rows: list[QueryRow], rows: list[QueryRow]
-) -> str:
+    part: str, saved_key: dict, now: dict, saved: Saved, rows: list[QueryRow],
+    selection: dict | None,
+) -> str:  # fmt: skip
+    old, new = saved_key.get("pins") or {}, now["pins"]
+    if not isinstance(old, dict):
+        old = {}
+    moved = sorted(r for r in old.keys() & new.keys() if old[r] != new[r])
+    if part == "pins" and moved:
+        return f"its corpus pins differ from this run's ({', '.join(moved)})"
+    if isinstance(saved.selection, dict) and selection and saved.selection != selection:
+        return (
+            f"it was saved with another selection ({_selection_flags(saved.selection)}) than "
+            f"this run's ({_selection_flags(selection)}): give the same --repo, --type and "
+            "--split, or save a run of this selection"
+        )
     if part == "pins":
-        old, new = saved.get("pins") or {}, now["pins"]
-        changed = sorted(r for r in old.keys() | new.keys() if old.get(r) != new.get(r))
-        return f"its corpus pins differ from this run's ({', '.join(changed)})"
+        changed = sorted(old.keys() ^ new.keys())
+        return f"it ran other repos than this run ({', '.join(changed)} in one only)"
+    saved_rows = saved.rows
     for i, (a, b) in enumerate(zip(saved_rows, rows, strict=False), start=1):
         if a != b:
             return (

@@ -10,6 +10,7 @@ next one, and never a live one's.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import fcntl
 import os
 import shutil
@@ -201,11 +202,15 @@ class Session:
                 f"({reason}): {' '.join(argv)}: {_tail(err)}"
             )
 
-    def run(self, argv: list[str], timeout: float) -> tuple[int | None, bytes, bytes]:
-        """Run argv in its own process group; on timeout the whole group is killed."""
+    def run(
+        self, argv: list[str], timeout: float, stdin_path: str | None = None
+    ) -> tuple[int | None, bytes, bytes]:
+        """Run argv in its own process group, reading stdin_path (default: the engine's
+        `stdin`); on timeout the whole group is killed."""
+        stdin_path = stdin_path or self._stdin_path
         try:
-            if self._stdin_path:
-                with self._open_stdin(self._stdin_path) as stdin:
+            if stdin_path:
+                with self._open_stdin(stdin_path) as stdin:
                     child = self._spawner.start(argv, stdin.fileno())
             else:
                 child = self._spawner.start(argv, self._devnull)
@@ -239,6 +244,10 @@ class Session:
         code, out, err = self.run(
             self._query_argv.fill(row.query, str(limit_of(row))), self.timeout
         )
+        return self._answer(row, code, out, err)
+
+    def _answer(self, row: QueryRow, code: int | None, out: bytes, err: bytes) -> QueryResult:
+        """A per-query process's result for row, from how it ended and what it printed."""
         if code is None:
             return QueryResult(None, (), f"timed out after {self.timeout:g} s: {_tail(err)}")
         if code in self.engine.no_match_exit:
@@ -249,6 +258,42 @@ class Session:
             return rank_answer(self.engine, out, row.source, self._names)
         except (ValueError, UnicodeDecodeError) as exc:
             return QueryResult(None, (), f"unparseable output ({exc}): {_tail(out)}")
+
+    def probe(self, row: QueryRow) -> Probed:
+        """One query alone, as the run asks it (through the batch argv with its one
+        request on stdin, when the engine has one): what a person running it by hand
+        would see, for an error that must say why a finder answers nothing."""
+        limit = str(limit_of(row))
+        if not self.engine.batch:
+            argv = self._query_argv.fill(row.query, limit)
+            code, out, err = self.run(argv, self.timeout)
+            return Probed(argv, None, code, out, err, self._answer(row, code, out, err))
+        request = b'{"id":0,' + BatchFeed([row]).bodies[0]
+        asked = self._tmp / "probe-request.jsonl"
+        asked.write_bytes(request)
+        argv = self._argv(self.engine.batch)
+        code, out, err = self.run(argv, self.timeout, str(asked))
+        first = out.split(b"\n", 1)[0]
+        if first.strip():
+            result = self._batch_answer(first, row, 0)
+        elif code == 0:
+            result = QueryResult(None, (), f"exit 0 with no answer line: {_tail(err)}")
+        else:  # timed out, or an exit of its own
+            result = self._answer(row, code, b"", err)
+        return Probed(argv, request, code, out, err, result)
+
+    def shown(self) -> Shown:
+        """What a command printed for a person runs besides the query's argv: its folder,
+        the engine's own variables, the index step, and the session's {names} and {db},
+        which the printed command must replace (they go with the session)."""
+        return Shown(
+            cwd=self._cwd,
+            env=tuple((k, fill(v, self._values)) for k, v in self.engine.env),
+            index=self._argv(self.engine.index) if self.engine.index else None,
+            stdin=self._stdin_path,
+            names=self._values["names"],
+            db=str(self._db),
+        )
 
     def query_batch(self, rows: list[QueryRow]) -> list[QueryResult]:
         """Every row through batch processes, one after another."""
@@ -435,6 +480,32 @@ class Session:
             f"batch finder {self.binary.label} ({' '.join(self._bin_argv)}) on "
             f"{self.corpus.checkout.pin.name}: {detail}"
         )
+
+
+@dataclasses.dataclass(frozen=True)
+class Probed:
+    """One query run alone (Session.probe): its argv, the request it read on stdin (a
+    batch engine's; None: the engine's own `stdin`), how it ended (None: timed out), what
+    it printed, and the result the run would count."""
+
+    argv: list[str]
+    request: bytes | None
+    code: int | None
+    out: bytes
+    err: bytes
+    result: QueryResult
+
+
+@dataclasses.dataclass(frozen=True)
+class Shown:
+    """A session's side of a command printed for a person (Session.shown)."""
+
+    cwd: str
+    env: tuple[tuple[str, str], ...]
+    index: list[str] | None
+    stdin: str | None
+    names: str
+    db: str
 
 
 class BatchFeed:

@@ -60,8 +60,9 @@ def explain(options: ExplainOptions) -> Explained:
     row = pick_row(rows, pin.name, options.query, options.source, options.type)
     cache = cache_root(options.data.cache)
     root = finder_root(Path(found.finder))
-    engine = resolve_engine(options.engine, root)
-    target = open_corpus(pin, cache, mirror_root(options.data.mirror), domain_of([*rows, row]))
+    domain = domain_of([*rows, row])
+    engine = resolve_engine(options.engine, root, domain)  # the default in the set's mode
+    target = open_corpus(pin, cache, mirror_root(options.data.mirror), domain)
     strict = is_committed_set(found.queries)
     check_source(row, target.names, bool(options.source), rows, queries, strict)
     binaries = make_binaries(
