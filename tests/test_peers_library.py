@@ -469,8 +469,10 @@ def test_a_function_returning_a_plain_name_is_refused_not_counted_as_misses(tmp_
     world["corpus"].write_text(json.dumps(corpus))
     proc = _run_world(world)
     assert proc.returncode == 2 and proc.stdout == ""
-    assert proc.stderr == (
+    # one line: the refusal, then the probe of one query alone (recall/running/probe.py)
+    assert proc.stderr.count("\n") == 1
+    assert proc.stderr.startswith(
         "recall: candidate failed on 2 of 2 queries, so it cannot be measured; the first: "
         "finder error: TypeError: the function returned a value of type str, not a list of "
-        "hits (a single name is [name])\n"
+        "hits (a single name is [name]); one query (tiny 'alpfun') alone: "
     )
