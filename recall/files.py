@@ -69,11 +69,19 @@ def _kind(mode: int) -> str:
 
 def target(path: Path) -> Target:
     """The target a write of path replaces, or a RecallError naming path when what is
-    there is not a regular file or a link to one. Any other OSError (a file where a
-    folder of the path should be) is the caller's to report, as a failed write is."""
+    there is not a regular file or a link to one, or when its folder does not exist: a
+    file the user names goes into a folder that is there (a mistyped `--html
+    /nonexistent/dir/x.html` must not make folders), and the cache makes its own folders
+    before it writes. Any other OSError (a file where a folder of the path should be) is
+    the caller's to report, as a failed write is."""
     try:
         st = os.lstat(path)
     except FileNotFoundError:
+        if not os.path.isdir(path.parent):
+            raise RecallError(
+                f"{path}: the folder {path.parent} does not exist; recall makes no folder "
+                "it was not asked to (create it, or name a file in a folder that exists)"
+            ) from None
         return Target(path)
     final = path
     if stat.S_ISLNK(st.st_mode):
@@ -112,7 +120,6 @@ def stage(path: Path, data: bytes, *, durable: bool = False) -> Staged:
     """data in a temporary file beside path's target, with the mode the target will keep;
     commit() puts it in place. durable: flushed to disk before commit, for files written
     as a set (a crash between two renames must not find one of them empty)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     where = target(path)
     temp = where.path.parent / f".{where.path.name}.{secrets.token_hex(4)}.partial"
     # 0o666 through the umask, as any new file gets; an existing file's mode is set after

@@ -114,7 +114,7 @@ def _finder_repo(tmp_path: Path):
 def _run_base(path: Path, cache: Path, ref: str):
     return run_cli(
         "--cache", str(cache), "--finder", str(path), "--base", ref, "--repo", "gin",
-        "--no-regress", "--json",
+        "--no-regress", "--json", "--same-program-ok",
     )  # fmt: skip
 
 
@@ -196,8 +196,8 @@ def test_a_failed_base_build_says_the_same_whoever_started_it(tmp_path, real_cac
     (finder / "Makefile").write_text("all:\n\tprintf '#!/bin/sh\\n' > fzy; chmod +x fzy\n")
     monkeypatch.setenv("MAKELEVEL", "1")
     monkeypatch.setenv("MAKEFLAGS", "w")
-    proc = run_cli("--finder", str(finder), "--base", "HEAD", "--cache", str(real_cache),
-                   "--repo", "gin")  # fmt: skip
+    proc = run_cli("--finder", str(finder), "--base", "HEAD", "--same-program-ok",
+                   "--cache", str(real_cache), "--repo", "gin")  # fmt: skip
     assert proc.returncode == 2
     sha = repo.head.commit.hexsha[:12]
     assert f"level=0 flags= in={{tree of {sha}}} |" in proc.stderr

@@ -82,6 +82,33 @@ def test_a_diff_lists_the_sequences_that_need_more_keystrokes_with_the_step_they
     assert effort_diff("base", "new", [BIND], before, before).more == 0
 
 
+def test_a_sequence_that_needs_more_keys_or_leaves_the_top_3_is_a_loss_with_its_verdicts():
+    """Issue 44 item 8: a typing diff did not gate: 16 sequences needed more keystrokes and
+    #1 reached fell from 52 to 41, and --fail-on-loss exited 0."""
+    never = reach(BIND, lambda repo, query: ("x", "y", "z", "bind"))  # never #1, never top 3
+    later = reach(BIND, lambda repo, query: ANSWERS[query] if query == "bind" else ("x",))
+    before = [reach(BIND, _answers)]
+    gone = effort_diff("base", "new", [BIND], before, [never])
+    assert gone.is_loss and gone.more == 1 and gone.more_keys[0].new_keys is None
+    ((top3,),) = [gone.lost_top3]
+    assert (top3.base_keys, top3.base_query, top3.new_keys) == (1, "b", None)
+    assert (gone.first.gained, gone.first.lost, gone.top3.lost) == (0, 1, 1)
+    assert gone.verdict_line() == (
+        "verdict on sequences (McNemar's exact test, two-sided, alpha 0.05): #1 reached no "
+        "significant change (0 gained, 1 lost, p=1); top 3 reached no significant change "
+        "(0 gained, 1 lost, p=1)"
+    )
+    assert gone.counts_line() == (
+        "sequences: 1 need more keystrokes to #1 (1 never reach it now), 0 fewer, 0 the same; "
+        "1 no longer reach the top 3"
+    )
+    slower = effort_diff("base", "new", [BIND], before, [later])
+    assert slower.is_loss and slower.lost_top3 == () and slower.first.lost == 0
+    assert not effort_diff("base", "new", [BIND], before, before).is_loss
+    back = effort_diff("base", "new", [BIND], [never], before)
+    assert not back.is_loss and (back.first.gained, back.top3.gained) == (1, 1)
+
+
 def test_the_section_maps_answers_back_and_a_self_diff_shows_no_change():
     rows = [TypingRow("gin", "prefix", i, q, "bind") for i, q in enumerate(BIND.queries, 1)]
     assert typed_sequences(rows) == [BIND]

@@ -298,3 +298,28 @@ def test_a_typing_set_and_a_query_set_through_a_pipe_report_as_the_same_files_do
         for part in ("ceiling", "effort"):
             assert piped.get(part) == whole.get(part)
         assert piped["meta"]["queries_sha256"] == whole["meta"]["queries_sha256"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("run", "--html"), ("run", "--save"), ("history", "--html")],
+    ids=["run-html", "run-save", "history-html"],
+)
+def test_a_file_in_a_folder_that_does_not_exist_is_refused_and_no_folder_is_made(tmp_path, args):
+    """Issue 44 item 9: `--html /nonexistent/dir/x.html` made /nonexistent/dir."""
+    missing = tmp_path / "nonexistent" / "dir"
+    proc = run_cli(*args, str(missing / "x.html"), "--cache", str(tmp_path / "cache"))
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == (
+        f"recall: {missing / 'x.html'}: the folder {missing} does not exist; recall makes no "
+        "folder it was not asked to (create it, or name a file in a folder that exists)\n"
+    )
+    assert sorted(os.listdir(tmp_path)) == []  # neither the folder nor a cache
+
+
+def test_a_cache_entry_makes_its_own_folder(tmp_path):
+    from recall.cache import keep_file, read_file
+
+    entry = tmp_path / "cache" / "results" / "x.json"
+    assert keep_file(entry, b"{}")
+    assert read_file(entry) == b"{}"

@@ -45,7 +45,7 @@ def shards(tmp_path_factory, real_cache) -> dict:
     if mirror_dir() is None:
         pytest.skip("the offline corpus mirrors (../shared/corpora) are absent")
     tmp = tmp_path_factory.mktemp("shards")
-    flags = (*SELECTION, "--base", "HEAD", "--cache", str(real_cache))
+    flags = (*SELECTION, "--base", "HEAD", "--same-program-ok", "--cache", str(real_cache))
     whole = run_cli("run", *flags, "--json", "--save", str(tmp / "whole.json"))
     assert whole.returncode == 0, whole.stderr
     for k in (1, 2):

@@ -4,6 +4,7 @@ gin's word-start sequences, its effort in text, JSON (valid against the schema) 
 listing the sources that now need more keystrokes."""
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -99,6 +100,31 @@ def test_a_weaker_finder_needs_more_keystrokes_and_the_page_draws_the_k_curve(
     assert console == []
     assert has_color(pixels, CURVE_BLUE) and has_color(pixels, CURVE_ORANGE)
     assert 0.02 < 1 - np.all(pixels == 255, axis=2).mean() < 0.9
+
+
+def test_a_weaker_finders_typing_diff_fails_on_loss_and_says_sequences(real_cache, gin, weaker):
+    """Issue 44 item 8: `--queries typing --base master --fail-on-loss` exited 0 with 16
+    sequences needing more keystrokes, and the diff's generic section printed `unchanged 0`
+    and `ties 0` (the sources' counts of prompts that have no source)."""
+    flags = ("--cache", str(real_cache), *GIN_STARTS, "--finder", str(weaker), "--base", "HEAD~1")
+    proc = run_cli(*flags, "--fail-on-loss")
+    assert proc.returncode == 1, proc.stderr
+    diff = proc.stdout[proc.stdout.index("\nDiff: candidate against base HEAD~1") :]
+    verdict, counts = diff.splitlines()[2:4]
+    assert verdict.startswith("verdict on sequences (McNemar's exact test, two-sided, alpha 0.05")
+    assert re.fullmatch(
+        r"sequences: [1-9]\d* need more keystrokes to #1 \(\d+ never reach it now\), \d+ fewer, "
+        r"\d+ the same; \d+ no longer reach the top 3; distinct queries whose top 10 changed: "
+        r"\d+",
+        counts,
+    ), counts
+    assert "unchanged 0" not in proc.stdout and "ties 0" not in proc.stdout
+    assert "Lost #1:" not in diff  # the sources' lists: prompts have none
+    report = json.loads(run_cli(*flags, "--json").stdout)
+    SCHEMA.validate(report)
+    effort = report["effort"]["diffs"][0]
+    assert effort["verdict"]["summary"] == verdict
+    assert effort["verdict"]["first"]["lost"] <= effort["more"] == len(effort["more_keys"])
 
 
 def test_a_typing_file_whose_source_is_no_name_of_its_corpus_is_refused(real_cache, gin, tmp_path):

@@ -125,8 +125,9 @@ def add_report_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--fail-on-loss",
         action="store_true",
-        help="exit 1 if a source lost #1 or the top 10 (unless accepted), a regress case that "
-        "held broke, or a query errored (needs a baseline)",
+        help="exit 1 if a source lost #1 or the top 10 (unless accepted), a typing sequence "
+        "needs more keystrokes to #1 or left the top 3, a regress case that held broke, or a "
+        "query errored (needs a baseline)",
     )
     p.add_argument(
         "--accept", metavar="FILE",

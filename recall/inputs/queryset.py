@@ -26,6 +26,7 @@ TYPE_ORDER = tuple(recipe.type for recipe in RECIPES)
 # The path set (paths.tsv, recipe set PATH_SET): file-picker queries whose source is a
 # tracked path, made by recall.inputs.path_recipes (the registry's recipes take names).
 PATH_SET = "paths"
+NAMES, PATHS = "names", "paths"  # a set's domain: what its finders rank (inputs/paths.py)
 PATH_TYPES = (
     "baseprefix", "wordstarts", "dirinitials", "fragment", "extfirst", "basetypo", "basecase",
 )  # fmt: skip

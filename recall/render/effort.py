@@ -8,6 +8,7 @@ from recall.analysis.effort import (
     CHANGES_SHOWN,
     LEFT_OUT_SHOWN,
     Effort,
+    EffortChange,
     EffortCounts,
     EffortDiff,
 )
@@ -123,21 +124,35 @@ def _left_out(effort: Effort, markdown: bool) -> list[str]:
 
 
 def render_effort_diff(d: EffortDiff, markdown: bool) -> list[str]:
+    """The sequences a candidate needs more keystrokes for, and those that no longer
+    reach the top 3: the rows of its losses (the Diff section says its verdict)."""
     out = _heading(
         f"Keystrokes to #1, {_said(d.new, markdown)} against {_said(d.base, markdown)}: "
         f"{d.more} sequences need more, {d.fewer} fewer, {d.same} the same",
         markdown,
     )
-    if not d.more_keys:
-        return out
+    out += _changes(d.more_keys, "was #1 at", markdown)
+    if d.lost_top3:
+        out += _heading(
+            f"No longer in the top 3, {_said(d.new, markdown)} against "
+            f"{_said(d.base, markdown)}: {len(d.lost_top3)} sequences",
+            markdown,
+        )
+        out += _changes(d.lost_top3, "was top 3 at", markdown)
+    return out
+
+
+def _changes(changes: tuple[EffortChange, ...], was: str, markdown: bool) -> list[str]:
+    if not changes:
+        return []
     body = [
         [c.repo, c.sequence, c.source, str(c.base_keys), c.base_query,
          "never" if c.new_keys is None else str(c.new_keys)]
-        for c in d.more_keys[:CHANGES_SHOWN]
+        for c in changes[:CHANGES_SHOWN]
     ]  # fmt: skip
-    out += table(["repo", "sequence", "source", "was #1 at", "typing", "now"], body, markdown)
-    if len(d.more_keys) > CHANGES_SHOWN:
-        out.append(f"... and {len(d.more_keys) - CHANGES_SHOWN} more: see --json or --html")
+    out = table(["repo", "sequence", "source", was, "typing", "now"], body, markdown)
+    if len(changes) > CHANGES_SHOWN:
+        out.append(f"... and {len(changes) - CHANGES_SHOWN} more: see --json or --html")
     return out
 
 
@@ -260,12 +275,22 @@ def effort_html(effort: dict) -> list[str]:
             f"<h2>Keystrokes to #1, {_e(d['new'])} against {_e(d['base'])}: {_e(d['more'])} "
             f"sequences need more, {_e(d['fewer'])} fewer, {_e(d['same'])} the same</h2>"
         )
-        if d["more_keys"]:
-            body = [
-                [c["repo"], c["sequence"], c["source"], c["base_keys"], c["base_query"],
-                 "never" if c["new_keys"] is None else c["new_keys"]]
-                for c in d["more_keys"]
-            ]  # fmt: skip
-            head = ["repo", "sequence", "source", "was #1 at", "typing", "now"]
-            out.append(_html_table(head, body, text=3))
+        out += _html_changes(d["more_keys"], "was #1 at")
+        if d["lost_top3"]:
+            out.append(
+                f"<h2>No longer in the top 3, {_e(d['new'])} against {_e(d['base'])}: "
+                f"{_e(len(d['lost_top3']))} sequences</h2>"
+            )
+            out += _html_changes(d["lost_top3"], "was top 3 at")
     return out
+
+
+def _html_changes(changes: list[dict], was: str) -> list[str]:
+    if not changes:
+        return []
+    body = [
+        [c["repo"], c["sequence"], c["source"], c["base_keys"], c["base_query"],
+         "never" if c["new_keys"] is None else c["new_keys"]]
+        for c in changes
+    ]  # fmt: skip
+    return [_html_table(["repo", "sequence", "source", was, "typing", "now"], body, text=3)]

@@ -56,6 +56,32 @@ def resolve_commit(root: Path, ref: str) -> str:
     return sha
 
 
+def same_tree(root: Path, commit: str, own: list[Path]) -> str | None:
+    """The tree id when the working tree at root holds exactly COMMIT's code, else None:
+    HEAD's tree is the commit's, and git lists nothing changed or untracked but `own`,
+    the files recall reads from the tree for both sides alike (the engine file, the suite
+    files beside it). Ignored files (a build's output) are no code of the tree. None
+    too where git cannot tell (no commit yet, not a repository)."""
+    mine = {path.absolute() for path in own}
+    try:
+        repo = git.Repo(root)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        return None
+    with repo:
+        try:
+            ours = repo.git.rev_parse("--verify", "--quiet", "HEAD^{tree}")
+            theirs = repo.git.rev_parse("--verify", "--quiet", f"{commit}^{{tree}}")
+            status = repo.git.status("--porcelain", "-z", "--untracked-files=all")
+        except git.GitCommandError:
+            return None
+    if not ours or ours != theirs:
+        return None
+    for entry in status.split("\0"):
+        if entry[3:] and (root / entry[3:]).absolute() not in mine:
+            return None
+    return ours
+
+
 def build_key(commit: str, engine: Engine) -> str:
     """A base build is cached by its commit and everything else that decides what the
     build makes: the engine description, and the build's world (build_world)."""

@@ -101,6 +101,7 @@ def run_binary(
     return RunResult(
         binary.label, " ".join(binary.bin_argv()),
         sum(m[1] for m in measured), sum(m[2] for m in measured), done, dirtied=dirtied,
+        restarts=sum(session.restarts for session in sessions),
     )  # fmt: skip
 
 

@@ -58,11 +58,12 @@ def explain(options: ExplainOptions) -> Explained:
     row = pick_row(rows, pin.name, options.query, options.source, options.type)
     cache = cache_root(options.data.cache)
     root = finder_root(Path(found.finder))
-    engine = resolve_engine(options.engine, root)
+    domain = domain_of([*rows, row])
+    engine = resolve_engine(options.engine, root, domain)  # the default in the set's mode
     root = own_tree(
         engine, root, named=found.finder_named, base=options.base, base_bin=options.base_bin
     )
-    target = open_corpus(pin, cache, mirror_root(options.data.mirror), domain_of([*rows, row]))
+    target = open_corpus(pin, cache, mirror_root(options.data.mirror), domain)
     strict = found.committed
     check_source(row, target.names, bool(options.source), rows, queries, strict)
     binaries = make_binaries(

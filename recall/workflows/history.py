@@ -120,7 +120,8 @@ def make_plan(options: CommitOptions, command: str = "recall history") -> Plan:
     )
     root = finder_root(Path(found.finder))
     return Plan(
-        root=root, engine=resolve_engine(options.engine, root), engine_spec=options.engine,
+        root=root, engine=resolve_engine(options.engine, root, domain_of(rows)),
+        engine_spec=options.engine,
         pins=pins, rows=rows, all_rows=all_rows, corpus_path=corpus_path.absolute(),
         queries_path=queries_path.absolute(), cache=cache_root(data.cache),
         mirror=mirror_root(data.mirror), timeout=options.timeout,

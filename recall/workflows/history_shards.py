@@ -337,6 +337,6 @@ def _joined(commit: Commit, parts: list[Part], rows: list[QueryRow]) -> Point:
     cached = all(part.point.cached for part in parts)
     run = RunResult(
         runs[0].label, runs[0].bin, sum(r.index_s for r in runs), sum(r.query_s for r in runs),
-        results, cached=cached,
+        results, cached=cached, restarts=sum(r.restarts for r in runs),
     )  # fmt: skip
     return Point(commit, run, None, built, cached)

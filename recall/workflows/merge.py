@@ -68,7 +68,9 @@ def merge_saved(paths: list[Path], asked: list[QueryRow], data: dict[str, Path])
         merged = tuple(result for result in results[r] if result is not None)
         index_s = sum(shard.runs[r][0].index_s for shard in shards)
         query_s = sum(shard.runs[r][0].query_s for shard in shards)
-        runs.append((RunResult(run.label, run.bin, index_s, query_s, merged), key))
+        restarts = sum(shard.runs[r][0].restarts for shard in shards)
+        merged_run = RunResult(run.label, run.bin, index_s, query_s, merged, restarts=restarts)
+        runs.append((merged_run, key))
     return Saved(first.meta, first.baseline, asked, runs, first.explain)
 
 

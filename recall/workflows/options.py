@@ -117,13 +117,15 @@ class Data:
 class RunOptions:
     """`recall run`: which binaries to measure over which rows, and what the report is
     judged against. `candidates` are the --engine and --bin values in the order given
-    (("engine", "[LABEL=]E") or ("bin", "[LABEL=]PATH")): the report's runs keep it."""
+    (("engine", "[LABEL=]E") or ("bin", "[LABEL=]PATH")): the report's runs keep it, after
+    the working tree's own build unless a --bin or `no_candidate` takes its place."""
 
     data: Data = Data()
     split: Split | None = None
     strict_queries: bool = False
     finder: str | None = None
     candidates: tuple[Candidate, ...] = ()
+    no_candidate: bool = False  # labeled engines alone: the working tree's build left out
     base: str | None = None
     base_bin: str | None = None
     against: str | None = None

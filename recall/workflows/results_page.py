@@ -483,5 +483,6 @@ def _peer_entry(peer: Peer, options: ResultsOptions, root: Path, folder: Path | 
         "report": report, "firsts": firsts, "jobs": options.jobs,
     }  # fmt: skip
     if folder is not None:
+        folder.mkdir(parents=True, exist_ok=True)  # --reports names the folder itself
         write_atomic(_report_path(folder, peer), orjson.dumps(entry, option=orjson.OPT_INDENT_2))
     return entry
