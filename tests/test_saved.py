@@ -212,7 +212,7 @@ def test_a_saved_run_of_another_selection_says_the_selection_not_the_pins(tmp_pa
     repo, said its corpus pins differed; they did not, the selection did."""
     path = tmp_path / "main.json"
     gin_only = {"repo": ["gin"], "type": None, "split": None}
-    save_runs(path, {"recall": "test"}, ROWS, [(RUN, _key())], selection=gin_only)
+    save_runs(path, META, ROWS, [(RUN, _key())], selection=gin_only)
     rows = [*ROWS, QueryRow("flask", "bp", "hand", "")]
     selection = EVERY
     if now == "another type":
