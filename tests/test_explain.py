@@ -217,20 +217,16 @@ def test_explain_refuses_a_source_that_is_not_a_name_of_the_corpus_as_run_does(s
 
 @needs_mirror
 def test_explain_of_the_path_set_through_a_names_finder_refuses_as_run_does(gin, real_cache):
-    """Issue 42, also seen: `explain --queries paths` with the default engine (the
-    reference finder, which ranks names) showed `.gitignore not found` where `run`
-    refuses its answers: one check (measure.check_named) serves both."""
+    """Issue 42, also seen: `explain --queries paths` through the reference finder's name
+    mode showed `.gitignore not found` where `run` refuses: one check (engine.refuse_unfit)
+    serves both, before anything runs; with no --engine both take the path mode."""
     common = ("--repo", "gin", "--queries", "paths", "--cache", str(real_cache))
-    run = run_cli(*common, "--type", "baseprefix")
-    explained = run_cli("explain", ".gitigno", *common)
-    assert (run.returncode, explained.returncode, explained.stdout) == (2, 2, "")
-    why = "name nothing in the corpus (the first begin "
-    assert why in run.stderr.splitlines()[-1]
+    names = ("--engine", "reference")
+    run = run_cli(*common, "--type", "baseprefix", *names)
+    explained = run_cli("explain", ".gitigno", *common, *names)
+    assert (run.returncode, explained.returncode, run.stdout, explained.stdout) == (2, 2, "", "")
+    assert run.stderr == explained.stderr
     (line,) = explained.stderr.splitlines()
-    assert (
-        line.startswith("recall: candidate: 1 of the 1 answers that listed anything")
-        and why in line
-    )
-    assert line.endswith("the engine description is probably wrong (does its output give names?)")
-    paths = run_cli("explain", ".gitigno", *common, "--engine", "reference-paths")
+    assert line.startswith("recall: --engine reference: the reference finder's name mode ranks")
+    paths = run_cli("explain", ".gitigno", *common)
     assert paths.returncode == 0 and ".gitignore is #1" in paths.stdout

@@ -452,3 +452,25 @@ class QueryArgv:
             e if isinstance(e, str) else "".join(p if isinstance(p, str) else given[p] for p in e)
             for e in self.elements
         ]
+
+
+def refuse_unfit(engines: list[Engine], domain: str) -> None:
+    """A set that an engine given cannot answer is refused before anything runs: a
+    language server answers workspace/symbol with names and lists no files, and the
+    reference finder's name mode ranks the symbols of its own index of the corpus, so
+    the path set applies to neither (docs/engines.md); the reference finder's path mode
+    is its own preset."""
+    if domain != PATHS:
+        return
+    for engine in engines:
+        if engine.kind == "lsp":
+            raise RecallError(
+                f"{engine.source}: kind lsp ranks symbol names, not file paths: the path set "
+                "does not apply to it"
+            )
+        if engine.source == f"preset:{DEFAULT_PRESETS[NAMES]}":
+            raise RecallError(
+                f"--engine {DEFAULT_PRESETS[NAMES]}: the reference finder's name mode ranks "
+                "the symbols it indexes, not file paths: the path set needs its path mode, "
+                f"--engine {DEFAULT_PRESETS[PATHS]} (the default for --queries paths)"
+            )

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from recall.analysis.model import TOP, QueryResult
 from recall.errors import RecallError
-from recall.finders.engine import finder_env, resolve_engine
+from recall.finders.engine import finder_env, refuse_unfit, resolve_engine
 from recall.inputs.corpus import Pin, cache_root, load_pins, mirror_root, select_pins
 from recall.inputs.keystrokes import refuse_typing
 from recall.inputs.paths import domain_of
@@ -60,6 +60,7 @@ def explain(options: ExplainOptions) -> Explained:
     root = finder_root(Path(found.finder))
     domain = domain_of([*rows, row])
     engine = resolve_engine(options.engine, root, domain)  # the default in the set's mode
+    refuse_unfit([engine], domain)  # what `recall run` refuses before it runs
     root = own_tree(
         engine, root, named=found.finder_named, base=options.base, base_bin=options.base_bin
     )

@@ -37,17 +37,17 @@ from recall.cache import keep_file, read_file, warn
 from recall.errors import RecallError
 from recall.files import file_sha256, target
 from recall.finders.engine import (
-    DEFAULT_PRESETS,
     Engine,
     key_line,
     preset_names,
+    refuse_unfit,
     resolve_engine,
 )
 from recall.finders.requirements import require
 from recall.inputs import derive, keystrokes, path_recipes, recipes, symbols
 from recall.inputs.corpus import Pin, cache_root, load_pins, mirror_root
 from recall.inputs.keystrokes import TypingRow
-from recall.inputs.paths import NAMES, PATHS, domain_of
+from recall.inputs.paths import PATHS, domain_of
 from recall.inputs.queryset import (
     HAND,
     QUERY_SETS,
@@ -354,28 +354,6 @@ def _probed(
     seen = probe(binary, corpora[picked.repo], picked, options.timeout, cache)
     line = key_line(binary.engine, "batch" if binary.engine.batch else "query")
     return seen.said() + (f"; the engine's line: {line}" if line else "")
-
-
-def refuse_unfit(engines: list[Engine], domain: str) -> None:
-    """A set that an engine given cannot answer is refused before anything runs: a
-    language server answers workspace/symbol with names and lists no files, and the
-    reference finder's name mode ranks the symbols of its own index of the corpus, so
-    the path set applies to neither (docs/engines.md); the reference finder's path mode
-    is its own preset."""
-    if domain != PATHS:
-        return
-    for engine in engines:
-        if engine.kind == "lsp":
-            raise RecallError(
-                f"{engine.source}: kind lsp ranks symbol names, not file paths: the path set "
-                "does not apply to it"
-            )
-        if engine.source == f"preset:{DEFAULT_PRESETS[NAMES]}":
-            raise RecallError(
-                f"--engine {DEFAULT_PRESETS[NAMES]}: the reference finder's name mode ranks "
-                "the symbols it indexes, not file paths: the path set needs its path mode, "
-                f"--engine {DEFAULT_PRESETS[PATHS]} (the default for --queries paths)"
-            )
 
 
 @dataclass(frozen=True)
