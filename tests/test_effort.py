@@ -122,6 +122,41 @@ def test_the_section_maps_answers_back_and_a_self_diff_shows_no_change():
     assert section.to_json()["ceiling"]["label"] == "ceiling"
 
 
+def test_a_sequence_the_model_does_not_type_has_no_ceiling_and_is_named():
+    """Issue 42 items 7 and 10: `T`, `Te` toward a name whose prefix way types `c`, `co`
+    gave no name to count (k = 0, a ZeroDivisionError after every finder ran); `z`, `zq`
+    toward a name sampling could not pick (`Bind`, four letters) gave the source alone
+    (k = 1): a certain ceiling, 100% at 1.50 keys."""
+    rows = [
+        TypingRow("gin", "prefix", 1, "T", "Context"),
+        TypingRow("gin", "prefix", 2, "Te", "Context"),
+        TypingRow("gin", "prefix", 1, "z", "Bind"),
+        TypingRow("gin", "prefix", 2, "zq", "Bind"),
+        TypingRow("gin", "starts", 1, "b", "Bind"),  # one word: the starts way does not apply
+        *(TypingRow("gin", "prefix", i, q, "bind") for i, q in enumerate(BIND.queries, 1)),
+    ]  # fmt: skip
+    names = {"gin": ["bind", "binding", "bool_x", "bytes", "Context", "Bind"]}
+    section = effort(rows, [("a", _answers_or_none)], names, {"gin": "go"}, baseline=False)
+    assert [(s.source, s.sequence, s.typed) for s in section.left_out] == [
+        ("Context", "prefix", "Te"), ("Bind", "prefix", "zq"), ("Bind", "starts", "b"),
+    ]  # fmt: skip
+    assert section.runs[0].counts.n == 4 and section.ceiling.counts.n == 1
+    assert section.ceiling.counts.first == pytest.approx(1.0)  # bind, typed whole by bind
+    assert section.to_json()["left_out"]["count"] == 3
+
+
+def _answers_or_none(repo: str, query: str) -> tuple[str, ...]:
+    return ANSWERS.get(query, ())
+
+
+def test_a_name_sampling_could_not_pick_typed_as_the_model_types_it_counts_as_one_more():
+    """Bind (four letters: no sampled name) typed b, bi: the names typed toward are the
+    eligible ones and Bind itself."""
+    seq = TypedSequence("gin", "prefix", "Bind", ("b", "bi"))
+    texts = TypedTexts(["binding", "bool_x", "Bind"])
+    assert ceiling_chances(seq, texts).first == pytest.approx((1 / 3, 1 / 2 - 1 / 3))
+
+
 def test_the_k_curve_s_legend_widens_for_a_base_label_so_no_label_is_cut_off():
     curve = [float(k) for k in range(1, 11)]
     short = k_curve([{"label": "fzy", "curve": curve}], None)

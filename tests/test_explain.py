@@ -213,3 +213,20 @@ def test_explain_refuses_a_source_that_is_not_a_name_of_the_corpus_as_run_does(s
     proc = _explain(setup, "pcfg", "--repo", "demo")
     assert proc.returncode == 0, proc.stderr
     assert _table(proc.stdout).splitlines()[-1].split()[:3] == ["parse_cfg", "not", "found"]
+
+
+@needs_mirror
+def test_explain_of_the_path_set_through_a_names_finder_refuses_as_run_does(gin, real_cache):
+    """Issue 42, also seen: `explain --queries paths` through the reference finder's name
+    mode showed `.gitignore not found` where `run` refuses: one check (engine.refuse_unfit)
+    serves both, before anything runs; with no --engine both take the path mode."""
+    common = ("--repo", "gin", "--queries", "paths", "--cache", str(real_cache))
+    names = ("--engine", "reference")
+    run = run_cli(*common, "--type", "baseprefix", *names)
+    explained = run_cli("explain", ".gitigno", *common, *names)
+    assert (run.returncode, explained.returncode, run.stdout, explained.stdout) == (2, 2, "", "")
+    assert run.stderr == explained.stderr
+    (line,) = explained.stderr.splitlines()
+    assert line.startswith("recall: --engine reference: the reference finder's name mode ranks")
+    paths = run_cli("explain", ".gitigno", *common)
+    assert paths.returncode == 0 and ".gitignore is #1" in paths.stdout

@@ -462,3 +462,19 @@ def test_make_recall_json_writes_the_report_alone_to_stdout(real_cache):
     assert [run["label"].split()[0] for run in report["runs"]] == ["base", "candidate"]
     assert re.search(r"^gin\t[0-9a-f]{12}\t", proc.stderr, re.M)  # the fetch's lines
     assert f"{venv}/bin/recall" in proc.stderr  # and the commands make echoes
+
+
+def test_the_presets_of_recall_s_own_code_run_from_the_installed_wheel_in_any_folder(
+    runner, tmp_path
+):
+    """Issue 42 item 18: outside a checkout `--engine reference-paths` was refused with a
+    line blaming the current folder while `--engine reference` worked: only the reference
+    preset ran the installed tree. The path mode, and explain with the default engine."""
+    paths = run_step("recall --engine reference-paths --queries paths --repo gin --json",
+                     tmp_path, runner)  # fmt: skip
+    assert paths.returncode == 0, paths.stderr
+    (run,) = json.loads(paths.stdout)["runs"]
+    assert run["n"] > 100 and run["first"] > 0
+    explained = run_step("recall explain tstcnt --repo gin --json", tmp_path, runner)
+    assert explained.returncode == 0, explained.stderr
+    assert not list(tmp_path.iterdir())  # nothing written where it ran

@@ -27,6 +27,11 @@ RESULTS = (
     QueryResult(None, ()),
 )
 RUN = RunResult("base", "finder", 0.5, 1.5, RESULTS)
+META = {  # what a run writes (run._meta), which a saved file must hold
+    "recall": "test", "python": "3.11", "git": "2.39", "ctags": "5.9",
+    "engine": {"source": "preset:fzf", "sha256": "e" * 64},
+    "corpus_sha256": "c" * 64, "queries_sha256": "a" * 64, "config": None,
+}  # fmt: skip
 
 
 def _key(**changes) -> dict:
@@ -170,7 +175,7 @@ def test_a_run_with_an_errored_query_is_not_cached(tmp_path):
 
 def _saved(tmp_path: Path) -> Path:
     path = tmp_path / "main.json"
-    save_runs(path, {"recall": "test"}, ROWS, [(RUN, _key())])
+    save_runs(path, META, ROWS, [(RUN, _key())])
     return path
 
 
@@ -207,7 +212,7 @@ def test_a_saved_run_of_another_selection_says_the_selection_not_the_pins(tmp_pa
     repo, said its corpus pins differed; they did not, the selection did."""
     path = tmp_path / "main.json"
     gin_only = {"repo": ["gin"], "type": None, "split": None}
-    save_runs(path, {"recall": "test"}, ROWS, [(RUN, _key())], selection=gin_only)
+    save_runs(path, META, ROWS, [(RUN, _key())], selection=gin_only)
     rows = [*ROWS, QueryRow("flask", "bp", "hand", "")]
     selection = EVERY
     if now == "another type":

@@ -23,6 +23,7 @@ from recall.analysis.stats import ALPHA, VERDICT_TEST, Verdict, mcnemar_exact
 CURVE = tuple(range(1, 11))  # k of the k-curve: the share at #1 within k keystrokes
 VISIBLE = 3  # the top 3: what a picker shows without scrolling
 CHANGES_SHOWN = 20  # a diff's sequences that need more keystrokes, in text and Markdown
+LEFT_OUT_SHOWN = 10  # the sequences without a ceiling a report names (JSON and HTML too)
 
 
 @dataclass(frozen=True)
@@ -315,9 +316,28 @@ def effort_diff(
 
 
 @dataclass(frozen=True)
+class LeftOutSequence:
+    """A sequence the typing model cannot type toward its source (a foreign file's: its
+    steps are no prefixes of the text that way types for the name, or the way does not
+    apply to it): it has no ceiling, and is named. `typed` is its last step's query."""
+
+    repo: str
+    sequence: str
+    source: str
+    typed: str
+
+    def to_json(self) -> dict:
+        return {
+            "repo": self.repo, "sequence": self.sequence, "source": self.source,
+            "typed": self.typed,
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
 class Effort:
-    """The typing set's section of a report: every finder's effort, the ceiling's, and
-    each candidate's changes against the baseline."""
+    """The typing set's section of a report: every finder's effort, the ceiling's (over
+    the sequences the typing model makes; `left_out` the others), and each candidate's
+    changes against the baseline."""
 
     sequences: int
     steps: int
@@ -325,12 +345,17 @@ class Effort:
     runs: tuple[EffortRun, ...]
     ceiling: EffortRun
     diffs: tuple[EffortDiff, ...] = ()
+    left_out: tuple[LeftOutSequence, ...] = ()
 
     def to_json(self) -> dict:
         return {
             "sequences": self.sequences, "steps": self.steps, "prompts": self.prompts,
             "curve_k": list(CURVE), "runs": [run.to_json() for run in self.runs],
             "ceiling": self.ceiling.to_json(), "diffs": [d.to_json() for d in self.diffs],
+            "left_out": {
+                "count": len(self.left_out),
+                "first": [s.to_json() for s in self.left_out[:LEFT_OUT_SHOWN]],
+            },
         }  # fmt: skip
 
 

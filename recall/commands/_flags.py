@@ -181,7 +181,8 @@ def add_commits_run(p: argparse.ArgumentParser) -> None:
 def shard_spec(text: str) -> tuple[int, int]:
     """K/N with 1 <= K <= N, for --shard."""
     k, sep, n = text.partition("/")
-    if not (sep and k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n)):
+    digits = all(part.isascii() and part.isdigit() for part in (k, n))  # not `²`
+    if not (sep and digits and 1 <= int(k) <= int(n)):
         raise argparse.ArgumentTypeError(f"{text!r}: give K/N with 1 <= K <= N, as 2/3")
     return int(k), int(n)
 

@@ -17,6 +17,7 @@ from importlib import resources
 from pathlib import Path
 
 from recall.errors import RecallError
+from recall.files import read_input
 from recall.inputs.languages import LANGUAGES
 from recall.inputs.queryset import NAMES, PATHS
 
@@ -116,7 +117,7 @@ def resolve_engine(spec: str | None, finder_root: Path, domain: str = NAMES) -> 
     if spec in preset_names():
         return load_preset(spec)
     path = Path(spec)
-    if not path.is_file():
+    if not path.exists():  # what is there, a pipe or a folder, read_input judges
         raise RecallError(
             f"--engine {spec}: no such file or preset (presets: {', '.join(preset_names())})"
         )
@@ -149,10 +150,7 @@ TEMPLATE_MARK = "# EDIT: recall init's guess"
 
 
 def load_engine(path: Path) -> Engine:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise RecallError(f"{path}: cannot read: {exc.strerror}") from None
+    data = read_input(path)
     engine = parse_engine(data, str(path))
     _check_edited(path, data)
     return engine
@@ -454,3 +452,25 @@ class QueryArgv:
             e if isinstance(e, str) else "".join(p if isinstance(p, str) else given[p] for p in e)
             for e in self.elements
         ]
+
+
+def refuse_unfit(engines: list[Engine], domain: str) -> None:
+    """A set that an engine given cannot answer is refused before anything runs: a
+    language server answers workspace/symbol with names and lists no files, and the
+    reference finder's name mode ranks the symbols of its own index of the corpus, so
+    the path set applies to neither (docs/engines.md); the reference finder's path mode
+    is its own preset."""
+    if domain != PATHS:
+        return
+    for engine in engines:
+        if engine.kind == "lsp":
+            raise RecallError(
+                f"{engine.source}: kind lsp ranks symbol names, not file paths: the path set "
+                "does not apply to it"
+            )
+        if engine.source == f"preset:{DEFAULT_PRESETS[NAMES]}":
+            raise RecallError(
+                f"--engine {DEFAULT_PRESETS[NAMES]}: the reference finder's name mode ranks "
+                "the symbols it indexes, not file paths: the path set needs its path mode, "
+                f"--engine {DEFAULT_PRESETS[PATHS]} (the default for --queries paths)"
+            )

@@ -25,6 +25,7 @@ import platformdirs
 
 from recall.cache import FolderEntry, sole_user
 from recall.errors import RecallError
+from recall.files import read_input
 from recall.inputs.languages import LANGUAGES
 
 FROZEN_DATE = "2000-01-01T00:00:00Z"
@@ -75,9 +76,7 @@ class Checkout:
 def load_pins(path: Path) -> dict[str, Pin]:
     """Read and validate corpus.json; every problem names the file, the repo and the field."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise RecallError(f"{path}: cannot read: {exc.strerror}") from None
+        text = read_input(path).decode("utf-8")
     except UnicodeDecodeError:
         raise RecallError(f"{path}: not UTF-8") from None
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from recall.analysis.effort import (
     CHANGES_SHOWN,
+    LEFT_OUT_SHOWN,
     Effort,
     EffortChange,
     EffortCounts,
@@ -14,7 +15,7 @@ from recall.analysis.effort import (
 from recall.render.escape import html as _e
 from recall.render.escape import markdown as markdown_text
 from recall.render.svg import percent_grid, svg_start
-from recall.render.table import table
+from recall.render.table import first_rows, table
 from recall.terminal import shown
 
 EFFORT_HEADER = [
@@ -34,6 +35,8 @@ def _keys(value: float | None) -> str:
 
 
 def _cells(c: EffortCounts) -> list[str]:
+    if not c.n:  # a ceiling of no sequence (every one left out): no numbers to show
+        return ["0", *["-"] * (len(EFFORT_HEADER) - 1)]
     return [
         str(c.n), f"{c.first} ({c.first_pct:.1f}%)", _keys(c.first_keys),
         f"{c.top3} ({c.top3_pct:.1f}%)", _keys(c.top3_keys), f"{c.saved_pct:.1f}%",
@@ -78,21 +81,46 @@ def render_effort(effort: Effort, markdown: bool) -> list[str]:
     )
     out += ["", note]
     out += _heading("Share of sequences at #1 within k keystrokes (%)", markdown)
-    body = [[r.label, *(f"{p:.1f}" for p in r.counts.curve)] for r in rows]
+    body = [[r.label, *(f"{p:.1f}" if r.counts.n else "-" for p in r.counts.curve)] for r in rows]
     out += _numbers(["finder", *(f"k={k}" for k in range(1, 11))], body, markdown)
     for title, key in GROUPS:
         out += _heading(f"Keystrokes by {title}", markdown)
         out += [f"each cell: {CELL}", ""] if markdown else [f"each cell: {CELL}"]
-        keys = list(getattr(effort.ceiling, key))
         body = [
-            [name, str(getattr(effort.ceiling, key)[name].n),
-             *(_cell(getattr(r, key).get(name)) for r in rows)]
-            for name in keys
+            [name, str(n), *(_cell(getattr(r, key).get(name)) for r in rows)]
+            for name, n in _groups([{g: c.n for g, c in getattr(r, key).items()} for r in rows])
         ]  # fmt: skip
         out += _numbers([title, "n", *(r.label for r in rows)], body, markdown)
+    out += _left_out(effort, markdown)
     for d in effort.diffs:
         out += render_effort_diff(d, markdown)
     return out
+
+
+def _groups(of_rows: list[dict[str, int]]) -> list[tuple[str, int]]:
+    """Each group of any row (each finder's, then the ceiling's: group to sequences) with
+    its sequences: a group whose every sequence the ceiling leaves out is still a
+    finder's row, and its n is the finders'."""
+    groups: dict[str, int] = {}
+    for of_row in of_rows:
+        for name, n in of_row.items():
+            groups.setdefault(name, n)
+    return list(groups.items())
+
+
+def _left_out(effort: Effort, markdown: bool) -> list[str]:
+    """The sequences the typing model does not type, left out of the ceiling, once."""
+    rows = effort.left_out
+    if not rows:
+        return []
+    out = _heading(
+        f"Left out of the ceiling: {len(rows)} sequence{'' if len(rows) == 1 else 's'} the "
+        "typing model does not type toward its source (its steps are no prefixes of the "
+        "text that way types for the name); the finders' counts keep them",
+        markdown,
+    )
+    body = [[r.repo, r.sequence, r.source, r.typed] for r in rows]
+    return out + first_rows(["repo", "sequence", "source", "typed"], body, markdown, LEFT_OUT_SHOWN)
 
 
 def render_effort_diff(d: EffortDiff, markdown: bool) -> list[str]:
@@ -196,6 +224,8 @@ def _html_table(head: list[str], rows: list[list[object]], text: int = 1) -> str
 
 
 def _json_cells(c: dict) -> list[object]:
+    if not c["n"]:  # a ceiling of no sequence (every one left out): no numbers to show
+        return [0, *["-"] * (len(EFFORT_HEADER) - 1)]
     return [
         c["n"], f"{c['first']} ({c['first_pct']:.1f}%)", _keys(c["first_keys"]),
         f"{c['top3']} ({c['top3_pct']:.1f}%)", _keys(c["top3_keys"]), f"{c['saved_pct']:.1f}%",
@@ -218,17 +248,27 @@ def effort_html(effort: dict) -> list[str]:
         "saved: the keystrokes saved against typing each whole name; ceiling: the best any "
         "finder can expect under the typing model (docs/queries.md).</p>",
         "<h2>Share of sequences at #1 within k keystrokes</h2>",
-        k_curve(effort["runs"], effort["ceiling"]),
+        k_curve(effort["runs"], effort["ceiling"] if effort["ceiling"]["n"] else None),
     ]
     for title, key in GROUPS:
-        names = list(effort["ceiling"][key])
         body = [
-            [name, effort["ceiling"][key][name]["n"], *(_json_cell(r[key].get(name)) for r in rows)]
-            for name in names
+            [name, n, *(_json_cell(r[key].get(name)) for r in rows)]
+            for name, n in _groups([{g: c["n"] for g, c in r[key].items()} for r in rows])
         ]
         out += [
             f"<h2>Keystrokes by {_e(title)}</h2><p>each cell: {_e(CELL)}</p>",
             _html_table([title, "n", *(r["label"] for r in rows)], body),
+        ]
+    left_out = effort.get("left_out") or {"count": 0, "first": []}
+    if left_out["count"]:
+        out += [
+            f"<h2>Left out of the ceiling: {_e(left_out['count'])} sequences the typing model "
+            "does not type toward their source</h2>",
+            _html_table(
+                ["repo", "sequence", "source", "typed"],
+                [[s["repo"], s["sequence"], s["source"], s["typed"]] for s in left_out["first"]],
+                text=4,
+            ),
         ]
     for d in effort.get("diffs", []):
         out.append(

@@ -66,6 +66,23 @@ def table(
     return [fmt(row) for row in rows]
 
 
+def more(hidden: int, markdown: bool, where: str = "--json or --html") -> list[str]:
+    """The line after a list cut short: how many more rows, and where they are."""
+    line = f"… and {hidden} more: see {where}"
+    return ["", line] if markdown else [line]
+
+
+def first_rows(
+    header: Sequence[str], body: Sequence[Sequence[str]], markdown: bool, shown_at_most: int
+) -> list[str]:
+    """A long list's first rows as a table, and the line saying how many more the JSON and
+    the page hold (a section naming rows left out of something: the first few suffice)."""
+    out = table(header, body[:shown_at_most], markdown)
+    if len(body) > shown_at_most:
+        out += more(len(body) - shown_at_most, markdown)
+    return out
+
+
 def by_error(rows: Sequence[T], error: Callable[[T], str]) -> list[tuple[str, list[T]]]:
     """Rows grouped by their error, in the order each error first comes: a report says an
     error once with the queries that got it, not once per query (a function that returns

@@ -36,7 +36,7 @@ from recall.render.columns import (
 from recall.render.commandline import explain_command
 from recall.render.effort import render_effort
 from recall.render.escape import markdown as markdown_text
-from recall.render.table import by_error, table
+from recall.render.table import by_error, first_rows, more, table
 from recall.terminal import safe_output, shown
 
 # With several candidates, each diff's lost and gained lists show this many rows in text and
@@ -361,7 +361,7 @@ def _unknown_sources(report: Report, markdown: bool) -> list[str]:
     body = [[str(u.line), u.repo, u.query, u.type, u.source] for u in unknown.first]
     out += table(["line", "repo", "query", "type", "source"], body, markdown)
     if unknown.count > len(unknown.first):
-        out += _more(unknown.count - len(unknown.first), markdown, "--json")
+        out += more(unknown.count - len(unknown.first), markdown, "--json")
     return out
 
 
@@ -382,19 +382,8 @@ def _left_out(summary: CeilingSummary, markdown: bool) -> list[str]:
         "query); the finders are compared with the ceiling without them",
         markdown,
     )
-    shown_rows = rows[:LEFT_OUT_SHOWN]
-    out += table(
-        ["repo", "query", "type", "source"],
-        [[r.repo, r.query, r.type, r.source] for r in shown_rows], markdown,
-    )  # fmt: skip
-    if len(rows) > len(shown_rows):
-        out += _more(len(rows) - len(shown_rows), markdown)
-    return out
-
-
-def _more(hidden: int, markdown: bool, where: str = "--json or --html") -> list[str]:
-    line = f"… and {hidden} more: see {where}"
-    return ["", line] if markdown else [line]
+    body = [[r.repo, r.query, r.type, r.source] for r in rows]
+    return out + first_rows(["repo", "query", "type", "source"], body, markdown, LEFT_OUT_SHOWN)
 
 
 def diff_lines(d: Diff, effort: EffortDiff | None = None) -> tuple[str, str]:
@@ -490,7 +479,7 @@ def _render_diff(
         shown_rows = rows[:cap] if cap is not None else rows
         out += _changes_table(shown_rows, markdown, first_now=first_now)
         if len(shown_rows) < len(rows):
-            out += _more(len(rows) - len(shown_rows), markdown)
+            out += more(len(rows) - len(shown_rows), markdown)
         if lost and not markdown and d.explain_flags is not None:
             for c in shown_rows:
                 line = explain_command(c.repo, c.query, c.source, c.type, d.explain_flags)

@@ -9,6 +9,7 @@ queries.
 from __future__ import annotations
 
 import platform
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import orjson
 from recall.analysis.model import TOP, Hit, QueryResult, RunResult
 from recall.cache import drop_file, keep_file, key_digest, read_file, warn
 from recall.errors import RecallError
-from recall.files import write_atomic
+from recall.files import read_input, write_atomic
 from recall.finders.engine import Engine
 from recall.inputs.queryset import QueryRow
 from recall.inputs.symbols import ctags_identity
@@ -203,6 +204,19 @@ def store_run(cache: Path, key: dict, run: RunResult) -> None:
 
 # Saved runs ---------------------------------------------------------------------------
 
+WORKING_TREE = "working tree "  # a side's identity: the tree it ran, known by its path
+
+
+def code_of(key: dict) -> tuple[object, object]:
+    """What code a saved run ran, as machines can compare it: its binary's identity (a
+    commit, a program's content) or, for a working tree, the tree's content digest (the
+    key's `tree`, which `recall run --save` records) and never its path, which differs
+    from machine to machine while the code may not."""
+    binary = key.get("binary")
+    if isinstance(binary, str) and binary.startswith(WORKING_TREE):
+        binary = WORKING_TREE.strip()
+    return binary, key.get("tree")
+
 
 def save_runs(
     path: Path, meta: dict, rows: list[QueryRow], runs: list[tuple[RunResult, dict]],
@@ -248,9 +262,7 @@ def read_saved(path: Path, flag: str, kinds: tuple[str, ...] = (SAVED_KIND,)) ->
     checked), or a RecallError naming flag and the file."""
     where = f"{flag} {path}"
     try:
-        data = orjson.loads(path.read_bytes())
-    except OSError as exc:
-        raise RecallError(f"{where}: cannot read: {exc.strerror}") from None
+        data = orjson.loads(read_input(path, where))
     except orjson.JSONDecodeError:
         raise RecallError(f"{where}: not JSON") from None
     if not isinstance(data, dict) or data.get("kind") not in kinds:
@@ -282,15 +294,45 @@ def load_saved(path: Path, flag: str) -> Saved:
             raise RecallError(f"{where}: runs[{i}]: {exc}") from None
     rows = decode_rows(where, data.get("rows"))
     for i, (run, _key) in enumerate(runs):
-        if len(run.results) != len(rows):
-            raise RecallError(
-                f"{where}: runs[{i}]: {len(run.results)} results for {len(rows)} rows"
-            )
+        try:  # the results cache's own check: a file edited by hand proves nothing
+            contradiction(run.results, rows)
+        except ValueError as exc:
+            raise RecallError(f"{where}: runs[{i}]: {exc}") from None
     meta, baseline = data.get("meta"), data.get("baseline", False)
-    if not isinstance(meta, dict) or not isinstance(baseline, bool):
-        raise RecallError(f"{where}: meta must be an object and baseline true or false")
+    if not isinstance(baseline, bool):
+        raise RecallError(f"{where}: baseline must be true or false")
     explain = _decode_explain(where, data.get("explain", []))
-    return Saved(meta, baseline, rows, runs, explain, data.get("selection"))
+    if explain and len(explain) != len(runs):
+        raise RecallError(f"{where}: explain must hold one entry a run ({len(runs)}), or none")
+    return Saved(_checked_meta(where, meta), baseline, rows, runs, explain, data.get("selection"))
+
+
+META_TEXTS = ("recall", "python", "git", "ctags")
+SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def _checked_meta(where: str, meta: object) -> dict:
+    """A saved run's meta, which a merged report shows as what ran: every field a run
+    writes (run._meta), each of its type, and no other."""
+    engine = meta.get("engine") if isinstance(meta, dict) else None
+    digests = ("corpus_sha256", "queries_sha256")
+    if not (
+        isinstance(meta, dict)
+        and set(meta) - {"config"} == {*META_TEXTS, *digests, "engine"}
+        and all(isinstance(meta[key], str) for key in META_TEXTS)
+        and all(isinstance(meta[key], str) and SHA256.fullmatch(meta[key]) for key in digests)
+        and isinstance(meta.get("config"), str | None)
+        and isinstance(engine, dict)
+        and set(engine) == {"source", "sha256"}
+        and isinstance(engine["source"], str)
+        and isinstance(engine["sha256"], str)
+        and SHA256.fullmatch(engine["sha256"])
+    ):
+        raise RecallError(
+            f"{where}: meta must hold {', '.join(META_TEXTS)}, {', '.join(digests)} and "
+            "engine {source, sha256} (and config), as recall run writes them"
+        )
+    return meta
 
 
 def _decode_explain(where: str, value: object) -> list[Flags | None]:

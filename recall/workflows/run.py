@@ -37,23 +37,22 @@ from recall.cache import keep_file, read_file, warn
 from recall.errors import RecallError
 from recall.files import file_sha256, target
 from recall.finders.engine import (
-    DEFAULT_PRESETS,
     Engine,
     key_line,
     preset_names,
+    refuse_unfit,
     resolve_engine,
 )
 from recall.finders.requirements import require
 from recall.inputs import derive, keystrokes, path_recipes, recipes, symbols
 from recall.inputs.corpus import Pin, cache_root, load_pins, mirror_root
 from recall.inputs.keystrokes import TypingRow
-from recall.inputs.paths import NAMES, PATHS, domain_of
+from recall.inputs.paths import PATHS, domain_of
 from recall.inputs.queryset import (
     HAND,
     QUERY_SETS,
     QUERY_SETS_DEFAULT,
     QueryRow,
-    is_committed_set,
     query_set_path,
     read_queries,
     select,
@@ -63,8 +62,8 @@ from recall.inputs.symbols import checkout_symbols, ctags_identity, ctags_versio
 from recall.render.commandline import option
 from recall.running.build import (
     base_binary,
-    check_build_timeout,
     finder_root,
+    own_tree,
     resolve_commit,
     run_build,
     same_tree,
@@ -82,6 +81,7 @@ from recall.running.measure import (
 )
 from recall.running.probe import probe
 from recall.running.results_cache import (
+    WORKING_TREE,
     Flags,
     cached_run,
     load_against,
@@ -89,7 +89,6 @@ from recall.running.results_cache import (
     save_runs,
     store_run,
 )
-from recall.running.session import check_timeout
 from recall.running.values import Corpus, FinderBuild
 from recall.workflows.bench import run_bench
 from recall.workflows.merge import merge_saved
@@ -209,7 +208,7 @@ def measure(options: RunOptions) -> Measurement:
     all_rows, rows, steps = selected_rows(
         queries_path, pins, repos, types, options.split, bench=bool(options.bench)
     )
-    strict = options.strict_queries or is_committed_set(found.queries)
+    strict = options.strict_queries or found.committed
     hand = [r for r in select(all_rows, repos, None) if r.type == HAND]
     if options.bench and not hand:
         raise RecallError(f"--bench: {queries_path} has no hand rows in the selected repos")
@@ -235,7 +234,9 @@ def measure(options: RunOptions) -> Measurement:
     )
     domain = domain_of(rows, str(queries_path))
     engine = resolve_engine(_default_engine(specs), root, domain)
-    root = _embedded_root(options, found.finder_named, engine, root)
+    root = own_tree(
+        engine, root, named=found.finder_named, base=options.base, base_bin=options.base_bin
+    )
     engine_flag = _engine_flag(specs)
     specs = _with_tree(specs, options.no_candidate)
     labeled = [resolve_engine(v, root) for kind, label, v in specs if kind == "engine" and label]
@@ -265,9 +266,12 @@ def measure(options: RunOptions) -> Measurement:
     if not strict:  # a foreign file's unknown sources are listed, cached runs or not
         _fetch_corpora(rows, pins, cache, mirror, corpora)
         unknown = unknown_sources(rows, corpora, all_rows)
+    check_steps(steps, rows, pins, cache, mirror, corpora, queries_path)
     measured = [base] if base else []
     for side in sides:
         key = run_key(side.identity, side.binary.engine, asked_key, options.timeout)
+        if options.save and not side.cacheable and not side.identity.startswith("commit:"):
+            key["tree"] = tree_code(side)  # the code a shard ran, known by content
         run: RunResult | None = None
         if side.cacheable and not options.no_cache:
             run = cached_run(cache, key, side.binary.label, asked)
@@ -291,7 +295,7 @@ def measure(options: RunOptions) -> Measurement:
         measured.append(result)
 
     has_base = options.has_baseline
-    meta = _meta(engine, corpus_path, queries_path)
+    meta = _meta(engine, corpus_path, queries_path, found.config)
     if options.save:
         save_runs(
             Path(options.save), meta, asked, [(m.whole, m.key) for m in measured],
@@ -301,7 +305,7 @@ def measure(options: RunOptions) -> Measurement:
     regress_file = options.regress or DEFAULT_REGRESS
     plan = Plan(
         pins, rows, cases, skipped, accepted, cache, mirror, corpora, unknown, data,
-        regress_file, options.split, options.misses, steps, str(queries_path),
+        regress_file, options.split, options.misses, steps,
     )  # fmt: skip
     if options.shard:
         return Measurement(plan, measured, has_base, meta, None)
@@ -311,6 +315,27 @@ def measure(options: RunOptions) -> Measurement:
         binaries = [side.binary for side in sides]
         bench = run_bench(binaries, hand, corpora, options.bench, options.timeout)
     return Measurement(plan, measured, has_base, meta, _ceiling(plan), bench)
+
+
+def check_steps(
+    steps: tuple[TypingRow, ...], rows: list[QueryRow], pins: dict[str, Pin], cache: Path,
+    mirror: Path | None, corpora: dict[str, Corpus], queries: Path,
+) -> None:  # fmt: skip
+    """A typing set's steps whose source is no name of its corpus are refused before any
+    finder runs (or a merge reports): the corpora are fetched for its report's ceiling
+    anyway."""
+    if not steps:
+        return
+    _fetch_corpora(rows, pins, cache, mirror, corpora)
+    names = {repo: corpus.names for repo, corpus in corpora.items()}
+    keystrokes.check_typing_sources(steps, names, str(queries))
+
+
+def tree_code(side: Side) -> str | None:
+    """The content of the tree a side's engine runs, for a saved file to prove which code
+    it ran (a working tree's path says nothing of its edits): before it runs, so an edit
+    made during the run is not taken for the code that ran. None: not a tree git lists."""
+    return side.content or tree_identity(side.binary.tree, side.binary.engine)
 
 
 def _probed(
@@ -329,28 +354,6 @@ def _probed(
     seen = probe(binary, corpora[picked.repo], picked, options.timeout, cache)
     line = key_line(binary.engine, "batch" if binary.engine.batch else "query")
     return seen.said() + (f"; the engine's line: {line}" if line else "")
-
-
-def refuse_unfit(engines: list[Engine], domain: str) -> None:
-    """A set that an engine given cannot answer is refused before anything runs: a
-    language server answers workspace/symbol with names and lists no files, and the
-    reference finder's name mode ranks the symbols of its own index of the corpus, so
-    the path set applies to neither (docs/engines.md); the reference finder's path mode
-    is its own preset."""
-    if domain != PATHS:
-        return
-    for engine in engines:
-        if engine.kind == "lsp":
-            raise RecallError(
-                f"{engine.source}: kind lsp ranks symbol names, not file paths: the path set "
-                "does not apply to it"
-            )
-        if engine.source == f"preset:{DEFAULT_PRESETS[NAMES]}":
-            raise RecallError(
-                f"--engine {DEFAULT_PRESETS[NAMES]}: the reference finder's name mode ranks "
-                "the symbols it indexes, not file paths: the path set needs its path mode, "
-                f"--engine {DEFAULT_PRESETS[PATHS]} (the default for --queries paths)"
-            )
 
 
 @dataclass(frozen=True)
@@ -372,7 +375,6 @@ class Plan:
     split: str | None = None  # the side of the tune/holdout split the rows are
     show_misses: bool = False  # list every source not ranked #1
     steps: tuple[TypingRow, ...] = ()  # a typing set's steps, whose prompts `rows` are
-    queries: str = ""  # the query set's file, which a typing set's error names
 
 
 def _ceiling(plan: Plan) -> CeilingSummary:
@@ -414,9 +416,7 @@ def _analyse(
     runs = [(m.run.label, prompt_answers(rows, m.run)) for m in measured]
     names = {repo: corpus.names for repo, corpus in plan.corpora.items()}
     languages = {name: pin.language for name, pin in plan.pins.items()}
-    return typing_report(
-        report, plan.steps, runs, names, languages, baseline=has_base, where=plan.queries
-    )
+    return typing_report(report, plan.steps, runs, names, languages, baseline=has_base)
 
 
 def not_found(run: RunResult, rows: list[QueryRow], unknown: list[QueryRow]) -> RunResult:
@@ -468,14 +468,14 @@ def merge(options: MergeOptions) -> Report:
     cache, mirror = cache_root(options.data.cache), mirror_root(options.data.mirror)
     corpora: dict[str, Corpus] = {}
     unknown: tuple[UnknownSource, ...] = ()
-    if not (options.strict_queries or is_committed_set(found.queries)):
+    if not (options.strict_queries or found.committed):
         _fetch_corpora(rows, pins, cache, mirror, corpora)
         unknown = unknown_sources(rows, corpora, all_rows)
+    check_steps(steps, rows, pins, cache, mirror, corpora, queries_path)
     data = data_flags(options.data, found, found.config)
     plan = Plan(
         pins, rows, cases, skipped, accepted, cache, mirror, corpora, unknown, data,
         options.regress or DEFAULT_REGRESS, options.split, options.misses, steps,
-        str(queries_path),
     )  # fmt: skip
     return _analyse(
         plan, measured, has_base=merged.baseline, meta=merged.meta, ceiling=_ceiling(plan),
@@ -542,12 +542,6 @@ def check_run(options: RunOptions, output: Output = NOTHING_PRINTED) -> None:
     for named in (output.html, options.save):
         if named:
             target(Path(named))  # a FIFO or a device there is refused before any work
-    if options.jobs < 1:
-        raise RecallError(f"--jobs {options.jobs}: give 1 or more")
-    check_timeout(options.timeout)
-    check_build_timeout(options.build_timeout)
-    if options.bench is not None and options.bench < 1:
-        raise RecallError(f"--bench {options.bench}: give 1 or more reps")
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -593,25 +587,6 @@ def _with_found_engine(
     if config.absolute() == (root / "recall.toml").absolute():
         return specs  # resolve_engine reads it
     return [("engine", None, str(config.absolute())), *specs]
-
-
-def _embedded_root(options: RunOptions, finder_named: bool, engine: Engine, root: Path) -> Path:
-    """Where no recall.toml and no --finder name a finder (any folder, recall's own
-    checkout), the reference finder runs: the tree here when it holds it (recall's
-    checkout), else the one installed with recall, which no ref of the folder's repo
-    builds."""
-    if finder_named or engine.source not in {f"preset:{p}" for p in DEFAULT_PRESETS.values()}:
-        return root
-    if (root / "recall" / "finders" / "reference" / "__main__.py").is_file():
-        return root
-    if options.base or options.base_bin:
-        flag = f"--base {options.base}" if options.base else f"--base-bin {options.base_bin}"
-        raise RecallError(
-            f"{flag}: no recall.toml in {Path.cwd()} or above to say which finder to build; "
-            "`recall init` writes one (without one, recall measures the reference finder it "
-            "ships)"
-        )
-    return Path(__file__).resolve().parents[2]
 
 
 def check_distinct_programs(
@@ -733,7 +708,8 @@ def _candidates(
         else:
             labeled = resolve_engine(value, root)
             flags = (("--engine", value),)
-            side = _tree_side(label or "candidate", labeled, root, python, flags, build_timeout)
+            tree = own_tree(labeled, root)  # a preset of recall's own code: recall's tree
+            side = _tree_side(label or "candidate", labeled, tree, python, flags, build_timeout)
         sides.append(side)
     if not sides:
         sides.append(_tree_side("candidate", engine, root, python, engine_flag, build_timeout))
@@ -761,7 +737,7 @@ def _tree_side(
             return Side(binary, file_identity(Path(program)), True, explain)
     keeps = engine.index_cache and unseen_code(engine) is None
     content = tree_identity(root, engine) if keeps else None
-    return Side(binary, f"working tree {root.absolute()}", False, explain, content)
+    return Side(binary, f"{WORKING_TREE}{root.absolute()}", False, explain, content)
 
 
 def uses_tree(engine: Engine) -> bool:
@@ -917,7 +893,7 @@ def _explain_flags(base: Flags | None, new: Flags | None, data: Flags) -> str | 
     return " ".join(option(flag, value) for flag, value in (*both.items(), *data))
 
 
-def _meta(engine: Engine, corpus: Path, queries: Path) -> dict:
+def _meta(engine: Engine, corpus: Path, queries: Path, config: Path | None) -> dict:
     return {
         "recall": __version__,
         "python": platform.python_version(),
@@ -925,6 +901,7 @@ def _meta(engine: Engine, corpus: Path, queries: Path) -> dict:
         "ctags": ctags_version(),
         "engine": {"source": engine.source, "sha256": engine.digest},
         **_meta_digests(corpus, queries),
+        "config": None if config is None else str(config.absolute()),  # the recall.toml read
     }
 
 
