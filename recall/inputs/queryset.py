@@ -27,6 +27,10 @@ TYPE_ORDER = tuple(recipe.type for recipe in RECIPES)
 # tracked path, made by recall.inputs.path_recipes (the registry's recipes take names).
 PATH_SET = "paths"
 NAMES, PATHS = "names", "paths"  # a set's domain: what its finders rank (inputs/paths.py)
+# The judgments set (recall/inputs/judgments.py): each query over its own candidates, a
+# domain of its own; its rows' type is the judgment's domain, a symbol or a path.
+JUDGED = "judgments"
+JUDGED_TYPES = ("symbol", "path")
 PATH_TYPES = (
     "baseprefix", "wordstarts", "dirinitials", "fragment", "extfirst", "basetypo", "basecase",
 )  # fmt: skip
@@ -35,14 +39,18 @@ HAND = "hand"
 TYPES = (*TYPE_ORDER, *PATH_TYPES, EXACT, HAND)
 
 
-# The committed query sets by name, each with the derive settings that make it: `--queries
-# typed` reads typed.tsv; any other value is a path.
-QUERY_SETS = {
+# The committed query sets by name, each with the derive settings that make it (None: a
+# set no corpus derives, written by people): `--queries typed` reads typed.tsv; any other
+# value is a path.
+QUERY_SETS: dict[str, tuple[str, str | None]] = {
     "default": ("queries.tsv", "derive.json"),
     "typed": ("typed.tsv", "derive-typed.json"),
     "typing": ("typing.tsv", "derive-typing.json"),  # steps, not rows: recall/inputs/keystrokes.py
     "paths": ("paths.tsv", "derive-paths.json"),
+    "judgments": ("judgments.tsv", None),  # pairs, not rows: recall/inputs/judgments.py
 }
+# The sets `recall derive all` and `recall pin` make, each from its settings.
+DERIVED_SETS = {name: (file, settings) for name, (file, settings) in QUERY_SETS.items() if settings}
 
 
 QUERY_SETS_DEFAULT = "queries.tsv"  # --queries when not given
