@@ -1,6 +1,8 @@
 """Command line of the reference finder, in the shape the engine description expects.
 
     python -m recall.finders.reference index CORPUS_DIR --language L --db FILE
+    python -m recall.finders.reference index-names NAMES_FILE --db FILE   (a names list
+        alone, one a line: the judgments set's candidates, with no corpus behind them)
     python -m recall.finders.reference query Q --db FILE [--json] [--limit N]
     python -m recall.finders.reference query --batch --db FILE   (the batch protocol of
         recall.finders.protocol: {"id": I, "query": Q, "limit": N} in, {"id": I,
@@ -28,6 +30,9 @@ def _parser() -> argparse.ArgumentParser:
     index.add_argument("corpus", type=Path)
     index.add_argument("--language", required=True)
     index.add_argument("--db", required=True, type=Path)
+    names = sub.add_parser("index-names", help="index a names list (one a line) alone")
+    names.add_argument("names", type=Path)
+    names.add_argument("--db", required=True, type=Path)
     query = sub.add_parser("query", help="rank the indexed names for a query")
     query.add_argument("query", nargs="?")
     query.add_argument("--db", required=True, type=Path)
@@ -76,6 +81,16 @@ def main(argv: list[str] | None = None) -> int:
             # compiled; index_arrays loads it) now, before any query: both are set-up, and
             # the query processes that follow only read them
             build(args.corpus, args.language, args.db, derive=index_arrays)
+        elif args.command == "index-names":
+            from recall.finders.kinds.adapter import read_names
+            from recall.finders.reference.rank import index_arrays
+            from recall.finders.reference.store import build_names
+
+            try:
+                names = read_names(args.names)
+            except (OSError, UnicodeDecodeError) as exc:
+                raise RecallError(f"{args.names}: cannot read: {exc}") from None
+            build_names(names, args.db, derive=index_arrays)
         else:
             _query(args)
     except RecallError as exc:

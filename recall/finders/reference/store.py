@@ -114,9 +114,11 @@ def answer_row(name: str, path: str, line: int) -> bytes:
     return orjson.dumps({"name": name, "file": path, "line": line})
 
 
-def catalog_of(definitions: Iterable[tuple[str, str, int, str]]) -> Catalog:
-    """The catalog of (name, path, line, scope) definitions in index order."""
+def catalog_of(definitions: Iterable[tuple[str, str, int, str]], located: bool = True) -> Catalog:
+    """The catalog of (name, path, line, scope) definitions in index order; not located:
+    answer rows that name the name alone (a names list has no file or line to give)."""
     import numpy as np
+    import orjson
 
     names: dict[str, int] = {}
     paths: dict[str, int] = {}
@@ -134,7 +136,10 @@ def catalog_of(definitions: Iterable[tuple[str, str, int, str]]) -> Catalog:
     path_at, line_at = path_of[order].astype(np.int32), line_of[order].astype(np.int32)
     path_list = list(paths)
     firsts = zip(names, path_at[start[:-1]].tolist(), line_at[start[:-1]].tolist(), strict=True)
-    rows = [answer_row(n, path_list[p], k) for n, p, k in firsts]
+    rows = [
+        answer_row(n, path_list[p], k) if located else orjson.dumps({"name": n})
+        for n, p, k in firsts
+    ]
     sizes = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
     return Catalog(
         {"names": list(names), "paths": path_list, "scopes": list(scopes)},
@@ -168,11 +173,34 @@ def build(
         raise RecallError(f"{corpus}: not a directory")
     symbols = extract(corpus, language)
     catalog = catalog_of((s.name, s.path, s.line, s.scope) for s in symbols)
+    write(db, catalog, {"language": language, "corpus": str(corpus)}, str(corpus), derive)
+    return len(symbols)
+
+
+def build_names(
+    names: list[str], db: Path, derive: Callable[[list[str]], dict[str, np.ndarray]] | None = None
+) -> int:
+    """Index a names list alone into db (the judgments set's candidates: no corpus, so no
+    file or line), as build() indexes a corpus's definitions; returns the names."""
+    catalog = catalog_of(((name, "", 0, "") for name in names), located=False)
+    write(db, catalog, {"names": "list"}, "the names list", derive)
+    return len(catalog.names)
+
+
+def write(
+    db: Path,
+    catalog: Catalog,
+    meta: dict[str, str],
+    where: str,
+    derive: Callable[[list[str]], dict[str, np.ndarray]] | None = None,
+) -> None:
+    """The catalog (and derive(names)) into db, whole or not at all; where names the
+    input in an error."""
     texts = {"names": catalog.names, "paths": catalog.paths, "scopes": catalog.scopes}
     for key, items in texts.items():
         held = next((t for t in items if "\0" in t), None)
         if held is not None:
-            raise RecallError(f"{corpus}: a NUL character in one of its {key}: {held!r}")
+            raise RecallError(f"{where}: a NUL character in one of its {key}: {held!r}")
     arrays = {
         **{k: getattr(catalog, k) for k in _CATALOG},
         **(derive(catalog.names) if derive else {}),
@@ -186,9 +214,8 @@ def build(
             con.executescript(_CREATE)
             con.executemany(
                 "INSERT INTO meta VALUES (?, ?)",
-                [("schema", str(SCHEMA)), ("language", language), ("corpus", str(corpus)),
-                 ("derived", "yes" if derive else "no")],
-            )  # fmt: skip
+                [("schema", str(SCHEMA)), *meta.items(), ("derived", "yes" if derive else "no")],
+            )
             con.executemany(
                 "INSERT INTO arrays VALUES (?, 'text', ?, ?)",
                 ((k, len(v), "\0".join(v).encode("utf-8")) for k, v in texts.items()),
@@ -204,7 +231,6 @@ def build(
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return len(symbols)
 
 
 def load(db: Path) -> Catalog:
