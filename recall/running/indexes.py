@@ -36,14 +36,18 @@ MARKER = ".recall-indexed"  # written last, inside the entry: a folder without i
 FORMAT = 2  # bump when what a kept index holds or how it is keyed changes
 
 
-def index_key(build: str, engine: Engine, pin: Pin, names: bytes) -> str:
-    """The entry of an index of build on pin, whose names file holds names."""
+def index_key(
+    build: str, engine: Engine, argv: tuple[str, ...], pin: Pin | None, names: bytes
+) -> str:
+    """The entry of an index of build made by argv (its `index`, or for a names list
+    alone its `index_names`) on pin (None: the names list is all there is), whose names
+    file holds names."""
     key = {
         "format": FORMAT,
         "build": build,
         "engine": engine.digest,
-        "index": list(engine.index),
-        "pin": pin.as_json(),
+        "index": list(argv),
+        "pin": pin.as_json() if pin else None,
         "names": hashlib.sha256(names).hexdigest(),
         "ctags": ctags_identity(),
         "python": platform.python_version(),
