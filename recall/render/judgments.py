@@ -96,13 +96,13 @@ def contested_rows(judged: Judged) -> list[list[str]]:
 
 def change_rows(changes: tuple[JudgmentChange, ...]) -> list[list[str]]:
     return [
-        [c.pair.domain, c.pair.query, c.pair.preferred, c.pair.other, c.pair.source,
-         ranks_cell(c.base), ranks_cell(c.new)]
+        [c.pair.domain, c.pair.query, c.pair.preferred, c.pair.other, ranks_cell(c.base),
+         ranks_cell(c.new), c.pair.source]
         for c in changes
     ]  # fmt: skip
 
 
-CHANGE_HEADER = ["domain", "query", "preferred", "other", "source", "base ranks", "new ranks"]
+CHANGE_HEADER = ["domain", "query", "preferred", "other", "base ranks", "new ranks", "source"]
 CONTESTED_NOTE = (
     "a pair whose reverse (same domain and query) is in the file too: two tests that "
     "contradict each other, left out of agreement"
@@ -210,7 +210,7 @@ def judgments_html(data: dict) -> list[str]:
             if changes:
                 out += [
                     f"<p>{_e(RANKS_NOTE)}</p>",
-                    _table(CHANGE_HEADER, change_rows(changes), frozenset(range(5))),
+                    _table(CHANGE_HEADER, change_rows(changes), frozenset({0, 1, 2, 3, 6})),
                 ]
     return out
 

@@ -24,6 +24,7 @@ from pathlib import Path
 import git
 import orjson
 
+from recall import __version__
 from recall.analysis.model import SCHEMA
 from recall.errors import RecallError
 from recall.files import read_input, write_atomic
@@ -32,7 +33,7 @@ from recall.finders.kinds.node import TREE_FOLDER, locked_version
 from recall.inputs.corpus import load_pins
 from recall.inputs.queryset import query_set_path, read_queries
 from recall.inputs.suite import locate
-from recall.running.build import finder_root
+from recall.running.build import finder_root, own_tree
 from recall.terminal import progress
 from recall.workflows.options import ResultsOptions
 
@@ -223,9 +224,13 @@ def _first_line(argv: list[str]) -> str:
 def finder_version(peer: Peer, engine: Engine, root: Path) -> str:
     """What exactly ran: the program's own version line, the package or the commit."""
     if peer.preset in ("reference", "reference-paths"):
-        with git.Repo(root) as repo:
-            dirty = " with uncommitted changes" if repo.is_dirty() else ""
-            return f"recall commit {repo.head.commit.hexsha[:12]}{dirty}"
+        tree = own_tree(engine, root)  # recall's own tree where root holds none
+        try:
+            with git.Repo(tree) as repo:
+                dirty = " with uncommitted changes" if repo.is_dirty() else ""
+                return f"recall commit {repo.head.commit.hexsha[:12]}{dirty}"
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+            return f"recall {__version__} (installed, no git checkout)"
     if peer.version is not None:
         return peer.version(root)
     if peer.package:
