@@ -23,7 +23,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from recall.analysis.stats import ALPHA, VERDICT_TEST, Verdict, mcnemar_exact, wilson
+from recall.analysis.stats import (
+    ALPHA,
+    VERDICT_TEST,
+    Verdict,
+    mcnemar_exact,
+    spearman,
+    spearman_interval,
+    wilson,
+)
 from recall.inputs.judgments import Judgment, contested
 from recall.inputs.queryset import QueryRow
 
@@ -337,3 +345,40 @@ def judged_from_json(data: dict) -> Judged:
         for d in data["diffs"]
     )  # fmt: skip
     return Judged(pairs, data["queries"], data["lists"], runs, diffs)
+
+
+# How far recall's own sets agree with the judgments: the results page -------------------
+
+
+@dataclass(frozen=True)
+class SetCorrelation:
+    """Across the finders measured on both, Spearman's rank correlation between a query
+    set's #1 share (a typing set's: the sequences that reach #1) and the judgments'
+    agreement, with its 95% interval (stats.spearman_interval); None where undefined."""
+
+    set: str
+    finders: tuple[str, ...]
+    rho: float | None
+    ci: tuple[float, float] | None
+
+
+def set_correlation(
+    name: str, shares: dict[str, float], agreed: dict[str, float]
+) -> SetCorrelation:
+    """shares: each finder's #1% on the set; agreed: each finder's agreement %."""
+    finders = tuple(label for label in agreed if label in shares)
+    rho = spearman([shares[f] for f in finders], [agreed[f] for f in finders])
+    ci = spearman_interval(rho, len(finders)) if rho is not None else None
+    return SetCorrelation(name, finders, rho, ci)
+
+
+def disputed_by(pairs: Sequence[Pair], runs: Sequence[JudgedRun]) -> list[tuple[int, int]]:
+    """The uncontested pairs that the most of these runs disagree with: (pair index, how
+    many disagree), every pair with the largest count above 0, in file order."""
+    counts = [
+        (i, sum(1 for r in runs if not agrees(r.ranks[i])))
+        for i, p in enumerate(pairs)
+        if not p.contested
+    ]
+    most = max((n for _i, n in counts), default=0)
+    return [(i, n) for i, n in counts if n == most and most > 0]

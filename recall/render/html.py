@@ -403,7 +403,7 @@ def render_html(report: dict) -> str:
     title = (
         f"recall: keystrokes to the name, {_e(effort['sequences'])} typing sequences{split}"
         if effort
-        else f"recall: agreement with {_e(len(judgments['pairs']))} maintainers' judgments"
+        else f"recall: agreement with maintainers' judgments, {len(judgments['pairs'])} pairs"
         if judgments
         else f"recall: {_e(report['sourced'])} sourced queries of {_e(report['queries'])}{split}"
     )

@@ -56,9 +56,11 @@ def ranks_cell(ranks: tuple[int | None, int | None]) -> str:
 def _head(judged: Judged) -> str:
     projects = len({p.project for p in judged.pairs})
     domains = {d: sum(1 for p in judged.pairs if p.domain == d) for d in ("symbol", "path")}
+    plural = "" if projects == 1 else "s"
     return (
-        f"Judgments: {len(judged.pairs)} pairs from {projects} projects ({domains['symbol']} "
-        f"symbol, {domains['path']} path), {judged.queries} queries over {judged.lists} "
+        f"Judgments: {len(judged.pairs)} pairs from {projects} project{plural} "
+        f"({domains['symbol']} symbol, {domains['path']} path), {judged.queries} queries over "
+        f"{judged.lists} "
         f"candidate lists; {judged.contested} contested"
     )
 

@@ -305,6 +305,8 @@ def run_peer(
             tail = " ".join(proc.stderr.decode("utf-8", "replace").split())[-TAIL:]
             raise RecallError(f"{peer.label}: recall run exited {proc.returncode}: {tail}")
         report = orjson.loads(proc.stdout)
+        if "judgments" in report:  # its rows are candidates: no query has a name first
+            return report, []
         return report, first_names(orjson.loads(saved.read_bytes()), report["queries"])
 
 
@@ -372,7 +374,7 @@ def _report_path(folder: Path, peer: Peer) -> Path:
     return folder / (peer.label.replace(" ", "-").replace("(", "").replace(")", "") + ".json")
 
 
-def _read_entry(path: Path) -> dict:
+def read_entry(path: Path) -> dict:
     try:
         entry = orjson.loads(read_input(path, f"kept report {path}"))
     except orjson.JSONDecodeError as exc:
@@ -406,11 +408,12 @@ def measured_jobs(entries: list[dict]) -> str:
 def is_path_set(queries: str) -> bool:
     """Does --queries name a set of paths (recall.inputs.paths), whose page has the file
     pickers?"""
+    from recall.inputs.judgments import is_judgments_file
     from recall.inputs.keystrokes import is_typing_file
     from recall.inputs.paths import PATHS, domain_of
 
     path = query_set_path(queries)
-    if not path.exists() or is_typing_file(path):  # a typing set's steps type names
+    if not path.exists() or is_typing_file(path) or is_judgments_file(path):  # no path rows
         return False
     return domain_of(read_queries(path)) == PATHS
 
@@ -441,7 +444,12 @@ def peer_entries(options: ResultsOptions) -> list[dict]:
     options = dataclasses.replace(options, corpus=found.corpus, queries=found.queries or "")
     root = finder_root(Path("."))
     only = options.only
-    every = path_peers() if is_path_set(options.queries) else default_peers()
+    from recall.workflows.results_judgments import is_judgments_set, judgment_peers
+
+    if is_judgments_set(options.queries):  # the name finders and the pickers' path modes
+        every = judgment_peers()
+    else:
+        every = path_peers() if is_path_set(options.queries) else default_peers()
     left_out = ""
     if is_typing_set(options.queries):  # one ceiling over every corpus's sequences
         every = [p for p in every if not load_preset(p.preset).languages]
@@ -470,7 +478,7 @@ def _peer_entry(peer: Peer, options: ResultsOptions, root: Path, folder: Path | 
         )
     if options.render_only:
         assert folder is not None
-        entry = _read_entry(_report_path(folder, peer))
+        entry = read_entry(_report_path(folder, peer))
         shown = entry["report"].get("split")
         if options.split and shown != options.split:
             raise RecallError(
