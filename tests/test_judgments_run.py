@@ -7,6 +7,7 @@ process a query for a per-query finder, and the finders that need a corpus refus
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import subprocess
@@ -281,3 +282,17 @@ def test_a_base_whose_reference_finder_cannot_index_a_names_list_fails_in_one_li
         r"recall: index judged-[0-9a-f]{16} with base HEAD \([0-9a-f]{12}\) failed", line
     )
     assert "invalid choice: 'index-names'" in line
+
+
+def test_a_judgments_file_on_a_pipe_is_read_once_through_the_one_reader(tmp_path):
+    """`--queries /dev/stdin` on a pipe: its header, rows and digest all come from the one
+    read (files.read_input), so the run sees the file whole."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "recall", "--cache", str(tmp_path), "--queries", "/dev/stdin",
+         "--engine", "fzf", "--json"],
+        input=FOREIGN.read_bytes(), capture_output=True, cwd=ROOT, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert len(report["judgments"]["pairs"]) == 8
+    assert report["meta"]["queries_sha256"] == hashlib.sha256(FOREIGN.read_bytes()).hexdigest()

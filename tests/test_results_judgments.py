@@ -14,7 +14,8 @@ from conftest import run_cli
 from recall.errors import RecallError
 from recall.finders.engine import load_preset, needs_corpus
 from recall.render.judgments_results import PATH_MODE, leaders
-from recall.workflows.results_judgments import judgment_peers, set_shares
+from recall.workflows.results_judgments import set_shares
+from recall.workflows.results_page import judgment_peers
 
 
 def test_the_page_runs_every_peer_that_reads_a_names_list_and_the_pickers_path_modes():

@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     from recall.workflows import results_judgments as judged
 
     shares = {}
-    if judged.is_judgments_set(options.queries):  # read before any peer runs
+    if results.is_judgments_set(options.queries):  # read before any peer runs
         shares = judged.set_shares(options.sets, options.corpus)
     elif options.sets:
         raise RecallError("--set-reports: the sets' shares go on the judgments page alone")

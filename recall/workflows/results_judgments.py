@@ -11,34 +11,18 @@ from the reports their own results runs kept, named one a set (`--set-reports SE
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 from recall.errors import RecallError
 from recall.files import file_sha256
-from recall.finders.engine import load_preset, needs_corpus
-from recall.inputs.judgments import is_judgments_file
 from recall.inputs.queryset import query_set_path
 from recall.inputs.suite import locate
 from recall.render.judgments_results import PATH_MODE
-from recall.workflows.results_page import Peer, default_peers, path_peers, read_entry
+from recall.workflows.results_page import read_entry
 
 # The committed sets whose #1 share the page sets beside the judgments' agreement; a typing
 # set's is its sequences that reach #1.
 SETS = ("default", "typed", "typing", "paths")
-
-
-def judgment_peers() -> list[Peer]:
-    """Every peer of the names' page that reads a names list, then every file picker of the
-    paths' page in its path mode."""
-    names = [p for p in default_peers() if not needs_corpus(load_preset(p.preset))]
-    paths = [dataclasses.replace(p, label=p.label + PATH_MODE) for p in path_peers()]
-    return names + paths
-
-
-def is_judgments_set(queries: str) -> bool:
-    path = query_set_path(queries)
-    return path.exists() and is_judgments_file(path)
 
 
 def is_judgments_page(entries: list[dict]) -> bool:

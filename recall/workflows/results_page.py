@@ -28,11 +28,12 @@ from recall import __version__
 from recall.analysis.model import SCHEMA
 from recall.errors import RecallError
 from recall.files import read_input, write_atomic
-from recall.finders.engine import Engine, load_preset
+from recall.finders.engine import Engine, load_preset, needs_corpus
 from recall.finders.kinds.node import TREE_FOLDER, locked_version
 from recall.inputs.corpus import load_pins
 from recall.inputs.queryset import query_set_path, read_queries
 from recall.inputs.suite import locate
+from recall.render.judgments_results import PATH_MODE
 from recall.running.build import finder_root, own_tree
 from recall.terminal import progress
 from recall.workflows.options import ResultsOptions
@@ -438,14 +439,29 @@ def path_peers() -> list[Peer]:
     ]
 
 
+def judgment_peers() -> list[Peer]:
+    """The judgments page's peers (recall/workflows/results_judgments.py): every peer of the
+    names' page that reads a names list, then every file picker of the paths' page in its
+    path mode, so labelled."""
+    names = [p for p in default_peers() if not needs_corpus(load_preset(p.preset))]
+    paths = [dataclasses.replace(p, label=p.label + PATH_MODE) for p in path_peers()]
+    return names + paths
+
+
+def is_judgments_set(queries: str) -> bool:
+    """Does --queries name a judgments file (its header: recall/inputs/judgments.py)?"""
+    from recall.inputs.judgments import is_judgments_file
+
+    path = query_set_path(queries)
+    return path.exists() and is_judgments_file(path)
+
+
 def peer_entries(options: ResultsOptions) -> list[dict]:
     """Every peer's entry of the page, run now or read back from options.reports."""
     found = locate("results", corpus=options.corpus, queries=options.queries)
     options = dataclasses.replace(options, corpus=found.corpus, queries=found.queries or "")
     root = finder_root(Path("."))
     only = options.only
-    from recall.workflows.results_judgments import is_judgments_set, judgment_peers
-
     if is_judgments_set(options.queries):  # the name finders and the pickers' path modes
         every = judgment_peers()
     else:
