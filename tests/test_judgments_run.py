@@ -296,3 +296,14 @@ def test_a_judgments_file_on_a_pipe_is_read_once_through_the_one_reader(tmp_path
     report = json.loads(proc.stdout)
     assert len(report["judgments"]["pairs"]) == 8
     assert report["meta"]["queries_sha256"] == hashlib.sha256(FOREIGN.read_bytes()).hexdigest()
+
+
+def test_the_default_engine_is_the_reference_finder_and_reference_paths_its_path_mode(real_cache):
+    flags = ("--cache", str(real_cache), "--queries", str(FOREIGN), "--json")
+    default = json.loads(run_cli(*flags).stdout)
+    assert default["meta"]["engine"]["source"] == "preset:reference"
+    paths = run_cli(*flags, "--engine", "reference-paths")
+    assert paths.returncode == 0, paths.stderr
+    report = json.loads(paths.stdout)
+    assert report["meta"]["engine"]["source"] == "preset:reference-paths"
+    assert report["judgments"]["runs"][0]["by_domain"]["path"]["n"] == 3

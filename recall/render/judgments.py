@@ -13,7 +13,6 @@ from recall.analysis.judgments import (
     JudgedDiff,
     JudgedRun,
     JudgmentChange,
-    Pair,
     agrees,
     judged_from_json,
 )
@@ -215,8 +214,3 @@ def judgments_html(data: dict) -> list[str]:
                     _table(CHANGE_HEADER, change_rows(changes), frozenset({0, 1, 2, 3, 6})),
                 ]
     return out
-
-
-def judged_pair(pair: Pair) -> str:
-    """A pair on one line: `query: preferred > other (source)`."""
-    return f"{pair.query!r}: {pair.preferred!r} > {pair.other!r} ({pair.source})"
