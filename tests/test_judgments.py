@@ -6,6 +6,7 @@ each pair's verdict from its two ranks."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from conftest import ROOT, run_cli
@@ -34,6 +35,7 @@ from recall.inputs.judgments import (
 )
 from recall.inputs.paths import domain_of
 from recall.inputs.queryset import JUDGED
+from recall.render.judgments import render_judged_diff
 
 COMMITTED = ROOT / "judgments.tsv"
 HEAD = "\t".join(HEADER) + "\n"
@@ -269,3 +271,13 @@ def test_pin_refuses_a_judgments_set_which_no_corpus_derives(tmp_path):
     assert proc.returncode == 2
     assert "a judgments set, which recall pin does not read" in proc.stderr
     assert corpus.read_text() == "{}"
+
+
+def test_a_diff_lists_each_change_s_ranks_and_quotes_a_candidate_s_own_spaces():
+    text = (HEAD + "symbol\tabc\t    a b c \t a  b  c \tjhawthorn/fzy t.c@1 x\n").encode()
+    judged = _judged(text, {"    a b c ": 1, " a  b  c ": 2}, {"    a b c ": 2, " a  b  c ": 1})
+    lines = render_judged_diff(judged.diffs[0], markdown=False)
+    assert "Lost judgments: 1" in lines
+    (row,) = [line for line in lines if line.startswith("symbol")]
+    assert row.startswith("symbol  abc    '    a b c '  ' a  b  c '  ")
+    assert re.search(r"  1 / 2\s+2 / 1  jhawthorn/fzy t\.c@1 x$", row)

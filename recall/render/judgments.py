@@ -43,6 +43,12 @@ def percent_cell(a: Agreement | None) -> str:
     return "-" if a is None or not a.n else f"{a.pct:.1f} [{a.ci[0]:.1f}-{a.ci[1]:.1f}]"
 
 
+def verbatim(text: str) -> str:
+    """A query or candidate as a table cell: quoted where it starts or ends with a space,
+    which belongs to it (fzy's `    a b c `) and which a table would not show."""
+    return repr(text) if text != text.strip() else text
+
+
 def _rank(rank: int | None) -> str:
     return "-" if rank is None else str(rank)
 
@@ -88,7 +94,7 @@ def group_rows(
 def contested_rows(judged: Judged) -> list[list[str]]:
     """Each contested pair and, per finder, whether it orders the pair as its row says."""
     return [
-        [p.query, p.preferred, p.other, p.source,
+        [verbatim(p.query), verbatim(p.preferred), verbatim(p.other), p.source,
          *("as row" if agrees(r.ranks[i]) else "reverse" for r in judged.runs)]
         for i, p in enumerate(judged.pairs)
         if p.contested
@@ -97,7 +103,8 @@ def contested_rows(judged: Judged) -> list[list[str]]:
 
 def change_rows(changes: tuple[JudgmentChange, ...]) -> list[list[str]]:
     return [
-        [c.pair.domain, c.pair.query, c.pair.preferred, c.pair.other, ranks_cell(c.base),
+        [c.pair.domain, verbatim(c.pair.query), verbatim(c.pair.preferred),
+         verbatim(c.pair.other), ranks_cell(c.base),
          ranks_cell(c.new), c.pair.source]
         for c in changes
     ]  # fmt: skip
@@ -108,7 +115,10 @@ CONTESTED_NOTE = (
     "a pair whose reverse (same domain and query) is in the file too: two tests that "
     "contradict each other, left out of agreement"
 )
-RANKS_NOTE = "ranks: preferred / other in each side's answer (- not found)"
+RANKS_NOTE = (
+    "ranks: preferred / other in each side's answer (- not found); a string quoted starts "
+    "or ends with a space of its own"
+)
 
 
 def _heading(text: str, markdown: bool) -> list[str]:

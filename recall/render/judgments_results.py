@@ -24,6 +24,7 @@ from recall.render.judgments import (
     group_rows,
     overall_rows,
     ranks_cell,
+    verbatim,
 )
 from recall.render.table import table
 
@@ -162,11 +163,13 @@ def _correlation(
         f"The finders that lead recall's sets on their #1 share ({', '.join(led) or 'none'}): "
         "the judgments the most of them disagree with "
         f"({disputed[0][1] if disputed else 0} of {len(lead_runs)}), with each one's ranks "
-        "(preferred / other, `-` not found).",
+        "(preferred / other, `-` not found; a string quoted starts or ends with a space of "
+        "its own).",
         "",
     ]
     body = [
-        [judged.pairs[i].query, judged.pairs[i].preferred, judged.pairs[i].other,
+        [verbatim(judged.pairs[i].query), verbatim(judged.pairs[i].preferred),
+         verbatim(judged.pairs[i].other),
          *(ranks_cell(r.ranks[i]) for r in lead_runs), judged.pairs[i].source]
         for i, _n in disputed
     ]  # fmt: skip
