@@ -225,7 +225,9 @@ class _BatchPlan:
         return None
 
     def work(self, _worker: int) -> None:
-        """One worker: corpora from _next until none is left; any failure stops them all."""
+        """One worker: corpora from _next until none is left; any failure stops them all,
+        and is the run's error: a worker whose process that stop killed (an index killed by
+        SIGKILL) ends quietly, so its own error never stands in for the cause."""
         while True:
             with self.changed:
                 job = self._next()
@@ -245,6 +247,10 @@ class _BatchPlan:
                     served.first = served.first or time.perf_counter()
                 served.session.serve(served.feed)
             except BaseException:
+                with self.changed:
+                    stopped = self.halted
+                if stopped:  # its processes killed for another worker's failure: that is the error
+                    return
                 self.halt()
                 raise
             finally:
