@@ -151,7 +151,12 @@ def _correlation(
          *(f"{shares[n][r.label]:.1f}" if r.label in shares[n] else "-" for n in names)]
         for r in runs
     ]  # fmt: skip
-    out += ["", "The shares the correlation is over (`-`: not on that set's page):", ""]
+    out += [
+        "",
+        "The shares the correlation is over (`-`: no kept report of the finder in that set's "
+        "folder):",
+        "",
+    ]
     out += _numbers(header, body)
     led = leaders(shares, [r.label for r in runs])
     lead_runs = [r for r in runs if r.label in led]
