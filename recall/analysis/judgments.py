@@ -50,22 +50,11 @@ def neither(ranks: Ranks) -> bool:
 
 
 @dataclass(frozen=True)
-class Pair:
+class Pair(Judgment):
     """A judgment as the report lists it: its row, its line in the file, and whether its
     reverse is in the file too."""
 
-    domain: str
-    query: str
-    preferred: str
-    other: str
-    source: str
-    line: int
     contested: bool = False
-
-    @property
-    def project(self) -> str:
-        """`owner/repo`: the source's first word."""
-        return self.source.split(" ", 1)[0]
 
     def to_json(self) -> dict:
         return {

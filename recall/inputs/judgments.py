@@ -26,7 +26,7 @@ from pathlib import Path
 
 from recall.errors import RecallError
 from recall.files import read_input
-from recall.inputs.queryset import JUDGED_TYPES, QueryRow
+from recall.inputs.queryset import JUDGED_TYPES, QueryRow, parse_rows
 
 HEADER = ("domain", "query", "preferred", "other", "source")
 DOMAINS = JUDGED_TYPES  # symbol, path: what a row's candidates are
@@ -72,30 +72,7 @@ def read_judgments(path: Path) -> list[Judgment]:
 
 
 def parse_judgments(data: bytes, where: str) -> list[Judgment]:
-    lines = data.removeprefix(b"\xef\xbb\xbf").split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
-    if not lines:
-        raise RecallError(f"{where}: empty file; expected the header {' '.join(HEADER)}")
-    rows: list[Judgment] = []
-    seen: dict[Judgment, int] = {}
-    for number, raw in enumerate(lines, start=1):
-        try:
-            line = raw.removesuffix(b"\r").decode("utf-8")
-        except UnicodeDecodeError:
-            raise RecallError(f"{where}:{number}: not valid UTF-8") from None
-        fields = tuple(line.split("\t"))
-        if number == 1:
-            if fields != HEADER:
-                raise RecallError(
-                    f"{where}:1: header must be {'<TAB>'.join(HEADER)}, got {line[:60]!r}"
-                )
-            continue
-        row = _parse_row(fields, f"{where}:{number}", number)
-        if row in seen:
-            raise RecallError(f"{where}:{number}: duplicate of line {seen[row]}")
-        seen[row] = number
-        rows.append(row)
+    rows = parse_rows(data, where, HEADER, _parse_row)
     if not rows:
         raise RecallError(f"{where}: no judgments under the header")
     return rows

@@ -15,7 +15,7 @@ from recall.analysis.effort import (
 from recall.render.escape import html as _e
 from recall.render.escape import markdown as markdown_text
 from recall.render.svg import percent_grid, svg_start
-from recall.render.table import first_rows, table
+from recall.render.table import first_rows, numbers_table, table
 from recall.terminal import shown
 
 EFFORT_HEADER = [
@@ -57,11 +57,6 @@ def _said(text: str, markdown: bool) -> str:
     return markdown_text(text) if markdown else shown(text)
 
 
-def _numbers(header: list[str], body: list[list[str]], markdown: bool) -> list[str]:
-    right = None if markdown else [i > 0 for i in range(len(header))]
-    return table(header, body, markdown, right=right)
-
-
 def render_effort(effort: Effort, markdown: bool) -> list[str]:
     """The effort section's lines: the table, the k-curve, the groups, the diffs."""
     rows = [*effort.runs, effort.ceiling]
@@ -70,7 +65,7 @@ def render_effort(effort: Effort, markdown: bool) -> list[str]:
         f"{effort.prompts} distinct queries",
         markdown,
     )
-    out += _numbers(["finder", *EFFORT_HEADER], [[r.label, *_cells(r.counts)] for r in rows],
+    out += numbers_table(["finder", *EFFORT_HEADER], [[r.label, *_cells(r.counts)] for r in rows],
                     markdown)  # fmt: skip
     note = (
         "keys to #1 and keys to top 3 are the mean keystrokes of the sequences that get there; "
@@ -82,7 +77,7 @@ def render_effort(effort: Effort, markdown: bool) -> list[str]:
     out += ["", note]
     out += _heading("Share of sequences at #1 within k keystrokes (%)", markdown)
     body = [[r.label, *(f"{p:.1f}" if r.counts.n else "-" for p in r.counts.curve)] for r in rows]
-    out += _numbers(["finder", *(f"k={k}" for k in range(1, 11))], body, markdown)
+    out += numbers_table(["finder", *(f"k={k}" for k in range(1, 11))], body, markdown)
     for title, key in GROUPS:
         out += _heading(f"Keystrokes by {title}", markdown)
         out += [f"each cell: {CELL}", ""] if markdown else [f"each cell: {CELL}"]
@@ -90,7 +85,7 @@ def render_effort(effort: Effort, markdown: bool) -> list[str]:
             [name, str(n), *(_cell(getattr(r, key).get(name)) for r in rows)]
             for name, n in _groups([{g: c.n for g, c in getattr(r, key).items()} for r in rows])
         ]  # fmt: skip
-        out += _numbers([title, "n", *(r.label for r in rows)], body, markdown)
+        out += numbers_table([title, "n", *(r.label for r in rows)], body, markdown)
     out += _left_out(effort, markdown)
     for d in effort.diffs:
         out += render_effort_diff(d, markdown)

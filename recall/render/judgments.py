@@ -18,7 +18,7 @@ from recall.analysis.judgments import (
 )
 from recall.render.escape import html as _e
 from recall.render.escape import markdown as markdown_text
-from recall.render.table import more, table
+from recall.render.table import more, numbers_table, table
 from recall.terminal import shown
 
 CHANGES_SHOWN = 20  # a diff's lost and gained judgments in text and Markdown
@@ -129,16 +129,11 @@ def _said(text: str, markdown: bool) -> str:
     return markdown_text(text) if markdown else shown(text)
 
 
-def _numbers(header: list[str], body: list[list[str]], markdown: bool) -> list[str]:
-    right = None if markdown else [i > 0 for i in range(len(header))]
-    return table(header, body, markdown, right=right)
-
-
 def render_judgments(judged: Judged, markdown: bool) -> list[str]:
     """The section's lines: the finders' agreement, by project and domain, the contested
     pairs, then each diff's lost and gained judgments."""
     out = _heading(_head(judged), markdown)[1:]
-    out += _numbers(HEADER, overall_rows(judged.runs), markdown)
+    out += numbers_table(HEADER, overall_rows(judged.runs), markdown)
     out += ["", NOTE]
     labels = [r.label for r in judged.runs]
     for title, of in (
@@ -149,7 +144,7 @@ def render_judgments(judged: Judged, markdown: bool) -> list[str]:
         if len(judged.runs) > 1:
             cell = "each cell: agreement % [95% CI]"
             out += [cell, ""] if markdown else [cell]
-        out += _numbers([title, "pairs", *labels], group_rows(judged.runs, of), markdown)
+        out += numbers_table([title, "pairs", *labels], group_rows(judged.runs, of), markdown)
     out += _heading(f"Contested pairs: {judged.contested} ({CONTESTED_NOTE})", markdown)
     if judged.contested:
         header = ["query", "preferred", "other", "source", *labels]

@@ -37,7 +37,7 @@ from recall.render.commandline import explain_command
 from recall.render.effort import render_effort
 from recall.render.escape import markdown as markdown_text
 from recall.render.judgments import render_judgments
-from recall.render.table import by_error, first_rows, more, table
+from recall.render.table import by_error, first_rows, more, numbers_table, table
 from recall.terminal import safe_output, shown
 
 # With several candidates, each diff's lost and gained lists show this many rows in text and
@@ -85,13 +85,6 @@ def _any_above(summary: CeilingSummary) -> bool:
     cells = [summary.counts, *summary.by_type.values(), *summary.by_repo.values(),
              *summary.by_language.values()]  # fmt: skip
     return any(f.first_above or f.top10_above for c in cells for f in c.finders)
-
-
-def _numbers_table(header: list[str], body: list[list[str]], markdown: bool) -> list[str]:
-    """A table of a label and numbers: in text every column after the first is right-aligned
-    (a cell with a marker or a range is no bare number); Markdown aligns none."""
-    right = None if markdown else [i > 0 for i in range(len(header))]
-    return table(header, body, markdown, right=right)
 
 
 def _counts_table(label: str, body: list[list[str]], after: list[str], markdown: bool) -> list[str]:
@@ -182,7 +175,7 @@ def render(report: Report, *, markdown: bool = False) -> str:
             for key in keys
         ]  # fmt: skip
         header = [title, "n", *(run.label for run in runs), CEILING_CELL]
-        out += _numbers_table(header, body, markdown)
+        out += numbers_table(header, body, markdown)
     for run in runs:
         label = _said(run.label, markdown)
         if run.dirtied:
