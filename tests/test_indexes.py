@@ -286,3 +286,52 @@ def test_recall_cache_lists_a_kept_index_and_prune_removes_it_once_unused(finder
     assert _entries(corpus) == []
     _run(finder, corpus, "file:one")
     assert _indexed(finder) == 2
+
+
+def test_an_engine_that_declares_its_index_inputs_is_known_by_those_files_alone(finder, corpus):
+    # index_inputs: the key holds the declared files' content, not the build's identity,
+    # so another build (a commit, a working tree) with those files alike reuses the index,
+    # and a change to one of them indexes anew
+    engine = ENGINE + 'index_inputs = ["index.py"]\n'
+    (finder / "recall.toml").write_text(engine)
+    _run(finder, corpus, "file:one")
+    (finder / "query.py").write_text(QUERY + "# not read by the index\n")
+    _run(finder, corpus, "file:two")
+    assert _indexed(finder) == 1 and len(_entries(corpus)) == 1
+    (finder / "index.py").write_text(INDEX + "# read by the index\n")
+    _run(finder, corpus, "file:three")
+    assert _indexed(finder) == 2 and len(_entries(corpus)) == 2
+    # a tree without a declared file (one older than the declaration) is known by its
+    # build again, as without index_inputs
+    (finder / "recall.toml").write_text(engine.replace('["index.py"]', '["index.py", "gone.py"]'))
+    _run(finder, corpus, "file:three")
+    _run(finder, corpus, "file:four")
+    assert _indexed(finder) == 4
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ('index_inputs = ["/etc/passwd"]', "must be a path or glob inside {tree}, relative to it"),
+        ('index_inputs = ["../x.py"]', "must be a path or glob inside {tree}, relative to it"),
+        ('index_inputs = ["{tree}/x.py"]', "must be a path or glob inside {tree}, relative to it"),
+        ('index_inputs = "x.py"', "index_inputs must be a list of strings"),
+    ],
+)
+def test_a_bad_index_inputs_is_one_line_naming_file_and_key(tmp_path, line, message):
+    engine = tmp_path / "engine.toml"
+    engine.write_text(ENGINE + line + "\n")
+    proc = run_cli("--engine", str(engine), "--repo", "gin", "--cache", str(tmp_path / "cache"),
+                   cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith(f"recall: {engine}: [engine] ") and message in proc.stderr
+    assert len(proc.stderr.splitlines()) == 1
+
+
+def test_index_inputs_without_index_cache_is_refused(tmp_path):
+    engine = tmp_path / "engine.toml"
+    engine.write_text(ENGINE.replace("index_cache = true\n", 'index_inputs = ["index.py"]\n'))
+    proc = run_cli("--engine", str(engine), "--repo", "gin", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr == f"recall: {engine}: [engine] index_inputs needs index_cache = true\n"
+
