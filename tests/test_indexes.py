@@ -3,6 +3,7 @@ anything it was made from differs, half written, or written into by the finder."
 
 import dataclasses
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -335,3 +336,36 @@ def test_index_inputs_without_index_cache_is_refused(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr == f"recall: {engine}: [engine] index_inputs needs index_cache = true\n"
 
+
+@pytest.mark.slow
+def test_the_reference_finder_reindexes_for_a_change_it_reads_and_not_for_its_weights(
+    tmp_path, gin
+):
+    # the verdict loop: a one-line change in weights.py, which no index reads, reuses the
+    # kept index of the working tree; a change in store.py, which the index runs, does not
+    tree = tmp_path / "finder"
+    shutil.copytree(ROOT / "recall", tree / "recall", ignore=shutil.ignore_patterns("__pycache__"))
+    make_repo(tree, {"README": "a copy of recall, as a finder's working tree\n"})
+    cache = tmp_path / "cache"
+
+    def run() -> dict:
+        proc = run_cli(
+            "--finder", str(tree), "--cache", str(cache), "--repo", "gin", "--type", "abbr3",
+            "--json", cwd=ROOT,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)["runs"][0]
+
+    def entries() -> int:
+        return len([p for p in (cache / KIND).iterdir() if p.is_dir()])
+
+    first = run()
+    weights = tree / "recall" / "finders" / "reference" / "weights.py"
+    weights.write_text(weights.read_text().replace("BONUS_FIRST = 3.0", "BONUS_FIRST = -30.0"))
+    changed = run()
+    assert entries() == 1  # the same kept index, and new answers from the new weights
+    assert changed["first"] < first["first"]
+    store = tree / "recall" / "finders" / "reference" / "store.py"
+    store.write_text(store.read_text() + "# a line the index reads\n")
+    assert run()["first"] == changed["first"]
+    assert entries() == 2

@@ -6,8 +6,8 @@
         recall.finders.protocol: {"id": I, "query": Q, "limit": N} in, {"id": I,
         "results": [...]} out, and a request without an id gets the bare list)
 
-NumPy, RapidFuzz and SQLite are imported only once a command needs them, so a usage
-error costs nothing and a query pays only for what it uses.
+What a command needs is imported once it runs: an index imports NumPy and ctags's
+reader; a query, neither (its start-up counts in its queries' time).
 """
 
 from __future__ import annotations
@@ -39,43 +39,39 @@ def _parser() -> argparse.ArgumentParser:
 
 def _query(args: argparse.Namespace) -> None:
     from recall.finders.reference.rank import Finder
-    from recall.finders.reference.store import load
+    from recall.finders.reference.store import Index
 
     if args.limit < 0:
         raise RecallError(f"--limit must be 0 or more, got {args.limit}")
+    if args.batch and args.query is not None:
+        raise RecallError("--batch reads queries from stdin; give no query argument")
+    if not args.batch and args.query is None:
+        raise RecallError("query: give a query, or --batch")
+    finder = Finder(Index(args.db))
     if args.batch:
-        if args.query is not None:
-            raise RecallError("--batch reads queries from stdin; give no query argument")
         from recall.finders.protocol import serve
 
-        finder = Finder(load(args.db))
         serve(finder.search_json, sys.stdin.buffer, sys.stdout.buffer)
-        return
-    if args.query is None:
-        raise RecallError("query: give a query, or --batch")
-    finder = Finder(load(args.db))
-    if args.json:
+    elif args.json:
         sys.stdout.buffer.write(finder.search_json(args.query, args.limit) + b"\n")
     else:
-        hits = finder.search(args.query, args.limit)
-        sys.stdout.write("".join(f"{h.name}\t{h.file}:{h.line}\n" for h in hits))
+        import orjson
+
+        rows = orjson.loads(finder.search_json(args.query, args.limit))
+        sys.stdout.write("".join(f"{r['name']}\t{r['file']}:{r['line']}\n" for r in rows))
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command; a RecallError is one line on stderr and exit status 2."""
-    # One process answers one query at a time: NumPy's BLAS threads would only be started
-    # (a tenth of a second of CPU, on the cores the harness reads answers on) and sit idle.
+    # The index process imports NumPy and uses none of its BLAS, whose threads would only
+    # be started (a tenth of a second of CPU, on the cores the harness works on).
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     args = _parser().parse_args(argv)
     try:
         if args.command == "index":
-            from recall.finders.reference.rank import index_arrays
             from recall.finders.reference.store import build
 
-            # the ranker's arrays go into the index, and the kernel is compiled (or found
-            # compiled; index_arrays loads it) now, before any query: both are set-up, and
-            # the query processes that follow only read them
-            build(args.corpus, args.language, args.db, derive=index_arrays)
+            build(args.corpus, args.language, args.db)
         else:
             _query(args)
     except RecallError as exc:
