@@ -305,6 +305,41 @@ def test_a_damaged_kernel_in_the_cache_is_one_warning_line_and_compiled_again(tm
     assert query.returncode == 0 and query.stdout.startswith("test_float_limits\t")
 
 
+@pytest.mark.parametrize(
+    ("damage", "said"),
+    [
+        ("kernel", "its compiled kernel does not match its digest (index again)"),
+        ("source", "its kernel was compiled from another kernel.c (index again with this finder)"),
+    ],
+)
+@needs_ctags
+def test_an_index_whose_kernel_is_not_this_kernel_c_s_is_refused_before_any_query(
+    tmp_path, db, damage, said
+):
+    # the library an index carries is loaded by every query process: a byte of it changed,
+    # or a library compiled from another kernel.c (an index made by other code), is one
+    # line naming the index, never a query answered by it
+    import orjson
+
+    from recall.finders.reference.store import MAGIC, Index
+
+    copy = tmp_path / "copy.db"
+    data = bytearray(db.read_bytes())
+    index = Index(db)
+    if damage == "kernel":
+        data[index._sections["kernel"][2] + 100] ^= 0xFF
+    else:
+        start = len(MAGIC) + 8
+        table = orjson.loads(bytes(data[start : index._first]).rstrip(b"\0"))
+        table["meta"]["kernel source"] = "0" * 64
+        text = orjson.dumps(table)
+        data[start : start + len(text)] = text
+    copy.write_bytes(bytes(data))
+    proc = finder("query", "--batch", "--db", str(copy), stdin='{"query": "tesflo"}\n')
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == f"recall.finders.reference: {copy}: {said}\n"
+
+
 def test_an_unwritable_kernel_cache_is_one_line_naming_it(tmp_path, monkeypatch):
     from recall.errors import RecallError
     from recall.finders.reference import kernel
