@@ -1,8 +1,8 @@
 """The reference finder's compiled kernel (kernel.c through kernel.py) and the small pure
 helpers of its ranking, against plain Python definitions of what they compute."""
 
-import bisect
 import hashlib
+import itertools
 import random
 import subprocess
 
@@ -82,7 +82,7 @@ def test_match_and_near_find_exactly_the_names_a_plain_definition_does(gin_ranke
         held = [i for i, n in enumerate(names) if is_subsequence(q, n)]
         if query.is_glob:
             cuts = [0, *(i for i in range(1, len(q)) if query.star_before[i]), len(q)]
-            parts = [q[a:b] for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+            parts = [q[a:b] for a, b in itertools.pairwise(cuts)]
             held = [i for i in held if _glob_holds(parts, names[i])]
         assert ids == held, text
         assert exact == [i for i, n in enumerate(names) if n == q], text
@@ -128,7 +128,8 @@ def plain_osa(a: str, b: str) -> int:
     d = [[i + j if not i or not j else 0 for j in range(len(b) + 1)] for i in range(len(a) + 1)]
     for i in range(1, len(a) + 1):
         for j in range(1, len(b) + 1):
-            d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1]))
+            change = d[i - 1][j - 1] + (a[i - 1] != b[j - 1])
+            d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, change)
             if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
                 d[i][j] = min(d[i][j], d[i - 2][j - 2] + 1)
     return d[len(a)][len(b)]
@@ -191,7 +192,8 @@ def test_prefixes_are_the_names_whose_lowercase_form_starts_with_the_query():
         ranker = rank.Ranker(names)
         for probe in ["a1", "ab3", "zz9", "é1", "ab", "b2", "\U0001f6001", "a\U0010ffff"]:
             ids, values = ranker.score(rank.parse_query(probe))
-            scored = {i for i, v in zip(ids.tolist(), values.tolist(), strict=True) if v >= rank.PREFIX}
+            pairs = zip(ids.tolist(), values.tolist(), strict=True)
+            scored = {i for i, v in pairs if v >= rank.PREFIX}
             starting = {i for i, n in enumerate(names) if n.lower().startswith(probe.lower())}
             assert scored == starting, (names, probe)
 
@@ -219,8 +221,8 @@ def test_an_index_of_another_schema_is_refused_naming_what_to_do(tmp_path):
     con.executescript("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
                       "INSERT INTO meta VALUES ('schema', '2');")  # fmt: skip
     con.close()
-    with pytest.raises(RecallError, match=f"^{db}: an index of an older finder \\(SQLite\\), expected "
-                       "schema 3 \\(index again"):  # fmt: skip
+    older = f"^{db}: an index of an older finder \\(SQLite\\), expected schema 3 \\(index again"
+    with pytest.raises(RecallError, match=older):
         Index(db)
     table = b'{"meta": {"schema": 4}, "sections": {}}'
     db.write_bytes(MAGIC + (len(MAGIC) + 8 + len(table)).to_bytes(8, "little") + table)
