@@ -38,7 +38,8 @@ if TYPE_CHECKING:
 Rows = list[dict[str, object]]  # one answer: hits best first, each {"name", "file", "line"}
 Search = Callable[[str, int], Rows]  # a finder's search: (query, limit; 0 for all) -> rows
 # what serve answers from: a Search, or one that returns its JSON list already encoded
-Answers = Callable[[str, int], "Rows | bytes"]
+# (bytes, or a view of a buffer it writes answers into, copied into the line at once)
+Answers = Callable[[str, int], "Rows | bytes | memoryview"]
 BAD_REQUEST = 'bad request: expected {"query": string, "limit": whole number >= 0}'
 
 
@@ -59,7 +60,7 @@ def answer_line(search: Answers, line: bytes) -> bytes:
     return b"".join((*_answer(search, line), b"\n"))
 
 
-def _answer(search: Answers, line: bytes) -> tuple[bytes, ...]:
+def _answer(search: Answers, line: bytes) -> tuple[bytes | memoryview, ...]:
     """The pieces of answer_line()."""
     try:
         request = orjson.loads(line)
@@ -74,7 +75,7 @@ def _answer(search: Answers, line: bytes) -> tuple[bytes, ...]:
         results = search(query, limit)
     except Exception as exc:  # the finder's fault, reported for this query alone
         return (_reply(request, {"error": f"{type(exc).__name__}: {exc}"}),)
-    encoded = results if isinstance(results, bytes) else orjson.dumps(results)
+    encoded = results if isinstance(results, bytes | memoryview) else orjson.dumps(results)
     if "id" in request:
         return b'{"id":', orjson.dumps(request["id"]), b',"results":', encoded, b"}"
     return (encoded,)

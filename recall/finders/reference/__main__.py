@@ -53,7 +53,7 @@ def _query(args: argparse.Namespace) -> None:
 
         serve(finder.search_json, sys.stdin.buffer, sys.stdout.buffer)
     elif args.json:
-        sys.stdout.buffer.write(finder.search_json(args.query, args.limit) + b"\n")
+        sys.stdout.buffer.write(bytes(finder.search_json(args.query, args.limit)) + b"\n")
     else:
         import orjson
 

@@ -1,8 +1,8 @@
 """What the finder derives from its distinct names alone, as flat arrays that kernel.c
 walks: each name's folded letters and digits (as codes, and as bytes), its word starts,
-its character-set mask, the bit sets over the names per character, the names by the
-length of their lowercased form, the lowercased names sorted, the names themselves, and
-the tie order.
+its character-set mask, the bit sets over the names per character, the names (and their
+masks) by the length of their lowercased form, the lowercased names sorted, the names
+themselves, and the tie order.
 
 The `index` command builds them once (store.py keeps them in the index, where a query
 process maps them without building anything) and the path mode builds them in memory
@@ -75,6 +75,7 @@ def name_arrays(names: Sequence[str]) -> dict[str, np.ndarray]:
         "sets": bit_sets(masks),
         "twice_sets": bit_sets(twice),
         "by_length": by_length,
+        "length_masks": masks[by_length],
         "length_starts": np.searchsorted(lower_lengths[by_length], np.arange(longest + 2)).astype(
             np.int64
         ),

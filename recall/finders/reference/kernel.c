@@ -41,21 +41,31 @@
 /* How many names ahead of the one being scanned are fetched from memory. */
 #define AHEAD 8
 
-/* The positions of byte c among the name's first n (at most WIDE) bytes (its codes, each
- * below 255 as itself and any other as 255), as bits. With SSE2 (every x86-64) 16 bytes a
- * compare, in blocks counted from the name's start, so a scan never reads before the name
- * and after it at most 15 bytes (arrays.py's PAD); else a byte a step (RK_SCALAR builds
- * that one, for tests). Either way the same bits: only the speed differs. */
-static inline uint64_t positions(const uint8_t *b, int64_t n, uint8_t c) {
+/* A query byte as positions() compares it: with SSE2, the byte in every lane of a vector,
+ * made once a query (a broadcast per name and character was a tenth of the pass). */
+#if defined(__SSE2__) && !defined(RK_SCALAR)
+typedef __m128i Want;
+static inline Want want_of(uint8_t c) { return _mm_set1_epi8((char)c); }
+#else
+typedef uint8_t Want;
+static inline Want want_of(uint8_t c) { return c; }
+#endif
+
+/* The positions of a byte (want) among the name's first n (at most WIDE) bytes (its codes,
+ * each below 255 as itself and any other as 255), as bits. With SSE2 (every x86-64) 16
+ * bytes a compare, in blocks counted from the name's start, so a scan never reads before
+ * the name and after it at most 15 bytes (arrays.py's PAD); else a byte a step
+ * (RK_SCALAR builds that one, for tests). Either way the same bits: only the speed
+ * differs. */
+static inline uint64_t positions(const uint8_t *b, int64_t n, Want want) {
     uint64_t bits = 0;
 #if defined(__SSE2__) && !defined(RK_SCALAR)
-    __m128i want = _mm_set1_epi8((char)c);
     for (int64_t at = 0; at < n; at += 16)
         bits |= (uint64_t)(uint32_t)_mm_movemask_epi8(
                     _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(b + at)), want))
                 << at;
 #else
-    for (int64_t j = 0; j < n; j++) bits |= (uint64_t)(b[j] == c) << j;
+    for (int64_t j = 0; j < n; j++) bits |= (uint64_t)(b[j] == want) << j;
 #endif
     return n < 64 ? bits & ((UINT64_C(1) << n) - 1) : bits;
 }
@@ -132,8 +142,8 @@ static int band(const int32_t *q, int64_t m, const int32_t *s, int64_t n, int64_
  * and last places, found a block of bytes at a time where band() takes a step and a
  * guess a character. A name of at most WIDE characters goes by the bits of each query
  * character's positions (kept in at[]), a longer one by next_at() and last_at(). */
-static int band_bytes(const uint8_t *qb, int64_t m, const uint8_t *b, int64_t n,
-                      int64_t *first, int64_t *last, uint64_t *at) {
+static int band_bytes(const uint8_t *qb, const Want *wants, int64_t m, const uint8_t *b,
+                      int64_t n, int64_t *first, int64_t *last, uint64_t *at) {
     int64_t p = -1;
     if (n > WIDE) {
         for (int64_t i = 0; i < m; i++)
@@ -143,7 +153,7 @@ static int band_bytes(const uint8_t *qb, int64_t m, const uint8_t *b, int64_t n,
         return 1;
     }
     for (int64_t i = 0; i < m; i++) {
-        uint64_t next = (at[i] = positions(b, n, qb[i])) & above(p);
+        uint64_t next = (at[i] = positions(b, n, wants[i])) & above(p);
         if (!next) return 0;
         first[i] = p = __builtin_ctzll(next);
     }
@@ -455,6 +465,7 @@ typedef struct {
     const uint64_t *masks; /* each name's character-set bits */
     const uint64_t *sets, *twice_sets; /* for each bit, the names with it (twice), 64 a word */
     const int64_t *by_length;     /* the names by the length of their lowercased form */
+    const uint64_t *length_masks; /* their character-set masks, in that order */
     const int64_t *length_starts; /* where each such length starts in by_length */
     int64_t lengths_count;        /* entries of length_starts: the longest + 2 */
     const uint8_t *lower;         /* the lowercased names, sorted, as UTF-8 */
@@ -522,8 +533,7 @@ typedef struct {
     Keyed *keyed;  /* as it radix sorts them, and room for as many more */
     int64_t tie_bits; /* the bits of the names' count: every tie rank is below 2 ** this */
     uint32_t *text; /* a lowercased name's code points, for the typo distance */
-    uint8_t *out;   /* the answer */
-    int64_t room;
+    int64_t answered; /* the last query's answer: its names, best first, in ids */
 } rk_state;
 
 /* A query as the passes read it: its codes (and bytes), stars, glob segments, and the
@@ -537,6 +547,7 @@ typedef struct {
     int is_glob;
     int64_t m;
     uint64_t qmask, qtwice, *qbits;
+    Want *wants; /* each byte of qb as positions() compares it */
 } Q;
 
 #define BYTE_OTHER 255
@@ -566,6 +577,7 @@ static void q_free(Q *q) {
     free(q->qb);
     free(q->seg);
     free(q->qbits);
+    free(q->wants);
 }
 
 /* The query's chars made into what the passes read; 0 if memory ran out. */
@@ -576,7 +588,8 @@ static int q_make(Q *q, const rk_query *in) {
     q->qb = malloc(room);
     q->seg = malloc(sizeof(int64_t) * (room + 1));
     q->qbits = malloc(sizeof(uint64_t) * room);
-    if (!q->q || !q->qb || !q->seg || !q->qbits) {
+    q->wants = aligned_alloc(16, sizeof(Want) * room);
+    if (!q->q || !q->qb || !q->seg || !q->qbits || !q->wants) {
         q_free(q);
         return 0;
     }
@@ -592,6 +605,7 @@ static int q_make(Q *q, const rk_query *in) {
         memcpy(&c, in->chars + i, sizeof c);
         q->q[i] = (int32_t)c;
         q->qb[i] = (uint8_t)c;
+        q->wants[i] = want_of((uint8_t)c);
         if (c >= BYTE_OTHER) q->qbytes = 0;
         q->qbits[i] = char_bit(c);
         if (q->qmask & q->qbits[i]) {
@@ -679,7 +693,7 @@ static int64_t match(rk_state *s, const Q *q, int64_t *exacts) {
         const int32_t *sc = codes + offsets[i];
         const uint8_t *b = bytes + offsets[i];
         if (len < m) continue;
-        if (qbytes ? !band_bytes(qb, m, b, len, first, last, at)
+        if (qbytes ? !band_bytes(qb, q->wants, m, b, len, first, last, at)
                    : !band(qc, m, sc, len, first, last))
             continue;
         if (len == m) exact[nexact++] = i;
@@ -747,12 +761,12 @@ static int near_bytes(const uint8_t *qb, int64_t m, const uint8_t *b, int64_t n,
 /* near_bytes() for a name of at most WIDE characters, over the positions of each query
  * character (as band_bytes() goes for such a name): the same answer. A name that holds
  * all of q in order is near at once, as near_scan() finds at its first test. */
-static int near_bits(const uint8_t *qb, int64_t m, const uint8_t *b, int64_t n, int64_t *ends,
+static int near_bits(const Want *wants, int64_t m, const uint8_t *b, int64_t n, int64_t *ends,
                      uint64_t *at) {
     int64_t k = 0, p = -1;
     ends[0] = 0;
     for (; k < m; k++) {
-        uint64_t next = (at[k] = positions(b, n, qb[k])) & above(p);
+        uint64_t next = (at[k] = positions(b, n, wants[k])) & above(p);
         if (!next) break;
         ends[k + 1] = (p = __builtin_ctzll(next)) + 1;
     }
@@ -762,7 +776,7 @@ static int near_bits(const uint8_t *qb, int64_t m, const uint8_t *b, int64_t n, 
     for (;;) {
         if (ends[t] <= begin) return 1;
         if (t == 0 || j < 0) return 0;
-        uint64_t before = (t <= k ? at[t] : positions(b, n, qb[t])) & upto(j);
+        uint64_t before = (t <= k ? at[t] : positions(b, n, wants[t])) & upto(j);
         if (!before) return 0;
         begin = 63 - __builtin_clzll(before);
         j = begin - 1;
@@ -771,13 +785,13 @@ static int near_bits(const uint8_t *qb, int64_t m, const uint8_t *b, int64_t n, 
 }
 
 /* Whether q without its character at t is a subsequence of the name. */
-static int holds_without(const int32_t *q, const uint8_t *qb, int qbytes, int64_t m, int64_t t,
-                         const int32_t *s, const uint8_t *b, int64_t n) {
+static int holds_without(const int32_t *q, const uint8_t *qb, const Want *wants, int qbytes,
+                         int64_t m, int64_t t, const int32_t *s, const uint8_t *b, int64_t n) {
     if (qbytes && n <= WIDE) {
         int64_t p = -1;
         for (int64_t i = 0; i < m; i++) {
             if (i == t) continue;
-            uint64_t next = positions(b, n, qb[i]) & above(p);
+            uint64_t next = positions(b, n, wants[i]) & above(p);
             if (!next) return 0;
             p = __builtin_ctzll(next);
         }
@@ -854,10 +868,10 @@ static int64_t near(rk_state *s, const Q *q) {
         int ok;
         if (missing) {
             int64_t t = lone[__builtin_ctzll(missing)];
-            ok = t >= 0 && len >= m - 1 && holds_without(qc, qb, qbytes, m, t, sc, b, len);
+            ok = t >= 0 && len >= m - 1 && holds_without(qc, qb, q->wants, qbytes, m, t, sc, b, len);
         } else {
             ok = !qbytes       ? near_scan(qc, m, sc, len, ends)
-                 : len <= WIDE ? near_bits(qb, m, b, len, ends, at)
+                 : len <= WIDE ? near_bits(q->wants, m, b, len, ends, at)
                                : near_bytes(qb, m, b, len, ends);
         }
         if (ok) ids[found++] = i;
@@ -1084,10 +1098,9 @@ static int64_t score(rk_state *s, const rk_query *in) {
             return -1;
         }
         for (int64_t k = lo; k < hi; k++) {
+            uint64_t mask = n->length_masks[k]; /* read in order: no name's line fetched */
+            if (ones(tmask & ~mask) > cutoff || ones(mask & ~tmask) > cutoff) continue;
             int64_t i = n->by_length[k];
-            uint64_t mask = n->masks[i];
-            if (ones(tmask & ~mask) > cutoff || ones(mask & ~tmask) > cutoff)
-                continue;
             int64_t place = n->lower_rank[i], from = lower_start(n, place);
             int64_t len = utf8_decode(n->lower + from, n->lower_ends[place] - from, s->text);
             int64_t dist = table ? osa_table(in->typo_text, size, s->text, len, cutoff, table)
@@ -1265,19 +1278,14 @@ static int64_t order(rk_state *s, const int64_t *ids, const double *values, int6
     return kept;
 }
 
-/* The JSON list of the rows of ids, in their order, into s->out; returns its size, or -1
- * if memory ran out. */
-static int64_t rows(rk_state *s, const int64_t *ids, int64_t count) {
+/* The JSON list of the rows of ids, in their order, into out (room bytes); returns its
+ * size, or, where it would not fit, minus the room it needs (and writes nothing). */
+static int64_t rows(const rk_state *s, const int64_t *ids, int64_t count, uint8_t *out,
+                    int64_t room) {
     const int64_t *ends = s->n.row_ends;
     int64_t need = count + 1 + (count == 0);
     for (int64_t k = 0; k < count; k++) need += ends[ids[k]] - (ids[k] ? ends[ids[k] - 1] : 0);
-    if (need > s->room) {
-        uint8_t *grown = realloc(s->out, (size_t)need);
-        if (!grown) return -1;
-        s->out = grown;
-        s->room = need;
-    }
-    uint8_t *out = s->out;
+    if (need > room) return -need;
     int64_t at = 0;
     out[at++] = '[';
     for (int64_t k = 0; k < count; k++) {
@@ -1291,7 +1299,7 @@ static int64_t rows(rk_state *s, const int64_t *ids, int64_t count) {
 }
 
 /* The version of the interface below: kernel.py refuses a library of another. */
-int64_t rk_version(void) { return 3; }
+int64_t rk_version(void) { return 4; }
 
 /* What is wrong with names' arrays, as a read past an array's end would follow from it,
  * or NULL: an index is checked before it is used, whatever wrote it. */
@@ -1339,7 +1347,6 @@ void rk_close(rk_state *s) {
     free(s->order);
     free(s->keyed);
     free(s->text);
-    free(s->out);
     free(s);
 }
 
@@ -1382,10 +1389,8 @@ rk_state *rk_open(const rk_names *names, const rk_weights *w) {
     s->keyed = malloc(sizeof(Keyed) * 2 * (size_t)slots);
     while (s->tie_bits < 63 && count >> s->tie_bits) s->tie_bits++;
     s->text = malloc(sizeof(uint32_t) * (size_t)(s->lower_widest + 1));
-    s->room = 1 << 16;
-    s->out = malloc((size_t)s->room);
     if (!s->through || !s->ids || !s->exact || !s->near || !s->raw || !s->mark || !s->value ||
-        !s->cand || !s->cand_value || !s->order || !s->keyed || !s->text || !s->out) {
+        !s->cand || !s->cand_value || !s->order || !s->keyed || !s->text) {
         rk_close(s);
         return NULL;
     }
@@ -1420,15 +1425,19 @@ int64_t rk_order(rk_state *s, const int64_t *ids, const double *values, int64_t 
 }
 
 /* A query's answer, its JSON list of rows best first (limit of them; 0 for every
- * candidate), in *answer (the state's buffer, valid until its next query); returns its
- * size, or -1 if memory ran out. */
-int64_t rk_search(rk_state *s, const rk_query *q, int64_t limit, const uint8_t **answer) {
+ * candidate), into out (room bytes: the caller's, so the answer is written once, where
+ * it is sent from); returns its size, or, where it would not fit, minus the room it needs
+ * (rk_answer then writes it into a larger buffer); INT64_MIN if memory ran out. */
+int64_t rk_search(rk_state *s, const rk_query *q, int64_t limit, uint8_t *out, int64_t room) {
     int64_t count = score(s, q);
-    if (count < 0) return -1;
-    count = order(s, s->cand, s->cand_value, count, limit, s->ids);
-    int64_t size = rows(s, s->ids, count);
-    *answer = s->out;
-    return size;
+    if (count < 0) return INT64_MIN;
+    s->answered = order(s, s->cand, s->cand_value, count, limit, s->ids);
+    return rows(s, s->ids, s->answered, out, room);
+}
+
+/* The last query's answer again (rk_search's), into out (room bytes), as rows() writes. */
+int64_t rk_answer(const rk_state *s, uint8_t *out, int64_t room) {
+    return rows(s, s->ids, s->answered, out, room);
 }
 
 /* The alignment's matches of a query (match()), for tests: names into *ids, raw scores

@@ -29,12 +29,13 @@ SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernel.c")
 # -ffp-contract=off: no fused multiply-add, so each float operation rounds as NumPy's did
 FLAGS = ("-O2", "-fPIC", "-shared", "-std=c11", "-ffp-contract=off")
 LIBS = ("-lm",)
-VERSION = 3  # kernel.c's rk_version(): the interface below
+VERSION = 4  # kernel.c's rk_version(): the interface below
 LIBRARY = "kernel.so"  # the file inside a kernel cache entry
 MARKER = ".recall-compiled"
 
 _I = ctypes.c_int64
 _P = ctypes.c_void_p
+_MIN = -(2**63)  # kernel.c's INT64_MIN: memory ran out
 _D = ctypes.c_double
 
 
@@ -57,8 +58,8 @@ class Weights(ctypes.Structure):
 NAMES_FIELDS = (
     ("count", _I), ("chars", _I), ("offsets", _P), ("lengths", _P), ("codes", _P),
     ("bytes", _P), ("starts", _P), ("masks", _P), ("sets", _P), ("twice_sets", _P),
-    ("by_length", _P), ("length_starts", _P), ("lengths_count", _I), ("lower", _P),
-    ("lower_size", _I), ("lower_ends", _P), ("lower_order", _P), ("lower_rank", _P),
+    ("by_length", _P), ("length_masks", _P), ("length_starts", _P), ("lengths_count", _I),
+    ("lower", _P), ("lower_size", _I), ("lower_ends", _P), ("lower_order", _P), ("lower_rank", _P),
     ("names", _P), ("names_size", _I), ("name_ends", _P), ("tie_rank", _P), ("rows", _P),
     ("rows_size", _I), ("row_ends", _P),
 )  # fmt: skip
@@ -94,7 +95,8 @@ FUNCTIONS: dict[str, tuple[object, list[object]]] = {
     "rk_check": (ctypes.c_char_p, [ctypes.POINTER(Names)]),
     "rk_open": (_P, [ctypes.POINTER(Names), ctypes.POINTER(Weights)]),
     "rk_close": (None, [_P]),
-    "rk_search": (_I, [_P, ctypes.POINTER(QueryArgs), _I, ctypes.POINTER(ctypes.c_char_p)]),
+    "rk_search": (_I, [_P, ctypes.POINTER(QueryArgs), _I, _P, _I]),
+    "rk_answer": (_I, [_P, _P, _I]),
     "rk_score": (_I, [_P, ctypes.POINTER(QueryArgs), _OUT_I, _OUT_D]),
     "rk_order": (_I, [_P, _P, _P, _I, _I, _P]),
     "rk_match": (_I, [_P, ctypes.POINTER(QueryArgs), _OUT_I, _OUT_F, _OUT_I, ctypes.POINTER(_I)]),
@@ -251,17 +253,27 @@ class Kernel:
         self._state = lib.rk_open(ctypes.byref(names), ctypes.byref(weights))
         if not self._state:
             raise MemoryError("the finder's kernel ran out of memory")
-        self._answer = ctypes.c_char_p()
+        self._room(1 << 17)
         self._ids = ctypes.POINTER(_I)()
         self._values = ctypes.POINTER(_D)()
 
-    def search(self, query: QueryArgs, limit: int) -> bytes:
-        """The query's JSON list of rows, best first (limit of them, 0 for all)."""
-        answer = ctypes.byref(self._answer)
-        size = self.lib.rk_search(self._state, ctypes.byref(query), limit, answer)
+    def _room(self, size: int) -> None:
+        """A buffer of size bytes for the answers, and its address."""
+        self._out = bytearray(size)
+        self._address = address_of(self._out)
+
+    def search(self, query: QueryArgs, limit: int) -> memoryview:
+        """The query's JSON list of rows, best first (limit of them, 0 for all): a view of
+        the buffer the kernel wrote it into, valid until the next query (an answer is some
+        hundred kilobytes, copied once, into the line that sends it)."""
+        size = self.lib.rk_search(self._state, ctypes.byref(query), limit, self._address,
+                                  len(self._out))  # fmt: skip
+        if size < 0 and size != _MIN:
+            self._room(max(-size, 2 * len(self._out)))
+            size = self.lib.rk_answer(self._state, self._address, len(self._out))
         if size < 0:
             raise MemoryError("the finder's kernel ran out of memory")
-        return ctypes.string_at(self._answer, size)
+        return memoryview(self._out)[:size]
 
     def score(self, query: QueryArgs) -> tuple[list[int], list[float]]:
         """The query's candidates and their scores, in no particular order."""

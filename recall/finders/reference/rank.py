@@ -161,11 +161,11 @@ class Finder:
         self.kernel = kernel.Kernel(lib, index.names_struct(), the_weights(), index)
         self._args = kernel.QueryArgs()
 
-    def search_json(self, text: str, limit: int = 0) -> bytes:
+    def search_json(self, text: str, limit: int = 0) -> bytes | memoryview:
         """The best `limit` names for the query (all plausible ones for 0), best first, as
         the one-line JSON list the harness reads: the rows the index keeps for each name's
         first definition; for an `Owner::name` query, a row at the definition chosen where
-        there is one."""
+        there is one. (A view of the kernel's buffer, valid until the next query.)"""
         query = parse_query(text)
         if not query.owner:
             kept = query_args(query, self._args)

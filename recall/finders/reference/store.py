@@ -44,6 +44,7 @@ SECTIONS: dict[str, tuple[str, str]] = {
     "offsets": ("<i8", _NAMES), "lengths": ("<i8", _NAMES), "codes": ("<i4", _CHARS),
     "bytes": ("|u1", "bytes"), "starts": ("|u1", _CHARS), "masks": ("<u8", _NAMES),
     "sets": ("<u8", _WORDS), "twice_sets": ("<u8", _WORDS), "by_length": ("<i8", _NAMES),
+    "length_masks": ("<u8", _NAMES),
     "length_starts": ("<i8", "lengths"), "lower": ("|u1", "bytes"),
     "lower_ends": ("<i8", _NAMES), "lower_order": ("<i8", _NAMES),
     "lower_rank": ("<i8", _NAMES), "names": ("|u1", "bytes"), "name_ends": ("<i8", _NAMES),
