@@ -97,16 +97,20 @@ def catalog(
     path_at, line_at = path_of[order].astype(np.int32), line_of[order].astype(np.int32)
     path_list = list(paths)
     firsts = zip(names, path_at[start[:-1]].tolist(), line_at[start[:-1]].tolist(), strict=True)
-    rows = [answer_row(n, path_list[p], k) for n, p, k in firsts]
-    sizes = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+    # appended as they are made: orjson's bytes keep a buffer of some kilobytes each, four
+    # gigabytes for a million rows held in a list
+    rows, row_ends = bytearray(), array("q")
+    for name, p, k in firsts:
+        rows += answer_row(name, path_list[p], k)
+        row_ends.append(len(rows))
     texts = {"names": list(names), "paths": path_list, "scopes": list(scopes)}
     arrays: dict[str, np.ndarray] = {
         "path": path_at,
         "line": line_at,
         "scope": scope_of[order].astype(np.int32),
         "start": start,
-        "rows": np.frombuffer(b"".join(rows), dtype=np.uint8),
-        "row_ends": np.cumsum(sizes, dtype=np.int64),
+        "rows": np.frombuffer(rows, dtype=np.uint8),
+        "row_ends": np.frombuffer(row_ends, dtype=np.int64),
     }
     return texts, arrays
 
