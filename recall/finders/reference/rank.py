@@ -55,7 +55,6 @@ WEAK_WHEN = 20  # ... listed only when the real matches are fewer than this
 ABSENT = -10.0  # the score a rule compares with for a name not yet scored
 
 _QUALIFIER = re.compile(r"::|[.#]")
-_MAX = "\U0010ffff"
 
 
 class Query(NamedTuple):
