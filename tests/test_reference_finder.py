@@ -454,3 +454,48 @@ def test_the_presets_index_inputs_are_every_file_of_the_tree_its_index_reads(tmp
                 path = path.parent.parent / f"{path.name.split('.')[0]}.py"
             read.add(path)
     assert read == declared, (sorted(read - declared), sorted(declared - read))
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["query", "tesflo", "--db", "x.db", "--json", "--limit", "5"],
+        ["query", "--batch", "--db", "x.db"],
+        ["query", "--db", "x.db", "tes flo", "--limit", "0"],
+        ["query", "--db", "x.db"],
+        ["query", "-tesflo", "--db", "x.db"],
+        ["query", "--db=x.db", "q"],
+        ["query", "q", "--db", "x.db", "--limit", "five"],
+        ["query", "q", "r", "--db", "x.db"],
+        ["query", "q", "--db"],
+        ["query", "q", "--db", "x.db", "--help"],
+        ["index", "src", "--language", "python", "--db", "x.db"],
+    ],
+)
+def test_a_query_read_without_argparse_is_read_as_argparse_reads_it(argv, capsys):
+    # the query process reads its plain command line by hand (argparse costs some
+    # milliseconds of its start-up): what it reads is argparse's reading, and anything
+    # else is left to argparse, refusal and usage line included
+    from recall.finders.reference.__main__ import _parser, _plain_query
+
+    plain = _plain_query(argv)
+    try:
+        parsed = vars(_parser().parse_args(argv))
+    except SystemExit:
+        parsed = None
+    if plain is not None:
+        assert vars(plain) == parsed
+    capsys.readouterr()
+
+
+def test_qualified_parts_split_as_the_qualifier_expression_does():
+    import random
+    import re
+
+    from recall.finders.reference.rank import qualified_parts
+
+    generator = random.Random(35)
+    for _ in range(3000):
+        text = "".join(generator.choice("ab:.#") for _ in range(generator.randint(0, 12)))
+        expected = [p for p in re.split(r"::|[.#]", text) if p]
+        assert qualified_parts(text) == expected, text

@@ -27,11 +27,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable
 from itertools import repeat
-from typing import TYPE_CHECKING, BinaryIO
 
 import orjson
 
+TYPE_CHECKING = False  # typing for the type checker alone: see recall/__init__.py
 if TYPE_CHECKING:
+    from typing import BinaryIO
+
     from recall.analysis.model import Hit, QueryResult
     from recall.finders.engine import Engine
 

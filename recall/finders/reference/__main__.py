@@ -12,32 +12,68 @@ reader; a query, neither (its start-up counts in its queries' time).
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import sys
-from pathlib import Path
+from types import SimpleNamespace
 
 from recall.errors import EXIT_FAILURE, EXIT_OK, RecallError
 
+TYPE_CHECKING = False  # typing for the type checker alone: see recall/__init__.py
+if TYPE_CHECKING:
+    import argparse
+
 
 def _parser() -> argparse.ArgumentParser:
+    import argparse
+    from pathlib import Path
+
     parser = argparse.ArgumentParser(prog="python -m recall.finders.reference", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    index = sub.add_parser("index", help="index a corpus into an SQLite file")
+    index = sub.add_parser("index", help="index a corpus into a file")
     index.add_argument("corpus", type=Path)
     index.add_argument("--language", required=True)
     index.add_argument("--db", required=True, type=Path)
     query = sub.add_parser("query", help="rank the indexed names for a query")
     query.add_argument("query", nargs="?")
-    query.add_argument("--db", required=True, type=Path)
+    query.add_argument("--db", required=True)
     query.add_argument("--json", action="store_true", help="one JSON list on one line")
     query.add_argument("--limit", type=int, default=0, help="0 for every plausible name")
     query.add_argument("--batch", action="store_true", help="JSON lines on stdin")
     return parser
 
 
-def _query(args: argparse.Namespace) -> None:
+def _plain_query(argv: list[str]) -> SimpleNamespace | None:
+    """The arguments of a query command of the plain shape an engine's argv gives it
+    (`query [Q] --db FILE [--json] [--limit N] [--batch]`), read without argparse, whose
+    import and help formatter cost some milliseconds of every query process's start-up;
+    None for any other command line, which the parser reads (and refuses, with usage)."""
+    if not argv or argv[0] != "query":
+        return None
+    args = SimpleNamespace(command="query", query=None, db=None, json=False, limit=0, batch=False)
+    words = iter(argv[1:])
+    for word in words:
+        if word in ("--json", "--batch"):
+            setattr(args, word[2:], True)
+        elif word in ("--db", "--limit"):
+            value = next(words, None)
+            if value is None:
+                return None
+            if word == "--db":
+                args.db = value
+            else:
+                try:
+                    args.limit = int(value)
+                except ValueError:
+                    return None
+        elif word.startswith("-") or args.query is not None:
+            return None
+        else:
+            args.query = word
+    return args if args.db is not None else None
+
+
+def _query(args: argparse.Namespace | SimpleNamespace) -> None:
     from recall.finders.reference.rank import Finder
     from recall.finders.reference.store import Index
 
@@ -66,7 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     # The index process imports NumPy and uses none of its BLAS, whose threads would only
     # be started (a tenth of a second of CPU, on the cores the harness works on).
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    args = _parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else argv
+    args = _plain_query(words) or _parser().parse_args(words)
     try:
         if args.command == "index":
             from recall.finders.reference.store import build

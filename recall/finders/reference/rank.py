@@ -26,14 +26,13 @@ process's start-up counts in its queries' time.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NamedTuple
 
 from recall.finders.reference import kernel, weights
 from recall.finders.reference.chars import fold, squash
 from recall.finders.reference.store import Definition, Index, answer_row
 
+TYPE_CHECKING = False  # typing for the type checker alone: see recall/__init__.py
 if TYPE_CHECKING:
     import numpy as np
 
@@ -54,18 +53,27 @@ WEAK_CAP = 500
 WEAK_WHEN = 20  # ... listed only when the real matches are fewer than this
 ABSENT = -10.0  # the score a rule compares with for a name not yet scored
 
-_QUALIFIER = re.compile(r"::|[.#]")
 
-
-class Query(NamedTuple):
+class Query:
     """A query split into what the scorer needs: its alphanumeric characters, where a
     glob `*` separates them, and an optional owner for `Owner::name`."""
 
-    raw: str
-    chars: str  # alphanumeric, folded to lowercase
-    star_before: tuple[bool, ...]  # a `*` sits before chars[i]
-    is_glob: bool
-    owner: str  # squashed owner of a qualified query, else ""
+    __slots__ = ("chars", "is_glob", "owner", "raw", "star_before")
+
+    def __init__(
+        self, raw: str, chars: str, star_before: tuple[bool, ...], is_glob: bool, owner: str
+    ) -> None:
+        self.raw = raw
+        self.chars = chars  # alphanumeric, folded to lowercase
+        self.star_before = star_before  # a `*` sits before chars[i]
+        self.is_glob = is_glob
+        self.owner = owner  # squashed owner of a qualified query, else ""
+
+
+def qualified_parts(text: str) -> list[str]:
+    """text split at each `::`, `.` and `#` (the separators of an owner and its member),
+    empty parts dropped."""
+    return [p for p in text.replace("::", "#").replace(".", "#").split("#") if p]
 
 
 def parse_query(text: str) -> Query:
@@ -74,7 +82,7 @@ def parse_query(text: str) -> Query:
     owner = ""
     body = raw
     if "*" not in raw:
-        parts = [p for p in _QUALIFIER.split(raw) if p]
+        parts = qualified_parts(raw)
         if len(parts) >= 2 and squash(parts[-1]) and squash(parts[-2]):
             owner, body = squash(parts[-2]), parts[-1]
     if "*" not in body and body.isascii():  # the common case: lower() folds every character
@@ -203,7 +211,7 @@ class Finder:
             for d in self.index.definitions(i):
                 if not d.scope:
                     continue
-                parts = [squash(p) for p in _QUALIFIER.split(d.scope) if p]
+                parts = [squash(p) for p in qualified_parts(d.scope)]
                 if not parts:
                     continue
                 if parts[-1] == query.owner:

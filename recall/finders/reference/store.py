@@ -17,19 +17,22 @@ query would trust.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import mmap
 import os
 from collections.abc import Iterable
-from pathlib import Path
-from typing import TYPE_CHECKING, Literal, NamedTuple
 
 import orjson
 
 from recall.errors import RecallError
 from recall.finders.reference import kernel
 
+TYPE_CHECKING = False  # typing for the type checker alone: see recall/__init__.py
 if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Literal
+
     import numpy as np
 
 MAGIC = b"recall-finder-index\n"
@@ -57,12 +60,13 @@ _ITEM = {"<i8": 8, "<u8": 8, "<i4": 4, "|u1": 1}
 _FORMAT: dict[str, Literal["q", "Q", "i", "B"]] = {"<i8": "q", "<u8": "Q", "<i4": "i", "|u1": "B"}
 
 
-class Definition(NamedTuple):
+class Definition:
     """Where a name is defined; scope is the enclosing owner as ctags reports it."""
 
-    path: str
-    line: int
-    scope: str
+    __slots__ = ("line", "path", "scope")
+
+    def __init__(self, path: str, line: int, scope: str) -> None:
+        self.path, self.line, self.scope = path, line, scope
 
 
 def answer_row(name: str, path: str, line: int) -> bytes:
@@ -187,7 +191,8 @@ def _write(db: Path, meta: dict[str, object], arrays: dict[str, np.ndarray]) -> 
                 out.write(bytes(-(-size // ALIGN) * ALIGN - size))
         os.replace(tmp, db)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
         raise
 
 
