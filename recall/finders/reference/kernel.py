@@ -35,8 +35,8 @@ MARKER = ".recall-compiled"
 
 _I = ctypes.c_int64
 _P = ctypes.c_void_p
-_MIN = -(2**63)  # kernel.c's INT64_MIN: memory ran out
 _D = ctypes.c_double
+_MIN = -(2**63)  # kernel.c's INT64_MIN: memory ran out
 
 
 class Weights(ctypes.Structure):
