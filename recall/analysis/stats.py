@@ -172,6 +172,22 @@ def better(new: Rank, base: Rank) -> bool:
     return base is None or new < base
 
 
+def paired_se(a: Sequence[bool], b: Sequence[bool]) -> float:
+    """The standard error, in points, of the difference of two shares measured on the same
+    rows (a[i] and b[i] are row i's outcome for two finders): the spread of the per-row
+    differences over the square root of n. Paired, so the rows both get or both miss, most
+    of them, add nothing, and two finders close on every row are told apart."""
+    n = len(a)
+    if n != len(b):
+        raise ValueError(f"paired inputs differ in length: {n} vs {len(b)}")
+    if n < 2:
+        return 0.0
+    diffs = [int(x) - int(y) for x, y in zip(a, b, strict=True)]
+    mean = sum(diffs) / n
+    variance = sum((d - mean) ** 2 for d in diffs) / (n - 1)
+    return 100.0 * math.sqrt(variance / n)
+
+
 def shown_p(p: float) -> str:
     """`p=0.0039`; an exact p below what a float holds (thousands of discordant pairs, all
     one way) divides to 0.0, and is shown as the bound it is under, never as p=0."""

@@ -26,6 +26,7 @@ from recall.render.columns import (
     cells,
     counts_from_json,
     expected,
+    holdout_lines,
     left_aligned,
 )
 from recall.render.effort import effort_html
@@ -354,6 +355,8 @@ def render_html(report: dict) -> str:
         f"Python {_e(meta.get('python', ''))} · ctags {_e(meta.get('ctags', ''))} · "
         f"queries sha256 {_e(str(meta.get('queries_sha256', ''))[:12])}</p>",
     ]
+    if report.get("holdout"):  # --split holdout: its corpora, fresh and seen, and margins
+        out += [f"<p>{_e(line)}</p>" for line in holdout_lines(report["holdout"])]
     if effort:  # its steps are prompts with no source: no sourced counts to draw
         out += effort_html(effort)
     else:
