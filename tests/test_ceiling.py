@@ -10,12 +10,10 @@ from recall.analysis.ceiling import (
     RowCeiling,
     ceiling,
     ceilings,
-    count_distribution,
-    interval,
     row_ceilings,
-    standard_error,
     summary,
 )
+from recall.analysis.stats import count_distribution, interval, standard_error
 from recall.inputs.derive import NameSource, derive_rows, derive_typed_rows, eligible
 from recall.inputs.queryset import QueryRow
 from recall.inputs.recipes import (

@@ -120,6 +120,6 @@ def effort(
             )
             for label, mine in zip(labels, reaches, strict=True)
         ),
-        ceiling=effort_run("ceiling", sequences, best, languages),
+        ceiling=effort_run("ceiling", sequences, best, languages, ranged=True),
         diffs=diffs,
     )
