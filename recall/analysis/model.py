@@ -314,7 +314,8 @@ class Diff:
 class AgainstCeiling:
     """One finder on exactly the rows a ceiling covers: its #1 and top 10 there, and
     whether each is above the ceiling's 95% range (more than chance lets any finder get
-    under the recipes' choice model: the model is wrong for those rows)."""
+    under the recipes' choice model: the model is wrong for those rows, or the finder's
+    order suits this one sample)."""
 
     label: str
     first: int

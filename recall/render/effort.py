@@ -31,8 +31,9 @@ NOTE = (
 )
 ABOVE_NOTE = (
     "^ above the ceiling's 95% range on the same sequences: more than chance gives any "
-    "finder under the typing model, so that model is wrong for them, or the finder was "
-    "fitted to this sample (docs/queries.md)"
+    "finder under the typing model, so either that model is wrong for them or the "
+    "finder's order suits this one sample (a lean the sample favours, or tuning on it): "
+    "docs/queries.md"
 )
 EFFORT_HEADER = [
     "sequences", "#1 reached", "keys to #1", "top 3 reached", "keys to top 3", "saved",

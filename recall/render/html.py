@@ -130,8 +130,8 @@ def _ceiling_table(title: str, by: dict) -> str:
 ABOVE_NOTE = (
     f"{ABOVE} and the columns above it: a finder's #1 or top 10 above the ceiling's 95% "
     "range on the same rows, more than chance gives any finder under the recipes' choice "
-    "model: that model is wrong for those rows, and the ceiling is no bound there "
-    "(docs/queries.md)."
+    "model: either that model is wrong for those rows, or the finder's order suits this "
+    "one sample, a lean the sample favours or tuning on it (docs/queries.md)."
 )
 
 

@@ -142,8 +142,9 @@ def render_results(every: list[dict], host: dict[str, str]) -> str:
             "name of each corpus, with no finder involved. [low-high] is the 95% range of "
             "the count a finder as good as the recipes' choice model gets on these rows; "
             f"{ABOVE} marks a finder above it on the same rows (compared where the ceiling "
-            "covers every row of the group): the choice model is wrong there, and the ceiling "
-            "is no bound for that row of the table.",
+            "covers every row of the group): either the choice model is wrong there, or the "
+            "finder's order suits this one sample (a lean the sample favours, or tuning on "
+            "it).",
         ]
     out += [
         "",

@@ -131,8 +131,9 @@ def _ceiling_note(c: CeilingCounts, runs: tuple[RunSummary, ...], markdown: bool
 
 ABOVE_NOTE = (
     f"{ABOVE} above the ceiling's 95% range on the same rows: more than chance gives any "
-    "finder under the recipes' choice model, so that model is wrong for those rows and "
-    "the ceiling is no bound there (docs/queries.md)"
+    "finder under the recipes' choice model, so either that model is wrong for those rows "
+    "or the finder's order suits this one sample (a lean the sample favours, or tuning on "
+    "it): docs/queries.md"
 )
 
 
