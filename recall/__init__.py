@@ -5,11 +5,14 @@ The workflows can be called from Python as well as from the command line (docs/a
 names are loaded on first use, so that `import recall` (and `recall --version`, `recall
 --help`) loads neither NumPy nor GitPython; they are looked up by name rather than
 imported here, as the commands are (recall/commands/__init__.py), so that the modules
-below, which read `__version__` from here, import nothing above them.
+below, which read `__version__` from here, import nothing above them. It imports nothing
+itself: `python -m recall` and the `recall` command import this package before their
+signal handlers are in place (recall/__main__.py).
 """
 
-import importlib
-from typing import Any
+TYPE_CHECKING = False  # typing's own flag, without importing typing at start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 __version__ = "0.1.0"
 
@@ -33,8 +36,10 @@ API = {
 __all__ = ["__version__", *API]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> "Any":
     """An API name, its module imported now."""
+    import importlib
+
     if name not in API:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     module, attribute = API[name]

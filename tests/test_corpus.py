@@ -1,5 +1,6 @@
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -401,3 +402,31 @@ def test_pin_missing_from_the_mirror_falls_back_to_its_url_in_one_line(upstream,
     assert (checkout.path / "sub" / "b.py").is_file()
     err = capfd.readouterr().err
     assert err == f"recall: demo: not in mirror {mirror}; fetching {path.as_uri()}\n"
+
+
+def test_a_fetch_that_fails_without_a_mirror_says_how_to_give_one(tmp_path):
+    """Issue 44 item 9: offline, `cannot fetch ... Could not resolve host` did not mention
+    --mirror, the flag that makes recall work there."""
+    pin = Pin("demo", "https://host.invalid/owner/demo", "a" * 40, "python")
+    with pytest.raises(RecallError) as raised:
+        fetch(pin, tmp_path / "cache", None)
+    message = str(raised.value)
+    assert message.startswith(f"fetch demo: cannot fetch aaaaaaaaaaaa from {pin.url}: ")
+    assert message.endswith(
+        "; offline, give --mirror DIR (or set RECALL_MIRROR), a folder of bare mirrors laid "
+        "out DIR/<host>/<path>"
+    )
+    assert not checkout_path(tmp_path / "cache", pin).exists()  # nothing half-made
+
+
+def test_a_fetch_from_a_mirror_that_fails_names_the_mirror(upstream, tmp_path):
+    path, _sha = upstream
+    mirror = tmp_path / "mirror"
+    where = mirror / "example.com" / "owner" / "demo"
+    shutil.copytree(path, where)
+    pin = Pin("demo", "https://example.com/owner/demo", "b" * 40, "python")
+    with pytest.raises(RecallError) as raised:
+        fetch(pin, tmp_path / "cache", mirror)
+    message = str(raised.value)
+    assert f"from {where.as_uri()} (the mirror of {pin.url}): " in message
+    assert "--mirror" not in message

@@ -87,6 +87,33 @@ def test_a_diff_lists_the_sequences_that_need_more_keystrokes_with_the_step_they
     assert effort_diff("base", "new", [BIND], before, before).more == 0
 
 
+def test_a_sequence_that_needs_more_keys_or_leaves_the_top_3_is_a_loss_with_its_verdicts():
+    """Issue 44 item 8: a typing diff did not gate: 16 sequences needed more keystrokes and
+    #1 reached fell from 52 to 41, and --fail-on-loss exited 0."""
+    never = reach(BIND, lambda repo, query: ("x", "y", "z", "bind"))  # never #1, never top 3
+    later = reach(BIND, lambda repo, query: ANSWERS[query] if query == "bind" else ("x",))
+    before = [reach(BIND, _answers)]
+    gone = effort_diff("base", "new", [BIND], before, [never])
+    assert gone.is_loss and gone.more == 1 and gone.more_keys[0].new_keys is None
+    ((top3,),) = [gone.lost_top3]
+    assert (top3.base_keys, top3.base_query, top3.new_keys) == (1, "b", None)
+    assert (gone.first.gained, gone.first.lost, gone.top3.lost) == (0, 1, 1)
+    assert gone.verdict_line() == (
+        "verdict on sequences (McNemar's exact test, two-sided, alpha 0.05): #1 reached no "
+        "significant change (0 gained, 1 lost, p=1); top 3 reached no significant change "
+        "(0 gained, 1 lost, p=1)"
+    )
+    assert gone.counts_line() == (
+        "sequences: 1 need more keystrokes to #1 (1 never reach it now), 0 fewer, 0 the same; "
+        "1 no longer reach the top 3"
+    )
+    slower = effort_diff("base", "new", [BIND], before, [later])
+    assert slower.is_loss and slower.lost_top3 == () and slower.first.lost == 0
+    assert not effort_diff("base", "new", [BIND], before, before).is_loss
+    back = effort_diff("base", "new", [BIND], [never], before)
+    assert not back.is_loss and (back.first.gained, back.top3.gained) == (1, 1)
+
+
 def test_the_section_maps_answers_back_and_a_self_diff_shows_no_change():
     rows = [TypingRow("gin", "prefix", i, q, "bind") for i, q in enumerate(BIND.queries, 1)]
     assert typed_sequences(rows) == [BIND]
@@ -98,6 +125,41 @@ def test_the_section_maps_answers_back_and_a_self_diff_shows_no_change():
     assert (section.diffs[0].more, section.diffs[0].same) == (0, 1)
     assert (section.sequences, section.steps, section.prompts) == (1, 4, 4)
     assert section.to_json()["ceiling"]["label"] == "ceiling"
+
+
+def test_a_sequence_the_model_does_not_type_has_no_ceiling_and_is_named():
+    """Issue 42 items 7 and 10: `T`, `Te` toward a name whose prefix way types `c`, `co`
+    gave no name to count (k = 0, a ZeroDivisionError after every finder ran); `z`, `zq`
+    toward a name sampling could not pick (`Bind`, four letters) gave the source alone
+    (k = 1): a certain ceiling, 100% at 1.50 keys."""
+    rows = [
+        TypingRow("gin", "prefix", 1, "T", "Context"),
+        TypingRow("gin", "prefix", 2, "Te", "Context"),
+        TypingRow("gin", "prefix", 1, "z", "Bind"),
+        TypingRow("gin", "prefix", 2, "zq", "Bind"),
+        TypingRow("gin", "starts", 1, "b", "Bind"),  # one word: the starts way does not apply
+        *(TypingRow("gin", "prefix", i, q, "bind") for i, q in enumerate(BIND.queries, 1)),
+    ]  # fmt: skip
+    names = {"gin": ["bind", "binding", "bool_x", "bytes", "Context", "Bind"]}
+    section = effort(rows, [("a", _answers_or_none)], names, {"gin": "go"}, baseline=False)
+    assert [(s.source, s.sequence, s.typed) for s in section.left_out] == [
+        ("Context", "prefix", "Te"), ("Bind", "prefix", "zq"), ("Bind", "starts", "b"),
+    ]  # fmt: skip
+    assert section.runs[0].counts.n == 4 and section.ceiling.counts.n == 1
+    assert section.ceiling.counts.first == pytest.approx(1.0)  # bind, typed whole by bind
+    assert section.to_json()["left_out"]["count"] == 3
+
+
+def _answers_or_none(repo: str, query: str) -> tuple[str, ...]:
+    return ANSWERS.get(query, ())
+
+
+def test_a_name_sampling_could_not_pick_typed_as_the_model_types_it_counts_as_one_more():
+    """Bind (four letters: no sampled name) typed b, bi: the names typed toward are the
+    eligible ones and Bind itself."""
+    seq = TypedSequence("gin", "prefix", "Bind", ("b", "bi"))
+    texts = TypedTexts(["binding", "bool_x", "Bind"])
+    assert ceiling_chances(seq, texts).first == pytest.approx((1 / 3, 1 / 2 - 1 / 3))
 
 
 def test_the_k_curve_s_legend_widens_for_a_base_label_so_no_label_is_cut_off():

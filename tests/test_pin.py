@@ -195,7 +195,7 @@ def test_a_pin_whose_query_set_cannot_be_written_changes_no_file(project):
     (where / "blocker").write_text("a file where a folder should be")
     proc = _pin(where, "demo", url, second, "--queries", "blocker/queries.tsv")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
-    assert proc.stderr.splitlines()[-1] == "recall: blocker: File exists"
+    assert proc.stderr.splitlines()[-1] == "recall: blocker/queries.tsv: Not a directory"
     assert {n: (where / n).read_bytes() for n in files} == files
     assert sorted(p.name for p in where.iterdir()) == sorted([*files, "blocker"])
 

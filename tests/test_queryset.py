@@ -9,7 +9,6 @@ from recall.inputs.corpus import load_pins
 from recall.inputs.queryset import (
     QueryRow,
     format_queries,
-    is_committed_set,
     parse_queries,
     read_queries,
     select,
@@ -56,15 +55,6 @@ def test_bad_rows_name_the_file_and_line(body, message):
 def test_wrong_header_is_refused():
     with pytest.raises(RecallError, match=re.escape("q.tsv:1: header")):
         parse(b"repo\tquery\tsource\n")
-
-
-def test_the_committed_sets_are_strict_and_any_other_file_is_foreign(tmp_path, monkeypatch):
-    foreign = tmp_path / "queries.tsv"
-    foreign.write_bytes(HEAD)
-    assert is_committed_set("queries.tsv") and is_committed_set("typed")
-    assert not is_committed_set(str(foreign))
-    monkeypatch.chdir(tmp_path)  # a committed file named by its path from another folder
-    assert is_committed_set(str(ROOT / "typed.tsv")) and is_committed_set(str(ROOT / "queries.tsv"))
 
 
 FOREIGN = (

@@ -1,18 +1,27 @@
 import json
 from pathlib import Path
 
+import git
 import pytest
 from conftest import (
     ROOT,
     SUBSEQUENCE_ENGINE,
     SUBSEQUENCE_FINDER,
+    commit_files,
     make_repo,
     needs_ctags,
     run_cli,
 )
 
 from recall.analysis.model import FailingCase, Hit, QueryResult
-from recall.analysis.regress import Case, broken, read_cases, summarize, verdict
+from recall.analysis.regress import (
+    Case,
+    broken,
+    has_locations,
+    read_cases,
+    summarize,
+    verdict,
+)
 from recall.errors import RecallError
 from recall.inputs.corpus import load_pins
 from recall.inputs.sides import HOLDOUT
@@ -56,6 +65,51 @@ def test_only_a_case_that_held_and_now_fails_is_broken():
     base = [_first("A"), _first("X"), _first("C")]
     new = [_first("X"), _first("X"), _first("C")]
     assert [b.query for b in broken(cases, base, new)] == ["a"]
+
+
+def test_a_finder_that_prints_no_locations_gets_n_a_for_every_case_never_a_failure():
+    """Issue 44 item 5: fzy's `recall --base 1.0` listed 4 regress cases failing in the
+    candidate: file:line patterns against a finder that prints names alone, failed where
+    it answered nothing. Such a finder (no hit of its run names a file) gets n/a for
+    every case, answered or not, and breaks none; the summary says why."""
+    cases = [Case("gin", "a", "A$"), Case("gin", "zz", "B$"), Case("gin", "c", "!_test")]
+    names_only = [
+        QueryResult(None, (Hit("A", None, None),)), QueryResult(None, ()),
+        QueryResult(None, (), "timed out"),
+    ]  # fmt: skip
+    assert not has_locations(names_only)
+    assert has_locations([*names_only, _first("A")])
+    summary = summarize(cases, names_only, located=False)
+    assert (summary.holds, summary.fails, summary.not_applicable) == (0, 0, 3)
+    assert summary.no_locations and summary.failing == ()
+    located = [_first("A"), _first("B"), _first("C")]
+    assert broken(cases, located, names_only, new_located=False) == ()
+    assert [b.query for b in broken(cases, located, names_only)] == ["zz", "c"]  # as on main
+
+
+@needs_ctags
+def test_a_run_of_a_finder_without_locations_reports_its_regress_cases_n_a_and_why(mine):
+    (mine / "regress.tsv").write_text(
+        "repo\tquery\texpect\ntiny\talpfun\t^a\\.py:1 alpha_function$\n"
+        "tiny\tzzzz\t^a\\.py:1 alpha_function$\n"
+    )
+    finder = git.Repo(mine.parent / "finder")
+    commit_files(finder, {"finder.py": SUBSEQUENCE_FINDER + "\n"}, "a change of no consequence")
+    proc = _mine(mine, "--base", "HEAD~1", "--fail-on-loss", "--json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    for run in report["runs"]:
+        assert run["regress"] == {
+            "cases": 2, "holds": 0, "fails": 0, "not_applicable": 2, "failing": [],
+            "no_locations": True,
+        }  # fmt: skip
+    assert report["diff"]["regress_broken"] == []
+    text = _mine(mine, "--base", "HEAD~1").stdout
+    assert (
+        "n/a: base HEAD~1 ({}), candidate print no locations (file:line), which every "
+        "regress case matches, so no case applies".format(finder.commit("HEAD~1").hexsha[:12])
+    ) in text
+    assert "Regress cases failing" not in text
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ from recall.analysis.ceiling import summary as ceiling_summary
 from recall.analysis.model import (
     AgainstCeiling,
     Margin,
+    QueryResult,
     Report,
 )
 from recall.analysis.report import analyse, diff, move_bucket
@@ -319,3 +320,32 @@ def test_a_holdout_report_names_its_fresh_and_seen_corpora_and_the_first_finders
     )  # fmt: skip
     assert whole.holdout is None and "holdout" not in whole.to_json()
     assert "holdout:" not in render(whole)
+
+
+def test_an_error_many_queries_got_is_said_once_with_those_queries():
+    """A function that returns a str for some queries fails each of them the same way:
+    the text, Markdown and HTML reports say the error once and list its queries; JSON
+    keeps a row per query."""
+    shape = "finder error: TypeError: the function returned a value of type str, not a list"
+    results = [
+        QueryResult(None, (), shape), ranked("name1", ["name1"]), QueryResult(None, (), shape),
+        QueryResult(None, (), "exit 3: it fell over"), QueryResult(None, (), shape),
+        ranked("name5", ["name5"]),
+    ]  # fmt: skip
+    report = analyse(
+        {}, PINS, ROWS, [run_result("candidate", results)], baseline=False, cases=[],
+        case_results=[()], regress=None, accepted=None, explain_flags=[],
+        ceiling=ceiling_summary(ROWS, {}, {"gin": "go"}),
+    )  # fmt: skip
+    text = render(report)
+    assert text.count("returned a value of type str") == 1
+    assert "Errors in candidate: 4 queries\n" in text
+    assert f"  3 queries: {shape}\n    gin\t'q0'\n    gin\t'q2'\n    gin\t'q4'\n" in text
+    assert "  gin\t'q3': exit 3: it fell over\n" in text
+    assert render(report, markdown=True).count("returned a value of type str") == 1
+    page = render_html(report.to_json())
+    assert page.count("returned a value of type str") == 1
+    assert "gin: q0 (abbr3); gin: q2 (abbr3); gin: q4 (abbr3)" in page
+    assert [row["query"] for row in report.to_json()["runs"][0]["error_rows"]] == [
+        "q0", "q2", "q3", "q4",
+    ]  # fmt: skip

@@ -270,7 +270,8 @@ def test_results_command_writes_the_page_and_rerenders_it_byte_identically(tmp_p
     assert f"| frizbee typo | {sourced} |" in page
     assert "frizbee 0.13.0 (PyPI)" in page
     missing = results("--render-only", "--out", str(tmp_path / "c.md"), "--only", "fzy")
-    assert missing.returncode == 2 and "cannot read a kept report" in missing.stderr
+    assert missing.returncode == 2 and "kept report " in missing.stderr
+    assert "fzy.json: cannot read: No such file or directory" in missing.stderr
     assert not (tmp_path / "c.md").exists()
     assert "| query jobs | 1 |" in page
 

@@ -18,11 +18,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from recall.analysis.stats import interval
+from recall.analysis.stats import ALPHA, VERDICT_TEST, Verdict, interval, mcnemar_exact
 
 CURVE = tuple(range(1, 11))  # k of the k-curve: the share at #1 within k keystrokes
 VISIBLE = 3  # the top 3: what a picker shows without scrolling
 CHANGES_SHOWN = 20  # a diff's sequences that need more keystrokes, in text and Markdown
+LEFT_OUT_SHOWN = 10  # the sequences without a ceiling a report names (JSON and HTML too)
 
 
 @dataclass(frozen=True)
@@ -220,8 +221,9 @@ def effort_run(
 
 @dataclass(frozen=True)
 class EffortChange:
-    """A sequence that needs more keystrokes to #1 than in the baseline: the step at which
-    it used to be #1 (its query), and now (None: never within the sequence)."""
+    """A sequence that needs more keystrokes than in the baseline to reach #1 (or, in
+    `lost_top3`, the top 3): the step at which it used to get there (its query), and now
+    (None: never within the sequence)."""
 
     repo: str
     sequence: str
@@ -240,7 +242,11 @@ class EffortChange:
 
 @dataclass(frozen=True)
 class EffortDiff:
-    """A candidate's keystrokes to #1 against the baseline's, sequence by sequence."""
+    """A candidate's keystrokes to #1 against the baseline's, sequence by sequence, and
+    the sequences that reach #1 and the top 3 in one build and never in the other, whose
+    verdicts (McNemar's exact test, as a name diff's on #1 and the top 10) judge the
+    change. Its losses, what --fail-on-loss fails on: a sequence that needs more
+    keystrokes to #1 (never reaching it now included) or no longer reaches the top 3."""
 
     base: str
     new: str
@@ -248,11 +254,38 @@ class EffortDiff:
     fewer: int
     same: int
     more_keys: tuple[EffortChange, ...]
+    lost_top3: tuple[EffortChange, ...]
+    first: Verdict  # on the sequences that reach #1
+    top3: Verdict  # on those that reach the top 3
+
+    @property
+    def is_loss(self) -> bool:
+        return bool(self.more_keys or self.lost_top3)
+
+    def verdict_line(self) -> str:
+        """The verdict on the sequences that reach #1 and the top 3, as a name diff's."""
+        return (
+            f"verdict on sequences ({VERDICT_TEST}, two-sided, alpha {ALPHA:g}): "
+            f"{self.first.phrase()}; {self.top3.phrase()}"
+        )
+
+    def counts_line(self) -> str:
+        never = sum(1 for c in self.more_keys if c.new_keys is None)
+        return (
+            f"sequences: {self.more} need more keystrokes to #1 ({never} never reach it now), "
+            f"{self.fewer} fewer, {self.same} the same; {len(self.lost_top3)} no longer reach "
+            "the top 3"
+        )
 
     def to_json(self) -> dict:
         return {
             "base": self.base, "new": self.new, "more": self.more, "fewer": self.fewer,
             "same": self.same, "more_keys": [c.to_json() for c in self.more_keys],
+            "lost_top3": [c.to_json() for c in self.lost_top3],
+            "verdict": {
+                "first": self.first.as_json(), "top3": self.top3.as_json(),
+                "test": "mcnemar_exact", "alpha": ALPHA, "summary": self.verdict_line(),
+            },
         }  # fmt: skip
 
 
@@ -260,12 +293,21 @@ def _keys(first: int | None) -> float:
     return float("inf") if first is None else float(first)
 
 
+def _verdict(outcome: str, before: list[int | None], after: list[int | None]) -> Verdict:
+    """McNemar's exact test on the sequences that reach the outcome in one build only."""
+    gained = sum(1 for b, a in zip(before, after, strict=True) if b is None and a is not None)
+    lost = sum(1 for b, a in zip(before, after, strict=True) if b is not None and a is None)
+    return Verdict(outcome, gained, lost, mcnemar_exact(gained, lost))
+
+
 def effort_diff(
     base: str, new: str, sequences: list[TypedSequence], old: list[Reach], now: list[Reach]
 ) -> EffortDiff:
     """Which sequences need more keystrokes to #1 now (never counts as more than any
-    number), fewer, or the same."""
+    number), fewer, or the same; which no longer reach the top 3; and the verdicts on
+    reaching #1 and the top 3."""
     more: list[EffortChange] = []
+    lost_top3: list[EffortChange] = []
     fewer = same = 0
     for sequence, before, after in zip(sequences, old, now, strict=True):
         if _keys(after.first) > _keys(before.first):
@@ -280,13 +322,43 @@ def effort_diff(
             fewer += 1
         else:
             same += 1
-    return EffortDiff(base, new, len(more), fewer, same, tuple(more))
+        if before.top3 is not None and after.top3 is None:
+            lost_top3.append(
+                EffortChange(
+                    sequence.repo, sequence.kind, sequence.source, before.top3,
+                    sequence.queries[before.top3 - 1], None,
+                )
+            )  # fmt: skip
+    return EffortDiff(
+        base, new, len(more), fewer, same, tuple(more), tuple(lost_top3),
+        _verdict("#1 reached", [r.first for r in old], [r.first for r in now]),
+        _verdict("top 3 reached", [r.top3 for r in old], [r.top3 for r in now]),
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class LeftOutSequence:
+    """A sequence the typing model cannot type toward its source (a foreign file's: its
+    steps are no prefixes of the text that way types for the name, or the way does not
+    apply to it): it has no ceiling, and is named. `typed` is its last step's query."""
+
+    repo: str
+    sequence: str
+    source: str
+    typed: str
+
+    def to_json(self) -> dict:
+        return {
+            "repo": self.repo, "sequence": self.sequence, "source": self.source,
+            "typed": self.typed,
+        }  # fmt: skip
 
 
 @dataclass(frozen=True)
 class Effort:
-    """The typing set's section of a report: every finder's effort, the ceiling's, and
-    each candidate's changes against the baseline."""
+    """The typing set's section of a report: every finder's effort, the ceiling's (over
+    the sequences the typing model makes; `left_out` the others), and each candidate's
+    changes against the baseline."""
 
     sequences: int
     steps: int
@@ -294,12 +366,17 @@ class Effort:
     runs: tuple[EffortRun, ...]
     ceiling: EffortRun
     diffs: tuple[EffortDiff, ...] = ()
+    left_out: tuple[LeftOutSequence, ...] = ()
 
     def to_json(self) -> dict:
         return {
             "sequences": self.sequences, "steps": self.steps, "prompts": self.prompts,
             "curve_k": list(CURVE), "runs": [run.to_json() for run in self.runs],
             "ceiling": self.ceiling.to_json(), "diffs": [d.to_json() for d in self.diffs],
+            "left_out": {
+                "count": len(self.left_out),
+                "first": [s.to_json() for s in self.left_out[:LEFT_OUT_SHOWN]],
+            },
         }  # fmt: skip
 
 

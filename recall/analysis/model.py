@@ -40,6 +40,7 @@ class RunResult:
     results: tuple[QueryResult, ...]
     cached: bool = False  # read from the results cache or a saved run, not run now
     dirtied: tuple[str, ...] = ()  # corpora whose checkout this binary wrote into
+    restarts: int = 0  # batch processes started again after one died or timed out
 
     @property
     def errors(self) -> int:
@@ -125,12 +126,14 @@ class RegressSummary:
     fails: int
     not_applicable: int
     failing: tuple[FailingCase, ...]
+    no_locations: bool = False  # the finder prints no file:line at all: every case n/a
 
     def to_json(self) -> dict:
         return {
             "cases": self.cases, "holds": self.holds, "fails": self.fails,
             "not_applicable": self.not_applicable,
             "failing": [case.to_json() for case in self.failing],
+            "no_locations": self.no_locations,
         }  # fmt: skip
 
 
@@ -170,6 +173,7 @@ class RunSummary:
     regress: RegressSummary | None
     off_corpus: int = 0  # answers that named nothing in the corpus (recall/answers.py)
     off_corpus_first: tuple[OffCorpusRow, ...] = ()  # the first OFF_CORPUS_SHOWN of them
+    restarts: int = 0  # batch processes started again after one died or timed out
 
     def to_json(self) -> dict:
         return {
@@ -181,6 +185,7 @@ class RunSummary:
             "off_corpus": self.off_corpus,
             "off_corpus_first": [row.to_json() for row in self.off_corpus_first],
             "dirtied": list(self.dirtied),
+            "restarts": self.restarts,
             "regress": self.regress.to_json() if self.regress else None,
         }  # fmt: skip
 
@@ -587,6 +592,13 @@ class Report:
         None  # a typing set's keystrokes to the name (recall/analysis/effort.py)
     )
     holdout: Holdout | None = None  # --split holdout: its corpora and margins
+
+    @property
+    def is_loss(self) -> bool:
+        """What --fail-on-loss fails on: any diff's loss (Diff.is_loss), and for a typing
+        set any sequence's (EffortDiff.is_loss)."""
+        efforts = self.effort.diffs if self.effort else ()
+        return any(d.is_loss for d in self.diffs) or any(d.is_loss for d in efforts)
 
     def to_json(self) -> dict:
         out: dict = {

@@ -36,7 +36,7 @@ from recall.analysis.model import (
     RunSummary,
     UnknownSources,
 )
-from recall.analysis.regress import Case, broken
+from recall.analysis.regress import Case, broken, has_locations
 from recall.analysis.regress import summarize as summarize_regress
 from recall.analysis.stats import (
     better,
@@ -105,6 +105,7 @@ def summarize(
             if res.error
         ),
         dirtied=tuple(run.dirtied),
+        restarts=run.restarts,
         regress=regress,
         off_corpus=sum(1 for res in results if res.off_corpus),
         off_corpus_first=tuple(
@@ -291,18 +292,28 @@ def analyse(
     later run is diffed against it: its regress cases that broke, its losses with the
     accepted ones set apart, and `explain_flags[i]` for the i-th diff's explain lines.
     `case_results[i]` are runs[i]'s answers to the regress cases."""
-    summaries = tuple(
-        summarize(run, rows, pins, summarize_regress(cases, list(answers)) if regress else None)
+    located = [
+        has_locations((*run.results, *answers))
         for run, answers in zip(runs, case_results, strict=True)
+    ]
+    judged = [
+        summarize_regress(cases, list(answers), where) if regress else None
+        for answers, where in zip(case_results, located, strict=True)
+    ]
+    summaries = tuple(
+        summarize(run, rows, pins, verdicts) for run, verdicts in zip(runs, judged, strict=True)
     )
     diffs: list[Diff] = []
     if baseline:
-        for run, answers, flags in zip(runs[1:], case_results[1:], explain_flags, strict=True):
+        later = zip(runs[1:], case_results[1:], located[1:], explain_flags, strict=True)
+        for run, answers, where, flags in later:
             d = diff(rows, runs[0], run)
             if cases:
-                d = dataclasses.replace(
-                    d, regress_broken=broken(cases, list(case_results[0]), list(answers))
-                )
+                lost = broken(
+                    cases, list(case_results[0]), list(answers),
+                    base_located=located[0], new_located=where,
+                )  # fmt: skip
+                d = dataclasses.replace(d, regress_broken=lost)
             if accepted is not None:
                 d = apply_accepted(d, accepted)
             diffs.append(dataclasses.replace(d, explain_flags=flags))

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from recall.commands._flags import add_common, add_queries, locate_flags
 from recall.errors import EXIT_OK, RecallError
-from recall.files import Staged, stage
+from recall.files import Staged, read_input, stage
 from recall.inputs import keystrokes
 from recall.inputs.corpus import Pin, cache_root, fetch, load_pins, mirror_root, validate_pin
 from recall.inputs.derive import (
@@ -321,9 +321,7 @@ def _write_set(files: list[tuple[Path, bytes]]) -> None:
 
 def _read_json(path: Path) -> dict:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise RecallError(f"{path}: cannot read: {exc.strerror}") from None
+        data = json.loads(read_input(path).decode("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise RecallError(f"{path}: not JSON: {exc}") from None
     except RecursionError:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from recall.errors import RecallError
+from recall.files import read_input
 from recall.inputs.recipes import RECIPES, set_types
 from recall.inputs.sides import SPLITS, on_split
 
@@ -25,6 +26,7 @@ TYPE_ORDER = tuple(recipe.type for recipe in RECIPES)
 # The path set (paths.tsv, recipe set PATH_SET): file-picker queries whose source is a
 # tracked path, made by recall.inputs.path_recipes (the registry's recipes take names).
 PATH_SET = "paths"
+NAMES, PATHS = "names", "paths"  # a set's domain: what its finders rank (inputs/paths.py)
 PATH_TYPES = (
     "baseprefix", "wordstarts", "dirinitials", "fragment", "extfirst", "basetypo", "basecase",
 )  # fmt: skip
@@ -53,24 +55,6 @@ def query_set_path(value: str) -> Path:
     return Path(value)
 
 
-def is_committed_set(value: str | None) -> bool:
-    """Is --queries VALUE one of the committed sets (by name, by default or by its file)?
-    Those are strict: a source that is not a name of its corpus is a bad row. Any other
-    file is foreign (rq's own, say) and runs, its unknown sources counted as not found,
-    unless --strict-queries."""
-    if not value or value == QUERY_SETS_DEFAULT:
-        return True
-    if value in QUERY_SETS and not Path(value).exists():
-        return True
-    given = Path(value).resolve()
-    checkout = Path(__file__).resolve().parents[2]  # the suite files beside the package
-    packaged = Path(__file__).parents[1] / "suite"  # the wheel's copies (links in a checkout)
-    return any(
-        given in (query_set_path(name).resolve(), checkout / file, (packaged / file).resolve())
-        for name, (file, _settings) in QUERY_SETS.items()
-    )
-
-
 @dataclass(frozen=True)
 class QueryRow:
     repo: str
@@ -85,19 +69,13 @@ class QueryRow:
 
 def read_queries(path: Path, repos: set[str] | None = None) -> list[QueryRow]:
     """Parse and validate a query set; repos, when given, is the set of known pins."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise RecallError(f"{path}: cannot read: {exc.strerror}") from None
-    return parse_queries(data, str(path), repos)
+    return parse_queries(read_input(path), str(path), repos)
 
 
 def read_lines(path: Path, where: str) -> list[str]:
     """A small hand-kept TSV's lines, UTF-8 with or without a BOM, LF or CRLF."""
     try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except OSError as exc:
-        raise RecallError(f"{where}: cannot read: {exc.strerror}") from None
+        text = read_input(path, where).decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise RecallError(f"{where}: not UTF-8 (byte {exc.start})") from None
     return text.splitlines()

@@ -7,12 +7,15 @@ corpora pinned fresh the per-type lead did not hold). A table of its own, read b
 (corpus) and by the query sets' selection (queryset, keystrokes), which load no git code.
 """
 
+import typing
+
 TUNE, HOLDOUT, SEEN = "tune", "holdout", "seen"
 # A pin's side: `tune`; `holdout`, the fresh holdout, which no tuning has read; or `seen`,
 # held out too but read while tuning, so a second view of the holdout, not a sealed one.
 SIDES = (TUNE, HOLDOUT, SEEN)
 # What --split selects: `tune` the tune corpora, `holdout` the fresh and the seen ones.
-SPLITS = (TUNE, HOLDOUT)
+Split = typing.Literal["tune", "holdout"]
+SPLITS: tuple[str, ...] = typing.get_args(Split)
 
 
 def on_split(side: str, split: str) -> bool:

@@ -8,7 +8,9 @@ from collections.abc import Sequence
 
 from recall.analysis.effort import (
     CHANGES_SHOWN,
+    LEFT_OUT_SHOWN,
     Effort,
+    EffortChange,
     EffortCounts,
     EffortDiff,
     EffortRun,
@@ -18,9 +20,19 @@ from recall.render.columns import marked
 from recall.render.escape import html as _e
 from recall.render.escape import markdown as markdown_text
 from recall.render.svg import percent_grid, svg_start
-from recall.render.table import table
+from recall.render.table import first_rows, table
 from recall.terminal import shown
 
+EFFORT_HEADER = [
+    "sequences", "#1 reached", "keys to #1", "top 3 reached", "keys to top 3", "saved",
+]  # fmt: skip
+CELL = "#1% / keys to #1 / saved%"
+GROUPS = (("sequence", "by_sequence"), ("repo", "by_repo"), ("language", "by_language"))
+# One colour a line of the k-curve, the ceiling's dashed grey.
+LINE_COLORS = ("#08519c", "#e6550d", "#31a354", "#756bb1", "#de2d26", "#636363", "#17becf",
+               "#bcbd22", "#8c564b", "#e377c2")  # fmt: skip
+CEILING_COLOR = "#969696"
+LEGEND_CHAR_PX = 7
 NOTE = (
     "keys to #1 and keys to top 3 are the mean keystrokes of the sequences that get there; "
     "saved is the keystrokes saved against typing each whole name (none where #1 never "
@@ -61,6 +73,8 @@ def _reached(count: float, pct: float, ci: tuple[int, int] | None, above: bool) 
 
 def _cells(c: EffortCounts, ceiling: EffortCounts | None) -> list[str]:
     """A finder's (or, against None, the ceiling's) row of the effort table."""
+    if not c.n:  # a ceiling of no sequence (every one left out): no numbers to show
+        return ["0", *["-"] * (len(EFFORT_HEADER) - 1)]
     first, top3 = c.above(ceiling)
     return [
         str(c.n), _reached(c.first, c.first_pct, c.first_ci, first), _keys(c.first_keys),
@@ -122,39 +136,90 @@ def render_effort(effort: Effort, markdown: bool) -> list[str]:
     if _any_above(effort):
         out += ["", ABOVE_NOTE] if markdown else [ABOVE_NOTE]
     out += _heading("Share of sequences at #1 within k keystrokes (%)", markdown)
-    body = [[r.label, *(f"{p:.1f}" for p in r.counts.curve)] for r, _c in rows]
+    body = [
+        [r.label, *(f"{p:.1f}" if r.counts.n else "-" for p in r.counts.curve)] for r, _c in rows
+    ]
     out += _numbers(["finder", *(f"k={k}" for k in range(1, 11))], body, markdown)
     for title, key in GROUPS:
         out += _heading(f"Keystrokes by {title}", markdown)
         out += [f"each cell: {CELL}", ""] if markdown else [f"each cell: {CELL}"]
-        ceilings = getattr(effort.ceiling, key)
-        body = [
-            [name, str(ceilings[name].n),
-             *(_cell(getattr(r, key).get(name), ceilings[name] if c else None) for r, c in rows)]
-            for name in ceilings
-        ]  # fmt: skip
-        out += _numbers([title, "n", *(r.label for r, _c in rows)], body, markdown)
+        out += _numbers(
+            [title, "n", *(r.label for r, _c in rows)], _group_rows(rows, key), markdown
+        )
+    out += _left_out(effort, markdown)
     for d in effort.diffs:
         out += render_effort_diff(d, markdown)
     return out
 
 
+def _group_rows(rows: list[tuple[EffortRun, EffortRun | None]], key: str) -> list[list[str]]:
+    """One row a group (a sequence type, a repo, a language): its n and each finder's
+    cell, judged against the ceiling's cell of that group."""
+    of_rows = [{g: c.n for g, c in getattr(r, key).items()} for r, _c in rows]
+    return [
+        [name, str(n),
+         *(_cell(getattr(r, key).get(name), getattr(c, key).get(name) if c else None)
+           for r, c in rows)]
+        for name, n in _groups(of_rows)
+    ]  # fmt: skip
+
+
+def _groups(of_rows: list[dict[str, int]]) -> list[tuple[str, int]]:
+    """Each group of any row (each finder's, then the ceiling's: group to sequences) with
+    its sequences: a group whose every sequence the ceiling leaves out is still a
+    finder's row, and its n is the finders'."""
+    groups: dict[str, int] = {}
+    for of_row in of_rows:
+        for name, n in of_row.items():
+            groups.setdefault(name, n)
+    return list(groups.items())
+
+
+def _left_out(effort: Effort, markdown: bool) -> list[str]:
+    """The sequences the typing model does not type, left out of the ceiling, once."""
+    rows = effort.left_out
+    if not rows:
+        return []
+    out = _heading(
+        f"Left out of the ceiling: {len(rows)} sequence{'' if len(rows) == 1 else 's'} the "
+        "typing model does not type toward its source (its steps are no prefixes of the "
+        "text that way types for the name); the finders' counts keep them",
+        markdown,
+    )
+    body = [[r.repo, r.sequence, r.source, r.typed] for r in rows]
+    return out + first_rows(["repo", "sequence", "source", "typed"], body, markdown, LEFT_OUT_SHOWN)
+
+
 def render_effort_diff(d: EffortDiff, markdown: bool) -> list[str]:
+    """The sequences a candidate needs more keystrokes for, and those that no longer
+    reach the top 3: the rows of its losses (the Diff section says its verdict)."""
     out = _heading(
         f"Keystrokes to #1, {_said(d.new, markdown)} against {_said(d.base, markdown)}: "
         f"{d.more} sequences need more, {d.fewer} fewer, {d.same} the same",
         markdown,
     )
-    if not d.more_keys:
-        return out
+    out += _changes(d.more_keys, "was #1 at", markdown)
+    if d.lost_top3:
+        out += _heading(
+            f"No longer in the top 3, {_said(d.new, markdown)} against "
+            f"{_said(d.base, markdown)}: {len(d.lost_top3)} sequences",
+            markdown,
+        )
+        out += _changes(d.lost_top3, "was top 3 at", markdown)
+    return out
+
+
+def _changes(changes: tuple[EffortChange, ...], was: str, markdown: bool) -> list[str]:
+    if not changes:
+        return []
     body = [
         [c.repo, c.sequence, c.source, str(c.base_keys), c.base_query,
          "never" if c.new_keys is None else str(c.new_keys)]
-        for c in d.more_keys[:CHANGES_SHOWN]
+        for c in changes[:CHANGES_SHOWN]
     ]  # fmt: skip
-    out += table(["repo", "sequence", "source", "was #1 at", "typing", "now"], body, markdown)
-    if len(d.more_keys) > CHANGES_SHOWN:
-        out.append(f"... and {len(d.more_keys) - CHANGES_SHOWN} more: see --json or --html")
+    out = table(["repo", "sequence", "source", was, "typing", "now"], body, markdown)
+    if len(changes) > CHANGES_SHOWN:
+        out.append(f"... and {len(changes) - CHANGES_SHOWN} more: see --json or --html")
     return out
 
 
@@ -241,30 +306,45 @@ def effort_html(effort: dict) -> list[str]:
         f"<p>{_e(NOTE)}</p>",
         *([f"<p>{_e(ABOVE_NOTE)}</p>"] if _any_above(model) else []),
         "<h2>Share of sequences at #1 within k keystrokes</h2>",
-        k_curve(effort["runs"], effort["ceiling"]),
+        k_curve(effort["runs"], effort["ceiling"] if effort["ceiling"]["n"] else None),
     ]
     for title, key in GROUPS:
-        ceilings = getattr(model.ceiling, key)
-        body = [
-            [name, ceilings[name].n,
-             *(_cell(getattr(r, key).get(name), ceilings[name] if c else None) for r, c in rows)]
-            for name in ceilings
-        ]  # fmt: skip
         out += [
             f"<h2>Keystrokes by {_e(title)}</h2><p>each cell: {_e(CELL)}</p>",
-            _html_table([title, "n", *(r.label for r, _c in rows)], body),
+            _html_table([title, "n", *(r.label for r, _c in rows)], _group_rows(rows, key)),
+        ]
+    left_out = effort.get("left_out") or {"count": 0, "first": []}
+    if left_out["count"]:
+        out += [
+            f"<h2>Left out of the ceiling: {_e(left_out['count'])} sequences the typing model "
+            "does not type toward their source</h2>",
+            _html_table(
+                ["repo", "sequence", "source", "typed"],
+                [[s["repo"], s["sequence"], s["source"], s["typed"]] for s in left_out["first"]],
+                text=4,
+            ),
         ]
     for d in effort.get("diffs", []):
         out.append(
             f"<h2>Keystrokes to #1, {_e(d['new'])} against {_e(d['base'])}: {_e(d['more'])} "
             f"sequences need more, {_e(d['fewer'])} fewer, {_e(d['same'])} the same</h2>"
         )
-        if d["more_keys"]:
-            body = [
-                [c["repo"], c["sequence"], c["source"], c["base_keys"], c["base_query"],
-                 "never" if c["new_keys"] is None else c["new_keys"]]
-                for c in d["more_keys"]
-            ]  # fmt: skip
-            head = ["repo", "sequence", "source", "was #1 at", "typing", "now"]
-            out.append(_html_table(head, body, text=3))
+        out += _html_changes(d["more_keys"], "was #1 at")
+        if d["lost_top3"]:
+            out.append(
+                f"<h2>No longer in the top 3, {_e(d['new'])} against {_e(d['base'])}: "
+                f"{_e(len(d['lost_top3']))} sequences</h2>"
+            )
+            out += _html_changes(d["lost_top3"], "was top 3 at")
     return out
+
+
+def _html_changes(changes: list[dict], was: str) -> list[str]:
+    if not changes:
+        return []
+    body = [
+        [c["repo"], c["sequence"], c["source"], c["base_keys"], c["base_query"],
+         "never" if c["new_keys"] is None else c["new_keys"]]
+        for c in changes
+    ]  # fmt: skip
+    return [_html_table(["repo", "sequence", "source", was, "typing", "now"], body, text=3)]
