@@ -43,7 +43,7 @@ def index_key(build: str, engine: Engine, pin: Pin, names: bytes) -> str:
         "build": build,
         "engine": engine.digest,
         "index": list(engine.index),
-        "pin": pin.as_json(),
+        "pin": pin.identity(),
         "names": hashlib.sha256(names).hexdigest(),
         "ctags": ctags_identity(),
         "python": platform.python_version(),
