@@ -12,7 +12,7 @@ ARGS ?=
 # No "Entering directory" lines on stdout when make runs make.
 MAKEFLAGS += --no-print-directory
 
-.PHONY: recall fetch fetched results results-typed results-typing results-paths test test-fast test-install check derive-check clean bench
+.PHONY: recall fetch fetched results results-typed results-typing results-paths test test-fast test-install check derive-check clean bench wheel
 
 # stdout holds what the target is for (`make recall ARGS=--json > x.json` parses): the
 # venv's set-up and the corpora's fetch speak on stderr, each command echoed there (say).
@@ -80,6 +80,14 @@ test-fast: $(STAMP)
 test-install: $(STAMP)
 	RECALL_MIRROR=$(MIRROR) $(BIN)/python -m pytest -q -m install
 
+# A wheel of the working tree in dist/ (git-ignored), the same bytes every time: its files
+# dated by the last commit (SOURCE_DATE_EPOCH; 1980, zip's first date, outside a checkout),
+# built with the venv's setuptools rather than whatever release an isolated build fetches.
+wheel: $(STAMP)
+	SOURCE_DATE_EPOCH=$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct 2>/dev/null || echo 315532800)} \
+	  $(BIN)/python -m pip wheel --quiet --no-deps --no-build-isolation -w dist .
+	@ls dist/*.whl >&2
+
 check: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check recall tests
@@ -89,4 +97,4 @@ derive-check: fetched
 	$(BIN)/recall derive all --check $(MIRROR_FLAG)
 
 clean:
-	rm -rf $(VENV) .venv-* *.egg-info
+	rm -rf $(VENV) .venv-* *.egg-info build dist

@@ -5,17 +5,12 @@ The workflows can be called from Python as well as from the command line (docs/a
 names are loaded on first use, so that `import recall` (and `recall --version`, `recall
 --help`) loads neither NumPy nor GitPython; they are looked up by name rather than
 imported here, as the commands are (recall/commands/__init__.py), so that the modules
-below, which read `__version__` from here, import nothing above them.
+below, which read `__version__` from here, import nothing above them. It imports nothing
+itself: `python -m recall` and the `recall` command import this package before their
+signal handlers are in place (recall/__main__.py).
 """
 
-from __future__ import annotations
-
-import importlib
-
-# typing is imported for the type checker alone: a finder process run from this package
-# (the reference finder, a kind's worker) imports `recall` first, and typing (with re)
-# costs some milliseconds of its start-up, which counts in its queries' time
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # typing's own flag, without importing typing at start-up
 if TYPE_CHECKING:
     from typing import Any
 
@@ -41,8 +36,10 @@ API = {
 __all__ = ["__version__", *API]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> "Any":
     """An API name, its module imported now."""
+    import importlib
+
     if name not in API:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     module, attribute = API[name]

@@ -387,6 +387,7 @@ def keep_file(path: Path, body: bytes) -> bool:
     one warning line naming the entry, and the run goes on with what it computed."""
     head = HEADER + hashlib.sha256(body).hexdigest().encode() + b"\n"
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         sweep_files(path.parent)
         write_atomic(path, head + body)
     except OSError as exc:

@@ -3,7 +3,8 @@ command first, and the one error wrapper every command's failures go through.
 
 Start-up imports nothing heavy: `recall --version` and `recall --help` answer without
 NumPy or GitPython, and only the module of the command that runs is imported, inside the
-wrapper, so that Ctrl-C at any point, start-up included, ends in one line and exit 130.
+wrapper, so that Ctrl-C at any point, start-up included, ends in one line and exit 130
+(until that module is imported, by recall/__main__.py's handler, which exits at once).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from recall.errors import (
     EXIT_TERMINATED,
     RecallError,
     Terminated,
+    exit_at_start,
 )
 from recall.terminal import shown
 
@@ -64,11 +66,12 @@ def command_first(argv: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    restore = _raise_on_sigterm()
+    restore: Callable[[], None] = _nothing
     try:
         ordered = command_first(list(sys.argv[1:] if argv is None else argv))
         command = ordered[0] if ordered[0] in COMMANDS else None
-        args = build_parser(command).parse_args(ordered)
+        args = build_parser(command).parse_args(ordered)  # imports the command's modules
+        restore = _unwinding_signals()
         return commands.module(args.command).run(args)
     except RecallError as exc:  # shown(): one line, and no finder's ESC reaches the terminal
         print(f"recall: {shown(str(exc))}", file=sys.stderr)
@@ -86,17 +89,28 @@ def main(argv: list[str] | None = None) -> int:
         restore()
 
 
-def _raise_on_sigterm() -> Callable[[], None]:
-    """From here on SIGTERM raises Terminated where the harness is, so it unwinds as
-    Ctrl-C does; returns what puts the handler before it back. Only the CLI installs
-    it (outside the main thread no handler can be set): importing recall must not
-    change a host program's signals."""
+def _nothing() -> None:
+    pass
+
+
+def _unwinding_signals() -> Callable[[], None]:
+    """From here on, with the command's modules imported, SIGTERM raises Terminated where
+    the harness is, so it unwinds as Ctrl-C does, and Ctrl-C raises KeyboardInterrupt
+    again where recall's start-up (recall/__main__.py) had it exit at once; returns what
+    puts the handlers before them back. Only the CLI installs them (outside the main
+    thread no handler can be set): importing recall must not change a host program's
+    signals."""
     if threading.current_thread() is not threading.main_thread():
-        return lambda: None
+        return _nothing
     previous = signal.signal(signal.SIGTERM, _terminate)
+    interrupt = signal.getsignal(signal.SIGINT)
+    if interrupt is exit_at_start:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
     def restore() -> None:
         signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+        if interrupt is exit_at_start:
+            signal.signal(signal.SIGINT, interrupt)
 
     return restore
 

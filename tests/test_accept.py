@@ -79,7 +79,8 @@ def test_repo_and_type_selection_lists_only_its_own_accepted_rows_as_stale(
     proc = run_cli(
         "--finder", str(tmp_path / "finder"), "--corpus", str(ROOT / "corpus.json"),
         "--queries", str(queries), "--cache", str(real_cache), "--repo", "gin",
-        "--type", "abbr3", "--base", "HEAD", "--accept", str(accepted), "--json",
+        "--type", "abbr3", "--base", "HEAD",
+        "--same-program-ok", "--accept", str(accepted), "--json",
         cwd=tmp_path / "finder",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr

@@ -123,3 +123,63 @@ def test_history_from_python_gives_the_json_the_cli_prints(fzy, real_cache, monk
     assert proc.returncode == 0, proc.stderr
     assert _without_timing(history) == _without_timing(json.loads(proc.stdout))
     assert [c["refs"] for c in history["commits"]] == [["1.1", "v1.1"]]
+
+
+BAD_OPTIONS = [
+    ("RunOptions", {"jobs": 1.5}, "RunOptions.jobs: expected int, got 1.5"),
+    ("RunOptions", {"jobs": True}, "RunOptions.jobs: expected int, got True"),
+    ("RunOptions", {"timeout": "5"}, "RunOptions.timeout: expected float, got '5'"),
+    ("RunOptions", {"candidates": ("fzf",)},
+     "RunOptions.candidates: expected a tuple of (a tuple (one of 'engine', 'bin', str)), "
+     "got ('fzf',)"),
+    ("RunOptions", {"candidates": (("preset", "fzf"),)}, "RunOptions.candidates: expected"),
+    ("RunOptions", {"split": "train"},
+     "RunOptions.split: expected one of 'tune', 'holdout' or None, got 'train'"),
+    ("RunOptions", {"shard": (3, 2)}, "--shard 3/2: give K/N with 1 <= K <= N"),
+    ("RunOptions", {"bench": 0}, "--bench 0: give 1 or more reps"),
+    ("RunOptions", {"timeout": float("nan")}, "--timeout nan: give seconds above 0"),
+    ("RunOptions", {"data": {"repos": ["gin"]}}, "RunOptions.data: expected Data, got"),
+    ("Data", {"repos": "gin"}, "Data.repos: expected a tuple of (str) or None, got 'gin'"),
+    ("Data", {"types": ["abbr3"]}, "Data.types: expected a tuple of (str) or None"),
+    ("MergeOptions", {"files": "a.json"}, "MergeOptions.files: expected a tuple of (str)"),
+    ("CommitOptions", {"jobs": 0}, "--jobs 0: give 1 or more"),
+    ("HistoryOptions", {"every": 0}, "--every 0: give 1 or more"),
+    ("HistoryOptions", {"revs": ["v1"]}, "HistoryOptions.revs: expected a tuple of (str)"),
+    ("BisectOptions", {"good": "a", "bad": "b", "metric": "mrr"},
+     "BisectOptions.metric: expected one of 'first_pct' or None, got 'mrr'"),
+    ("BisectOptions", {"good": "a", "bad": "b", "drop": "3"}, "BisectOptions.drop: expected"),
+    ("ExplainOptions", {"query": "x", "repo": "gin", "build_timeout": 0},
+     "--build-timeout must be above 0"),
+    ("ResultsOptions", {"jobs": 2.0}, "ResultsOptions.jobs: expected int, got 2.0"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("name", "given", "message"), BAD_OPTIONS,
+    ids=[f"{name}-{next(iter(given.items()))[0]}" for name, given, _m in BAD_OPTIONS],
+)  # fmt: skip
+def test_an_option_of_the_wrong_type_or_value_is_one_recall_error_when_made(
+    tmp_path, monkeypatch, name, given, message
+):
+    """Issue 42 item 14: jobs=1.5, timeout="5" and candidates=("fzf",) failed mid-run with
+    a TypeError or ValueError, after fetching; docs/api.md promises a RecallError first."""
+    from recall.workflows import options
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(recall.RecallError) as caught:
+        getattr(options, name)(**given)
+    assert str(caught.value).startswith(message) and "\n" not in str(caught.value)
+    assert list(tmp_path.iterdir()) == []  # nothing made, nothing fetched
+
+
+def test_options_as_the_command_line_makes_them_pass_their_own_checks():
+    from recall.cli import build_parser
+    from recall.commands import run as run_command
+
+    args = build_parser("run").parse_args(
+        ["run", "--engine", "fzf", "--bin", "b=/bin/true", "--split", "tune", "--jobs", "2",
+         "--timeout", "5", "--shard", "1/2", "--repo", "gin", "--type", "abbr3"]
+    )  # fmt: skip
+    made = run_command.options_of(args)
+    assert made.candidates == (("engine", "fzf"), ("bin", "b=/bin/true"))
+    assert (made.split, made.jobs, made.timeout, made.shard) == ("tune", 2, 5.0, (1, 2))

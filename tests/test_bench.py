@@ -170,8 +170,8 @@ def _bench(tmp_path: Path, real_cache: Path, profile: str | None, *extra: str):
 
 
 def test_bench_interleaves_binaries_and_reports_phases_in_json(tmp_path, real_cache, gin):
-    proc, log = _bench(tmp_path, real_cache, "profile", "--base", "HEAD", "--bench", "2",
-                       "--type", "exact", "--json")  # fmt: skip
+    proc, log = _bench(tmp_path, real_cache, "profile", "--base", "HEAD", "--same-program-ok",
+                       "--bench", "2", "--type", "exact", "--json")  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     bench = json.loads(proc.stdout)["bench"]
     assert (bench["reps"], bench["queries"]) == (2, 3)

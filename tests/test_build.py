@@ -15,9 +15,17 @@ from conftest import ROOT, SUBSEQUENCE_FINDER, commit_files, make_repo, needs_mi
 
 from recall.cache import release_in_use
 from recall.errors import RecallError
-from recall.finders.engine import load_engine
+from recall.finders.engine import load_engine, load_preset, preset_names
 from recall.running import identity
-from recall.running.build import build_base, extract_archive, tree_identity, unsafe_member
+from recall.running.build import (
+    build_base,
+    extract_archive,
+    own_tree,
+    python_module,
+    run_build,
+    tree_identity,
+    unsafe_member,
+)
 from recall.running.interpreter import finder_python
 
 
@@ -106,7 +114,7 @@ def _finder_repo(tmp_path: Path):
 def _run_base(path: Path, cache: Path, ref: str):
     return run_cli(
         "--cache", str(cache), "--finder", str(path), "--base", ref, "--repo", "gin",
-        "--no-regress", "--json",
+        "--no-regress", "--json", "--same-program-ok",
     )  # fmt: skip
 
 
@@ -188,8 +196,8 @@ def test_a_failed_base_build_says_the_same_whoever_started_it(tmp_path, real_cac
     (finder / "Makefile").write_text("all:\n\tprintf '#!/bin/sh\\n' > fzy; chmod +x fzy\n")
     monkeypatch.setenv("MAKELEVEL", "1")
     monkeypatch.setenv("MAKEFLAGS", "w")
-    proc = run_cli("--finder", str(finder), "--base", "HEAD", "--cache", str(real_cache),
-                   "--repo", "gin")  # fmt: skip
+    proc = run_cli("--finder", str(finder), "--base", "HEAD", "--same-program-ok",
+                   "--cache", str(real_cache), "--repo", "gin")  # fmt: skip
     assert proc.returncode == 2
     sha = repo.head.commit.hexsha[:12]
     assert f"level=0 flags= in={{tree of {sha}}} |" in proc.stderr
@@ -322,3 +330,33 @@ def test_a_toolchain_probe_that_fails_is_one_error_naming_it(tmp_path, monkeypat
     (tools / "fakerustc").write_text("#!/bin/sh\necho broken >&2\nexit 3\n")
     with pytest.raises(RecallError, match=r"toolchain fakerustc: exit 3: broken"):
         _build(root, commit, tmp_path / "cache")
+
+
+def test_every_preset_of_recall_s_own_code_runs_recall_s_tree_from_any_folder(tmp_path):
+    """Issue 42 item 18: only the `reference` preset ran the installed tree outside a
+    checkout; `reference-paths` (and the frizbee adapters) took the current folder for
+    their tree and were refused: `DIR: has no module recall.finders.reference.paths`."""
+    own = {name: load_preset(name) for name in preset_names()}
+    own = {n: e for n, e in own.items() if (python_module(e) or "").startswith("recall.")}
+    assert {"reference", "reference-paths", "frizbee"} <= set(own)
+    for name, engine in own.items():
+        tree = own_tree(engine, tmp_path)
+        assert tree == ROOT, name  # the tree this recall runs from
+        run_build(engine, tree, sys.executable, 60)  # its module is there: no refusal
+    with pytest.raises(RecallError, match=r"^--base HEAD: no recall.toml in "):
+        own_tree(own["reference-paths"], tmp_path, base="HEAD")
+    assert own_tree(own["reference"], tmp_path, named=True) == tmp_path  # --finder's own
+    assert own_tree(load_preset("fzf"), tmp_path) == tmp_path  # not recall's code
+
+
+@needs_mirror
+def test_the_path_mode_and_explain_run_from_a_folder_outside_any_checkout(tmp_path, real_cache):
+    paths = run_cli("--engine", "reference-paths", "--queries", "paths", "--repo", "gin",
+                    "--cache", str(real_cache), "--json", cwd=tmp_path)  # fmt: skip
+    assert paths.returncode == 0, paths.stderr
+    assert json.loads(paths.stdout)["runs"][0]["first"] > 0
+    explained = run_cli("explain", "tstcnt", "--repo", "gin", "--cache", str(real_cache),
+                        cwd=tmp_path)  # fmt: skip
+    assert explained.returncode == 0, explained.stderr
+    assert "TestContextGetInt16Slice" in explained.stdout
+    assert list(tmp_path.iterdir()) == []

@@ -86,3 +86,57 @@ def test_ctrl_c_during_start_up_exits_130_with_one_line_and_no_traceback(tmp_pat
     finally:
         proc.kill()
     assert (proc.returncode, err) == (EXIT_INTERRUPTED, "recall: interrupted\n")
+
+
+# A signal from inside the process at the import of one module: the audit hook of a
+# sitecustomize that the interpreter loads before it runs recall (no timing, no luck).
+SIGNAL_AT_IMPORT = """
+import os, signal, sys
+target, signum = os.environ["SIGNAL_AT"], getattr(signal, os.environ["SIGNAL"])
+sent = []
+def hook(event, args):
+    if event == "import" and args[0] == target and not sent:
+        sent.append(target)
+        open("signal-sent", "w").close()
+        os.kill(os.getpid(), signum)
+sys.addaudithook(hook)
+"""
+# The modules the start-up imports, in order, from the first after the handlers to the
+# command's own; orjson's initialisation crashed (a segfault) under a KeyboardInterrupt.
+START_UP = (
+    "recall.cli", "argparse", "recall.terminal", "recall.commands._flags",
+    "recall.commands._output", "numpy", "git", "orjson", "recall.workflows.run", "platformdirs",
+)  # fmt: skip
+
+
+def _console_script() -> list[str]:
+    """The command pip writes for pyproject's console script `recall`."""
+    import tomllib
+
+    target = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]["recall"]
+    module, function = target.split(":")
+    return ["-c", f"import sys; from {module} import {function}; sys.exit({function}())"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("launcher", ["python -m recall", "console script"])
+@pytest.mark.parametrize("module", START_UP)
+def test_a_signal_at_any_import_of_the_start_up_is_one_line_and_its_exit_status(
+    tmp_path, launcher, module
+):
+    """Issue 42 item 20: Ctrl-C 10 ms after start ended in a KeyboardInterrupt traceback
+    (the handler came after `import recall.cli`), and at orjson's import in a segfault."""
+    (tmp_path / "sitecustomize.py").write_text(SIGNAL_AT_IMPORT)
+    head = ["-m", "recall"] if launcher == "python -m recall" else _console_script()
+    for name, status, line in (("SIGINT", 130, "interrupted"), ("SIGTERM", 143, "terminated")):
+        proc = subprocess.run(
+            [sys.executable, *head, "--repo", "gin", "--cache", str(tmp_path / "cache")],
+            cwd=tmp_path, capture_output=True, text=True, timeout=120,
+            env={**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}",
+                 "SIGNAL_AT": module, "SIGNAL": name},
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )  # fmt: skip
+        assert (tmp_path / "signal-sent").exists(), (name, module)  # the hook saw the import
+        assert (proc.returncode, proc.stderr) == (status, f"recall: {line}\n"), (name, module)
+        assert proc.stdout == "" and not (tmp_path / "cache").exists()
+        (tmp_path / "signal-sent").unlink()

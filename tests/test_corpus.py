@@ -1,5 +1,6 @@
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -337,6 +338,11 @@ def test_the_check_after_a_run_compares_the_sha_not_only_a_clean_tree(upstream, 
         ("ok", {"url": "https://h/x.git", "sha": "a" * 40, "language": "cobol"}, "'language'"),
         ("ok", {"url": "https://h/x.git", "sha": "a" * 40}, "'ok'.*missing field 'language'"),
         ("ok", {"url": "https://h/x.git", "sha": "a" * 40, "language": "go", "x": 1}, "'x'"),
+        (
+            "ok",
+            {"url": "https://h/x.git", "sha": "a" * 40, "language": "go", "split": "test"},
+            "'ok': field 'split' must be one of tune, holdout, seen, got 'test'",
+        ),
     ],
 )
 def test_bad_pin_names_the_repo_and_the_field(tmp_path, name, fields, message):
@@ -357,14 +363,25 @@ def test_corpus_json_that_is_not_json_or_has_duplicates(tmp_path):
         load_pins(corpus)
 
 
-def test_committed_pins_are_the_ten_mirrored_corpora_in_nine_languages(pins):
+def test_a_pin_without_a_side_predates_the_split_and_is_tune_and_is_written_with_it(tmp_path):
+    corpus = tmp_path / "corpus.json"
+    fields = {"url": "https://h/x.git", "sha": "a" * 40, "language": "go"}
+    corpus.write_text(json.dumps({"old": fields, "new": {**fields, "split": "holdout"}}))
+    pins = load_pins(corpus)
+    assert (pins["old"].split, pins["new"].split) == ("tune", "holdout")
+    assert pins["old"].as_json() == {**fields, "split": "tune"}
+    assert pins["new"].identity() == pins["old"].identity() == fields  # no key holds the side
+
+
+def test_committed_pins_are_the_twelve_mirrored_corpora_in_eleven_languages(pins):
     assert list(pins) == [
         "rails", "tokio", "ripgrep", "gin", "pytest", "vue", "redis", "commons-lang", "jquery",
-        "fmt",
+        "fmt", "okio", "telescope",
     ]  # fmt: skip
     assert pins["vue"].url == "https://github.com/vuejs/core.git"
-    assert len({pin.language for pin in pins.values()}) == 9
+    assert len({pin.language for pin in pins.values()}) == 11
     assert pins["fmt"].language == "c++" and pins["redis"].language == "c"
+    assert pins["okio"].language == "kotlin" and pins["telescope"].language == "lua"
 
 
 @needs_mirror
@@ -385,3 +402,31 @@ def test_pin_missing_from_the_mirror_falls_back_to_its_url_in_one_line(upstream,
     assert (checkout.path / "sub" / "b.py").is_file()
     err = capfd.readouterr().err
     assert err == f"recall: demo: not in mirror {mirror}; fetching {path.as_uri()}\n"
+
+
+def test_a_fetch_that_fails_without_a_mirror_says_how_to_give_one(tmp_path):
+    """Issue 44 item 9: offline, `cannot fetch ... Could not resolve host` did not mention
+    --mirror, the flag that makes recall work there."""
+    pin = Pin("demo", "https://host.invalid/owner/demo", "a" * 40, "python")
+    with pytest.raises(RecallError) as raised:
+        fetch(pin, tmp_path / "cache", None)
+    message = str(raised.value)
+    assert message.startswith(f"fetch demo: cannot fetch aaaaaaaaaaaa from {pin.url}: ")
+    assert message.endswith(
+        "; offline, give --mirror DIR (or set RECALL_MIRROR), a folder of bare mirrors laid "
+        "out DIR/<host>/<path>"
+    )
+    assert not checkout_path(tmp_path / "cache", pin).exists()  # nothing half-made
+
+
+def test_a_fetch_from_a_mirror_that_fails_names_the_mirror(upstream, tmp_path):
+    path, _sha = upstream
+    mirror = tmp_path / "mirror"
+    where = mirror / "example.com" / "owner" / "demo"
+    shutil.copytree(path, where)
+    pin = Pin("demo", "https://example.com/owner/demo", "b" * 40, "python")
+    with pytest.raises(RecallError) as raised:
+        fetch(pin, tmp_path / "cache", mirror)
+    message = str(raised.value)
+    assert f"from {where.as_uri()} (the mirror of {pin.url}): " in message
+    assert "--mirror" not in message

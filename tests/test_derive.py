@@ -1,5 +1,5 @@
 import pytest
-from conftest import ROOT
+from conftest import ROOT, run_cli
 
 from recall.inputs.derive import (
     NameSource,
@@ -232,3 +232,18 @@ def test_derive_all_writes_through_a_symlink_and_keeps_the_query_sets_mode(
         if line.startswith("gin\t") and "\thand\t" not in line
     ]  # fmt: skip
     assert real.read_text().splitlines()[1:] == committed
+
+
+@pytest.mark.parametrize("check", [("--check",), ()], ids=["check", "regenerate"])
+def test_derive_all_outside_a_suite_folder_is_refused_rather_than_checking_nothing(tmp_path, check):
+    """Issue 42 item 17: `recall derive all --check` in a folder with no derive settings
+    checked nothing and exited 0."""
+    proc = run_cli("derive", "all", *check, "--cache", str(tmp_path / "cache"), cwd=tmp_path)
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == (
+        f"recall: derive all: no derive settings in {tmp_path} (derive.json, derive-typed.json, "
+        "derive-typing.json, derive-paths.json): run it in a suite's folder (recall's "
+        "checkout, or a finder's with sets of its own), or name one set with --settings FILE "
+        "--queries FILE\n"
+    )
+    assert list(tmp_path.iterdir()) == []

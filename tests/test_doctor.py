@@ -1,9 +1,12 @@
+import json
 import os
+import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, make_repo, mirror_dir, needs_mirror, run_cli
+from conftest import ROOT, fzy_clone, make_repo, mirror_dir, needs_mirror, run_cli
 
 from recall.commands.doctor import (
     FAIL,
@@ -28,13 +31,19 @@ def _line(stdout: str, name: str) -> str:
     return next(line for line in stdout.splitlines() if line[6:].startswith(name + " "))
 
 
+def _check(stdout: str, name: str) -> tuple[str, str]:
+    """A check's status and detail, without the columns' padding."""
+    line = _line(stdout, name)
+    return line[:4].strip(), line[6:].removeprefix(name).strip()
+
+
 def test_doctor_passes_with_a_mirror_and_names_each_corpus(real_cache, gin, pins):
     proc = _doctor(real_cache, "--mirror", str(mirror_dir()))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert _line(proc.stdout, "corpus gin").startswith("ok ")
     assert f"{gin.pin.sha[:12]} fetched, frozen" in _line(proc.stdout, "corpus gin")
     assert f"has {len(pins)} of {len(pins)} pins" in _line(proc.stdout, "mirror")
-    assert len(pins) == 10
+    assert len(pins) == 12
     assert "JSON output" in _line(proc.stdout, "ctags")
     spawn = _line(proc.stdout, "process start")
     assert spawn.startswith("ok ") and "posix_spawn (glibc " in spawn  # not Popen
@@ -162,3 +171,45 @@ def test_a_language_server_without_its_python_package_is_refused_with_the_pip_li
     assert proc.stderr.startswith(f"recall: {engine}: ") and proc.stderr.count("\n") == 1
     assert "cannot import nosuch_server; install: " in proc.stderr
     assert not (cache / "corpora").exists()
+
+
+def test_doctor_in_fzys_clone_probes_its_engine_and_names_a_broken_query_line(
+    real_cache, gin, fzy_origin, tmp_path
+):
+    """Issue 44 item 3: `recall doctor` in a finder's repo never read its recall.toml and
+    said all was well. It reads it, builds nothing (an unbuilt program is said as such),
+    and runs one probe query through it: ok, or fzy's own error and the line to edit."""
+    clone = fzy_clone(fzy_origin, tmp_path / "fzy")
+    pins = json.loads((ROOT / "corpus.json").read_text())
+    (clone / "corpus.json").write_text(json.dumps({"gin": pins["gin"]}))  # a quick probe
+    rows = (ROOT / "queries.tsv").read_text().splitlines(keepends=True)
+    (clone / "queries.tsv").write_text(rows[0] + "".join(r for r in rows if r.startswith("gin\t")))
+    toml = clone / "recall.toml"
+    toml.write_text(toml.read_text().replace("--show-matches={query}", "--nosuchflag={query}"))
+    flags = ("doctor", "--cache", str(real_cache), "--mirror", str(mirror_dir()))
+    unbuilt = run_cli(*flags, cwd=clone)
+    assert unbuilt.returncode == 2
+    assert _check(unbuilt.stdout, "engine probe") == (
+        "FAIL",
+        f"{clone / 'fzy'}: not built (the doctor builds nothing)",
+    )
+    assert not (clone / "fzy").exists()
+    subprocess.run(["make"], cwd=clone, check=True, capture_output=True)
+    broken = run_cli(*flags, cwd=clone)
+    assert broken.returncode == 2
+    status, line = _check(broken.stdout, "engine probe")
+    number = toml.read_text().splitlines().index('query = ["{bin}", "--nosuchflag={query}"]') + 1
+    assert status == "FAIL" and line.startswith("gin '")
+    assert f"{clone / 'fzy'}: unrecognized option '--nosuchflag=" in line
+    assert line.endswith(
+        f'the line: {toml}:{number}: query = ["{{bin}}", "--nosuchflag={{query}}"]'
+    )
+    assert _check(broken.stdout, "engine") == ("ok", f"{toml} (kind process)")
+    toml.write_text(toml.read_text().replace("--nosuchflag=", "--show-matches="))
+    fixed = run_cli(*flags, cwd=clone)
+    assert fixed.returncode == 0, fixed.stdout
+    status, line = _check(fixed.stdout, "engine probe")
+    assert status == "ok"
+    assert re.fullmatch(
+        r"gin '\w+' \(source \w+\): exit 0, \d+ names? listed, the source #\d+", line
+    )

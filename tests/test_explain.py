@@ -2,6 +2,7 @@ import json
 import shlex
 from pathlib import Path
 
+import git
 import pytest
 from conftest import (
     SUBSEQUENCE_ENGINE,
@@ -167,6 +168,36 @@ def test_a_lost_rows_explain_line_runs_as_printed_from_another_folder_and_marks_
 
 @needs_ctags
 @pytest.mark.slow
+def test_an_explain_line_leaves_out_the_suite_files_the_finder_finds_by_itself(setup):
+    """Issue 44 item 10: each explain line repeated the default --corpus and --queries
+    (309 to 347 characters on fzy). Suite files beside the finder's recall.toml are what
+    explain --finder finds by itself: the line leaves them out and still runs as printed
+    from another folder; a file named by a flag keeps its absolute path."""
+    finder = setup / "finder"
+    for name in ("corpus.json", "queries.tsv"):
+        (finder / name).write_bytes((setup / name).read_bytes())
+    args = ("--base", "HEAD~1", "--cache", str(setup / "cache"), "--allow-empty", "--no-regress")
+    proc = run_cli(*args, cwd=finder)
+    assert proc.returncode == 0, proc.stderr
+    (line,) = [line.strip() for line in proc.stdout.splitlines() if "recall explain" in line]
+    assert line == (
+        f"recall explain pcfg --repo demo --source parse_config --type abbr2 --finder {finder} "
+        f"--base {git.Repo(finder).commit('HEAD~1').hexsha} --cache {setup / 'cache'}"
+    )
+    elsewhere = setup / "elsewhere"
+    elsewhere.mkdir()
+    again = run_cli(*shlex.split(line)[1:], cwd=elsewhere)
+    assert again.returncode == 0, again.stderr
+    assert _table(again.stdout).splitlines()[-1].split() == [
+        "parse_config", "is", "#1", "parse_config", "is", "#2",
+    ]  # fmt: skip
+    named = run_cli(*args, "--corpus", str(setup / "corpus.json"), cwd=finder)
+    (line,) = [line.strip() for line in named.stdout.splitlines() if "recall explain" in line]
+    assert f" --corpus {setup / 'corpus.json'}" in line and "--queries" not in line
+
+
+@needs_ctags
+@pytest.mark.slow
 def test_explain_refuses_a_source_that_is_not_a_name_of_the_corpus_as_run_does(setup):
     """Issue 31 class 11: `explain --source` took a name the corpus lacks (and showed it as
     not found), where run refuses such a source."""
@@ -182,3 +213,20 @@ def test_explain_refuses_a_source_that_is_not_a_name_of_the_corpus_as_run_does(s
     proc = _explain(setup, "pcfg", "--repo", "demo")
     assert proc.returncode == 0, proc.stderr
     assert _table(proc.stdout).splitlines()[-1].split()[:3] == ["parse_cfg", "not", "found"]
+
+
+@needs_mirror
+def test_explain_of_the_path_set_through_a_names_finder_refuses_as_run_does(gin, real_cache):
+    """Issue 42, also seen: `explain --queries paths` through the reference finder's name
+    mode showed `.gitignore not found` where `run` refuses: one check (engine.refuse_unfit)
+    serves both, before anything runs; with no --engine both take the path mode."""
+    common = ("--repo", "gin", "--queries", "paths", "--cache", str(real_cache))
+    names = ("--engine", "reference")
+    run = run_cli(*common, "--type", "baseprefix", *names)
+    explained = run_cli("explain", ".gitigno", *common, *names)
+    assert (run.returncode, explained.returncode, run.stdout, explained.stdout) == (2, 2, "", "")
+    assert run.stderr == explained.stderr
+    (line,) = explained.stderr.splitlines()
+    assert line.startswith("recall: --engine reference: the reference finder's name mode ranks")
+    paths = run_cli("explain", ".gitigno", *common)
+    assert paths.returncode == 0 and ".gitignore is #1" in paths.stdout

@@ -1,9 +1,13 @@
 """Faults produced for real: signals at each stage, a finder that dirties the corpus,
-awkward queries, an unwritable cache, and nothing written outside the cache and tmp."""
+awkward queries, an unwritable cache, and nothing written outside the cache and tmp, by
+any kind of finder's adapter, whatever the corpus holds."""
 
 import contextlib
+import hashlib
+import importlib.util
 import json
 import os
+import shutil
 import signal
 import stat
 import subprocess
@@ -13,7 +17,7 @@ from pathlib import Path
 
 import git
 import pytest
-from conftest import commit_files, needs_ctags, run_cli, run_recall, tmpfs
+from conftest import ROOT, commit_files, needs_ctags, run_cli, run_recall, tmpfs
 from helpers import (
     FAULT_ENGINE,
     FAULT_FINDER,
@@ -86,7 +90,7 @@ def _run_ok(world: dict, *extra: str) -> dict:
 @needs_ctags
 @pytest.mark.slow
 def test_ctrl_c_at_each_stage_leaves_no_temporary_folder_and_the_next_run_works(world, stage):
-    extra = ("--base", "HEAD") if "build" in stage else ()
+    extra = ("--base", "HEAD", "--same-program-ok") if "build" in stage else ()
     proc = _start(world, stage, *extra)
     _wait_for(world["marks"] / stage, proc)
     started = time.monotonic()
@@ -105,7 +109,7 @@ def test_ctrl_c_at_each_stage_leaves_no_temporary_folder_and_the_next_run_works(
 @needs_ctags
 @pytest.mark.slow
 def test_sigterm_at_each_stage_kills_what_it_started_cleans_up_and_exits_143(world, stage):
-    extra = ("--base", "HEAD") if "build" in stage else ()
+    extra = ("--base", "HEAD", "--same-program-ok") if "build" in stage else ()
     engine = world["finder"] / "recall.toml"
     if stage == "batch":  # a batch process per corpus, in flight when the signal comes
         engine.write_text(FAULT_ENGINE + 'batch = ["{bin}", "batch", "{names}"]\n')
@@ -130,7 +134,11 @@ def test_a_build_past_build_timeout_is_killed_with_its_group_one_line_exit_2(wor
     """The build that hangs hangs for ever, and it is the only build under the limit (the
     base's is tried with a candidate given by --bin, which builds nothing), so a loaded
     machine cannot push a healthy build past the limit."""
-    extra = ("--base", "HEAD", "--bin", sys.executable) if stage == "basebuild" else ()
+    extra = (
+        ("--base", "HEAD", "--same-program-ok", "--bin", sys.executable)
+        if stage == "basebuild"
+        else ()
+    )
     started = time.monotonic()
     proc = run_recall(
         *fault_args(world, "--build-timeout", "1", *extra), cwd=world["finder"],
@@ -175,7 +183,7 @@ def test_a_build_timeout_of_zero_is_a_usage_error(world, command):
 @needs_ctags
 @pytest.mark.slow
 def test_sigkill_at_each_stage_is_recovered_by_the_next_run(world, stage):
-    extra = ("--base", "HEAD") if "build" in stage else ()
+    extra = ("--base", "HEAD", "--same-program-ok") if "build" in stage else ()
     proc = _start(world, stage, *extra)
     _wait_for(world["marks"] / stage, proc)
     proc.kill()
@@ -249,7 +257,7 @@ def test_nothing_is_written_outside_the_cache_the_temporary_folder_and_the_repor
     before = repo.git.status("--porcelain", "--ignored")
     home = _snapshot(world["home"])
     html = world["tmp"].parent / "report.html"
-    _run_ok(world, "--base", "HEAD", "--html", str(html))
+    _run_ok(world, "--base", "HEAD", "--same-program-ok", "--html", str(html))
     assert repo.git.status("--porcelain", "--ignored") == before
     assert _snapshot(world["home"]) == home
     assert os.listdir(world["tmp"]) == []
@@ -311,7 +319,7 @@ def test_a_full_cache_disk_is_one_line_exit_2(world, tmp_path):
 @needs_ctags
 @pytest.mark.slow
 def test_two_runs_at_once_on_one_fresh_cache_agree(world):
-    procs = [_start(world, "", "--base", "HEAD") for _ in range(2)]
+    procs = [_start(world, "", "--base", "HEAD", "--same-program-ok") for _ in range(2)]
     outs = [p.communicate(timeout=120) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outs
     first, second = (json.loads(out)["runs"] for out, _err in outs)
@@ -426,6 +434,55 @@ def test_an_engine_that_answers_nothing_is_exit_2_with_the_reason(world, finder,
     assert proc.stderr.count("\n") == 1
 
 
+SILENT_FINDER = r"""
+import json, sys
+if sys.argv[1:2] == ["index"]:
+    sys.exit(0)
+print("finder: unrecognized option '--nosuchflag'", file=sys.stderr)
+print("usage: finder query QUERY NAMES", file=sys.stderr)
+if sys.argv[1:2] == ["batch"]:  # answers every request with nothing
+    for line in sys.stdin:
+        print(json.dumps({"id": json.loads(line)["id"], "results": []}), flush=True)
+"""
+
+
+@pytest.mark.parametrize("mode", ["per-query", "batch"])
+@needs_ctags
+def test_a_finder_that_answers_nothing_is_shown_with_its_stderr_and_a_command_to_run(world, mode):
+    """Issue 44 item 3: `candidate returned nothing for 84 of 84 queries: the engine
+    description is probably wrong`, and never the finder's own stderr. The error now runs
+    one such query alone and quotes its stderr, the engine file's line, and a command
+    that runs it again, as printed, from any folder, once the run's folders are gone."""
+    (world["finder"] / "finder.py").write_text(SILENT_FINDER)
+    if mode == "batch":
+        engine = FAULT_ENGINE.replace('output = "lines"', 'batch = ["{bin}", "batch"]')
+        (world["finder"] / "recall.toml").write_text(engine)
+    args = [a for a in fault_args(world) if a != "--allow-empty"]
+    proc = run_cli(*args, cwd=world["finder"], env=fault_env(world))
+    assert proc.returncode == 2 and proc.stdout == ""
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith("recall: candidate returned nothing for 6 of 6 queries")
+    said = "finder: unrecognized option '--nosuchflag' | usage: finder query QUERY NAMES"
+    assert f"one query (tiny 'alpha') alone: exit 0, no names listed; its stderr: {said}" in line
+    key = "batch" if mode == "batch" else "query"
+    toml = world["finder"] / "recall.toml"
+    number = toml.read_text().splitlines().index(next(
+        text for text in toml.read_text().splitlines() if text.startswith(f"{key} ")
+    )) + 1  # fmt: skip
+    assert line.endswith(f"; the engine's line: {toml}:{number}: {key} = " + (
+        '["{bin}", "batch"]' if mode == "batch" else '["{bin}", "query", "{query}", "{names}"]'
+    ))  # fmt: skip
+    command = line.split("; run it yourself: ")[1].split("; the engine's line: ")[0]
+    assert str(world["tmp"]) not in command  # nothing of the run's folders, which are gone
+    assert os.listdir(world["tmp"]) == []
+    again = subprocess.run(["bash", "-c", command], cwd=world["home"], capture_output=True,
+                           text=True)  # fmt: skip
+    assert again.returncode == 0 and again.stderr.startswith("finder: unrecognized option")
+    if mode == "batch":
+        assert json.loads(again.stdout) == {"id": 0, "results": []}
+        assert command.startswith("cd ") and "printf '%s\\n' '{\"id\":0," in command
+
+
 BANNER_FINDER = r"""
 import json, sys
 print("index loaded", flush=True)  # one stray line: every answer after it is one late
@@ -450,3 +507,182 @@ def test_a_batch_finder_out_of_step_is_one_line_exit_2_and_no_report(world):
     assert "the answer for id 1 (query 'beta') carries id 0" in proc.stderr
     assert proc.stderr.count("\n") == 1 and proc.stdout == ""
     assert _leftovers(world) == []
+
+
+# No write outside: every kind of finder, on corpora whose content points out ------------
+
+SENTINEL = {"s.c": "int sentinel_c(void) { return 0; }\n", "s.h": "int sentinel_h(void);\n",
+            "deep/keep.txt": "the sentinel tree: nothing may appear in it\n"}  # fmt: skip
+HOSTILE_FILES = {
+    "a.go": "package tiny\n\nfunc AlphaFunction() {}\n\nfunc GammaDelta() {}\n",
+    "lib/gamma.py": "def gamma_delta():\n    pass\n\n\ndef alpha_function():\n    pass\n",
+    "src/server.h": "int gamma_delta(void);\n",
+    "src/server.c": '#include "server.h"\n#include "escape.h"\n\n'
+    "int alpha_function(void) { return gamma_delta(); }\n",
+    "src/odd\nname.c": "int odd_name(void) { return 2; }\n",
+    "src/c.ts": "export function alphaFunction(): number {\n  return 1\n}\n",
+    "tsconfig.json": '{"include": ["src"]}\n',
+}
+# go.mod module lines, each a pin of its own: a quoted absolute path, a bare one, `..` out
+# of GOPATH/src, and a plain module path (that corpus still holds links pointing out)
+GO_MODS = {
+    "go-quoted": 'module "{sentinel}/LINK"',
+    "go-absolute": "module {sentinel}/LINK",
+    "go-dots": 'module "example.com/../../../../../LINK"',
+    "go-ok": "module example.com/tiny",
+}
+# a query each server finds (jedi's answers start with the query), and its source
+ROWS = {"go": ("alpha", "AlphaFunction"), "python": ("alpha", "alpha_function"),
+        "c": ("alpha", "alpha_function"), "typescript": ("alpha", "alphaFunction")}  # fmt: skip
+PINS = {**{name: "go" for name in GO_MODS}, "c": "c", "py": "python", "ts": "typescript"}
+
+
+def _git(folder: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True,
+                          check=True).stdout.strip()  # fmt: skip
+
+
+def _hostile_suite(tmp_path: Path) -> dict:
+    """A sentinel tree, and pins of one corpus repository whose content points at it: links
+    out of the checkout (a folder, a header, a source file), a file name with a newline,
+    and a go.mod per pin (GO_MODS); a query file of a row per pin."""
+    sentinel = tmp_path / "sentinel"
+    upstream = tmp_path / "upstream"
+    for name, text in SENTINEL.items():
+        (sentinel / name).parent.mkdir(parents=True, exist_ok=True)
+        (sentinel / name).write_text(text)
+    for name, text in HOSTILE_FILES.items():
+        (upstream / name).parent.mkdir(parents=True, exist_ok=True)
+        (upstream / name).write_text(text)
+    (upstream / "out").symlink_to(sentinel, target_is_directory=True)
+    (upstream / "src" / "escape.h").symlink_to(sentinel / "s.h")
+    (upstream / "src" / "escape.c").symlink_to(sentinel / "s.c")
+    _git(tmp_path, "init", "-q", "-b", "main", str(upstream))
+    shas = {}
+    for name, line in GO_MODS.items():
+        (upstream / "go.mod").write_text(line.format(sentinel=sentinel) + "\n\ngo 1.19\n")
+        _git(upstream, "add", "-A")
+        _git(upstream, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", name)
+        shas[name] = _git(upstream, "rev-parse", "HEAD")
+    pins = {
+        name: {"url": upstream.as_uri(), "sha": shas.get(name, shas["go-ok"]), "language": lang}
+        for name, lang in PINS.items()
+    }  # fmt: skip
+    corpus = tmp_path / "corpus.json"
+    corpus.write_text(json.dumps(pins))
+    queries = tmp_path / "queries.tsv"
+    queries.write_text("repo\tquery\ttype\tsource\n" + "".join(
+        f"{name}\t{ROWS[lang][0]}\texact\t{ROWS[lang][1]}\n" for name, lang in PINS.items()
+    ))  # fmt: skip
+    for folder in ("home", "tmp", "finder"):
+        (tmp_path / folder).mkdir()
+    return {"corpus": corpus, "queries": queries, "sentinel": sentinel}
+
+
+def _tree(root: Path) -> dict[str, tuple]:
+    """Every path under root (links not followed) with its kind, its content's digest or
+    its link's target; git's own index (which `git status` may refresh) left out."""
+    found: dict[str, tuple] = {}
+    for path in [root, *root.rglob("*")]:
+        if path.name == "index" and path.parent.name == ".git":
+            continue
+        if path.is_symlink():
+            found[str(path)] = ("link", os.readlink(path))
+        elif path.is_file():
+            found[str(path)] = ("file", hashlib.sha256(path.read_bytes()).hexdigest())
+        else:
+            found[str(path)] = ("folder",)
+    return found
+
+
+# A process finder whose index is a copy of the names in {db}, and whose answer is the
+# names holding the query.
+PROCESS_FINDER = """
+import sys
+stage, db, arg = sys.argv[1:4]
+if stage == "index":
+    open(db, "w").write(open(arg).read())
+else:
+    print("\\n".join(n for n in open(db).read().split("\\n") if arg in n))
+"""
+PROCESS_ENGINE = """[engine]
+bin = ["{python}", "{tree}/finder.py"]
+index = ["{bin}", "index", "{db}/index.txt", "{names}"]
+query = ["{bin}", "query", "{db}/index.txt", "{query}"]
+output = "lines"
+"""
+
+FINDER_KINDS = {
+    # kind: (engine, the finder's files, pins run, what must be installed)
+    "process": (None, {"recall.toml": PROCESS_ENGINE, "finder.py": PROCESS_FINDER}, ("py",), ()),
+    "reference": (None, "recall", ("py",), ()),
+    "python": (
+        None,
+        {"recall.toml": '[engine]\nkind = "python"\ncallable = "rapidfuzz.process:extract"\n'},
+        ("py",),
+        (),
+    ),
+    "node": ("fusejs", {}, ("py",), ("node", "npm")),
+    "lsp-gopath": ("gopls", {}, tuple(GO_MODS), ("gopls", "go")),
+    "lsp-compile-commands": ("clangd", {}, ("c",), ("clangd",)),
+    "lsp-open": ("tsserver", {}, ("ts",), ("node", "npm")),
+    "lsp-plain": ("jedi-lsp", {}, ("py",), ()),
+}
+
+
+@needs_ctags
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", list(FINDER_KINDS))
+def test_no_finder_kind_writes_outside_the_run_s_folders_and_the_cache(kind, tmp_path, real_cache):
+    """The mechanism behind a quoted absolute module path in a go.mod that made a folder
+    and a link outside {db} (exit 0), and a compile_commands.dir of {tree} that overwrote
+    the finder's own file: each kind of finder, with each lsp workspace option, runs on
+    corpora that point outside the checkout (go.mod module paths quoted, absolute or with
+    `..`; links to a sentinel tree; a file name with a newline), and nothing appears,
+    changes or is left anywhere but in the cache: not in the sentinel tree, the finder's
+    tree, the corpus's repository, HOME or the temporary folder, nor in the checkout."""
+    engine, files, repos, programs = FINDER_KINDS[kind]
+    missing = [program for program in programs if shutil.which(program) is None]
+    if missing or (
+        kind == "lsp-plain" and importlib.util.find_spec("jedi_language_server") is None
+    ):
+        pytest.skip(f"{', '.join(missing) or 'jedi-language-server'} is not installed")
+    suite = _hostile_suite(tmp_path)
+    finder = tmp_path / "finder"
+    if files == "recall":  # the reference finder, from a tree of its own
+        shutil.copytree(ROOT / "recall", finder / "recall", symlinks=True,
+                        ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    else:
+        for name, text in files.items():
+            (finder / name).write_text(text)
+    _git(finder, "init", "-q", "-b", "main")
+    _git(finder, "add", "-A")
+    _git(
+        finder,
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@e",
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "finder",
+    )
+    before = _tree(tmp_path)
+    args = ["--finder", str(finder), "--corpus", str(suite["corpus"]), "--queries",
+            str(suite["queries"]), "--cache", str(real_cache), "--json", "--no-regress",
+            "--allow-empty", "--timeout", "120"]  # fmt: skip
+    args += [part for repo in repos for part in ("--repo", repo)]
+    env = {"HOME": str(tmp_path / "home"), "TMPDIR": str(tmp_path / "tmp"), "RECALL_MIRROR": ""}
+    proc = run_cli(*args, *(("--engine", engine) if engine else ()), cwd=finder, env=env)
+    assert _tree(tmp_path) == before
+    assert _git(finder, "status", "--porcelain", "--ignored") == ""
+    assert not list((tmp_path / "tmp").iterdir())
+    assert proc.returncode == 0, proc.stderr
+    run = json.loads(proc.stdout)["runs"][0]
+    assert run["dirtied"] == [] and run["found"] >= 1, run
+    if kind == "lsp-gopath":  # the three go.mods that point out: their query's error
+        errors = {row["repo"]: row["error"] for row in run["error_rows"]}
+        assert set(errors) == set(GO_MODS) - {"go-ok"}
+        assert all("no module line naming a Go module path" in e for e in errors.values())

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -257,3 +258,43 @@ def test_bisect_refuses_a_bad_ref_that_is_not_bad(fzy: Path, real_cache: Path):
                   "--query", "gin:tescongetintsli")  # fmt: skip
     assert proc.returncode == 2
     assert "nothing to bisect" in proc.stderr
+
+
+def _history(points: list[tuple[float, float]], by: dict | None = None) -> dict:
+    """A history's JSON of len(points) commits, each (#1 %, top 10 %) over 1000 rows."""
+    commits = []
+    for i, (first, top10) in enumerate(points):
+        counts = {"n": 1000, "first": round(first * 10), "top10": round(top10 * 10),
+                  "found": 1000, "errors": 0, "first_pct": first, "top10_pct": top10,
+                  "found_pct": 100.0, "mrr": first / 100 + 0.05, "ndcg10": 0.8}  # fmt: skip
+        commits.append({"sha": f"{i:040x}", "short": f"{i:012x}", "date": "2016-07-10",
+                        "subject": f"c{i}", "refs": [], "url": None, "error": None,
+                        **counts, **({"by_repo": by} if by else {})})  # fmt: skip
+    return {"finder": "fzy", "engine": {"source": "e"}, "sourced": 1000, "repos": ["gin"],
+            "types": ["abbr3"], "commits": commits}  # fmt: skip
+
+
+def _dots(svg: str, series: str) -> list[tuple[float, float]]:
+    return [
+        (float(x), float(y))
+        for x, y, tip in re.findall(r'<circle cx="([\d.]+)" cy="([\d.]+)"[^>]*><title>([^<]*)', svg)
+        if f": {series} " in tip
+    ]
+
+
+def test_history_charts_scale_to_the_data_and_keep_coinciding_lines_apart():
+    """Issue 44 item 10: history charts were 312 px wide on a fixed 0-100 axis, so fzy's
+    real change (-0.2 points of #1) could not be seen, and lines hid each other."""
+    page = render_html(_history([(72.0, 90.0), (71.8, 90.0), (71.8, 90.1), (72.0, 90.0)]))
+    charts = re.findall(r"<svg .*?</svg>", page)
+    assert len(charts) == 3  # #1, top 10, MRR: each on its own axis
+    widths = [float(w) for w in re.findall(r'<svg [^>]*width="([\d.]+)"', page)]
+    assert min(widths) >= 640
+    first = _dots(charts[0], "#1 %")
+    assert len(first) == 4 and first[1][1] - first[0][1] >= 40  # -0.2 points: 40 px or more
+    same = {"gin": {"n": 500, "first_pct": 70.0, "top10_pct": 90.0, "mrr": 0.8},
+            "redis": {"n": 500, "first_pct": 70.0, "top10_pct": 90.0, "mrr": 0.8}}  # fmt: skip
+    by = render_html(_history([(70.0, 90.0)] * 3, same), by="repo")
+    gin, redis = _dots(by, "gin"), _dots(by, "redis")
+    assert len(gin) == len(redis) == 9
+    assert all(abs(a[1] - b[1]) >= 3 for a, b in zip(gin, redis, strict=True))

@@ -195,3 +195,21 @@ def test_a_history_shard_that_could_only_print_a_partial_history_is_refused(
     proc = run_cli("history", "--tags", *flags, "--cache", str(tmp_path), cwd=tmp_path)
     assert proc.returncode == 2 and message in proc.stderr
     assert not Path(tmp_path, "x.json").exists()
+
+
+@needs_mirror
+@needs_ctags
+def test_a_history_shard_whose_ranks_contradict_its_top_lists_is_refused(sharded):
+    """Issue 42 item 6: a shard's file gets the results cache's check on read."""
+    tmp = sharded["tmp"]
+    data = orjson.loads((tmp / "2.json").read_bytes())
+    part = next(p for p in data["parts"] if p["run"] is not None)
+    results = part["run"]["results"]
+    i = next(i for i, r in enumerate(results) if r[0] != 1 and r[1])
+    results[i][0] = 1
+    (tmp / "contradicts.json").write_bytes(orjson.dumps(data))
+    proc = _merge(tmp, "1.json", "contradicts.json")
+    assert (proc.returncode, proc.stdout) == (2, "")
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith(f"recall: merge {tmp / 'contradicts.json'}: parts[")
+    assert f"run: results[{i}] (" in line and "rank 1, but its top list has the source at" in line

@@ -16,7 +16,7 @@ from helpers import (
     weaker_clone,
 )
 
-from recall.render.html import render_html, source_link
+from recall.render.html import VERDICT_BACKGROUND, render_html, source_link
 
 
 @pytest.fixture
@@ -55,6 +55,38 @@ def test_html_of_a_base_run_renders_charts_and_links_without_console_errors(
         has_color(pixels, FIRST_BLUE)
         and has_color(pixels, UP_GREEN)
         and has_color(pixels, DOWN_RED)
+    )
+    # issue 44 item 10: the verdict was some 2,700 pixels down; it is the first thing now,
+    # above the headline's first bar, within the first 300 pixels of the page
+    kind = next(k for k in VERDICT_BACKGROUND if f'class="verdict {k}"' in html)
+    verdict, bars = (
+        _first_row(pixels, _rgb(VERDICT_BACKGROUND[kind])),
+        _first_row(pixels, FIRST_BLUE),
+    )
+    assert verdict is not None and bars is not None
+    assert verdict < 300 and verdict < bars, (verdict, bars)
+
+
+def _rgb(color: str) -> tuple[int, int, int]:
+    return int(color[1:3], 16), int(color[3:5], 16), int(color[5:7], 16)
+
+
+def _first_row(pixels: np.ndarray, color: tuple[int, int, int]) -> int | None:
+    """The first row of the screenshot holding the color (left of the scroll bar), or None."""
+    page = pixels[:, :-40]
+    rows = np.flatnonzero(np.all(page == np.array(color, dtype=np.uint8), axis=2).any(axis=1))
+    return int(rows[0]) if rows.size else None
+
+
+def test_the_verdict_and_its_counts_open_the_page_before_any_table():
+    page = render_html(golden_report().to_json())
+    body = page[page.index("<body>") :]
+    first = body.index('<div class="verdict ')
+    assert first < body.index("<table") and first < body.index("<h2>")
+    box = body[first : body.index("</div>", first)]
+    assert "candidate against base" in box and "verdict (McNemar" in box
+    assert re.search(
+        r"lost #1 \d+, lost the top 10 \d+, gained #1 \d+, entered the top 10 \d+", box
     )
 
 

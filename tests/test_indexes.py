@@ -248,7 +248,8 @@ def test_a_base_and_an_unchanged_working_tree_reuse_their_kept_indexes(tmp_path,
         proc = run_cli(
             "--finder", str(tree), "--corpus", str(ROOT / "corpus.json"),
             "--queries", str(ROOT / "queries.tsv"), "--cache", str(cache), "--repo", "gin",
-            "--type", "hand", "--allow-empty", "--base", "HEAD", "--timeout", timeout, "--json",
+            "--type", "hand", "--allow-empty", "--base", "HEAD",
+            "--same-program-ok", "--timeout", timeout, "--json",
             cwd=tree,
         )  # fmt: skip
         assert proc.returncode == 0, proc.stderr

@@ -5,7 +5,14 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, make_repo, needs_ctags, needs_mirror, run_cli
 
-from recall.finders.engine import load_engine, load_preset, preset_names
+from recall.errors import RecallError
+from recall.finders.engine import (
+    TEMPLATE_MARK,
+    load_engine,
+    load_preset,
+    parse_engine,
+    preset_names,
+)
 
 OPTIONAL = ("build", "index", "batch", "profile", "cwd", "stdin", "env", "pass_env",
             "env_remove", "inputs", "toolchain", "output", "no_match_exit")  # fmt: skip
@@ -30,11 +37,60 @@ def test_blank_init_loads_and_explains_every_optional_key_commented_out(tmp_path
     proc = run_cli("init", cwd=tmp_path / "f" / "sub")
     assert proc.returncode == 0, proc.stderr
     path = tmp_path / "f" / "recall.toml"
-    engine = load_engine(path)
+    engine = parse_engine(path.read_bytes(), str(path))
     assert engine.query[1] == "{query}" and not engine.build and not engine.index
     text = path.read_text()
     for key in OPTIONAL:
         assert re.search(rf"^# {key} = ", text, re.M), key
+
+
+def test_an_unedited_template_is_refused_with_the_lines_to_edit(tmp_path):
+    """Issue 44 item 3: the blank template's guessed query ran as it was, and failed on
+    fzy as a finder that answers nothing. Each guessed line carries a mark; an engine
+    file that still holds one is refused naming its lines, before anything runs."""
+    make_repo(tmp_path / "f", {"x.txt": "x"})
+    assert run_cli("init", cwd=tmp_path / "f").returncode == 0
+    path = tmp_path / "f" / "recall.toml"
+    lines = path.read_text().splitlines()
+    marked = [n for n, line in enumerate(lines, start=1) if line.endswith(TEMPLATE_MARK)]
+    assert [lines[n - 1].split(" =")[0] for n in marked] == ["bin", "query"]
+    message = (
+        f"{path}:{marked[0]},{marked[1]}: `recall init`'s template, unedited (bin, query): "
+        f"edit these lines for your finder and remove the `{TEMPLATE_MARK}` mark"
+    )
+    with pytest.raises(RecallError) as refused:
+        load_engine(path)
+    assert str(refused.value) == message
+    proc = run_cli("--repo", "gin", "--cache", str(tmp_path / "cache"), cwd=tmp_path / "f")
+    assert (proc.returncode, proc.stderr) == (2, f"recall: {message}\n")
+    assert not (tmp_path / "cache").exists()
+    edited = [line.replace(f"  {TEMPLATE_MARK}", "") for line in lines]
+    path.write_text("\n".join(edited) + "\n")
+    assert load_engine(path).bin == ("{tree}/my-finder",)
+
+
+@pytest.mark.parametrize(
+    ("files", "preset", "shown"),
+    [
+        ({"Makefile": "all:\n", "src/fzy.c": "int main;\n"}, "fzy", "a Makefile and src/fzy.c"),
+        ({"Cargo.toml": '[package]\nname = "rq"\n'}, "rq", "Cargo.toml's package rq"),
+        ({"go.mod": "module github.com/junegunn/fzf\n"}, "fzf", "go.mod's module fzf"),
+        ({"Makefile": "all:\n", "src/main.c": "int main;\n"}, None, None),
+    ],
+    ids=["fzy", "rq", "fzf", "none"],
+)
+def test_blank_init_in_a_repo_a_preset_fits_names_the_preset(tmp_path, files, preset, shown):
+    """Issue 44 item 3: plain `recall init` in fzy's repo did not suggest the fzy preset."""
+    make_repo(tmp_path / "finder", files)
+    proc = run_cli("init", cwd=tmp_path / "finder")
+    assert proc.returncode == 0, proc.stderr
+    path = tmp_path / "finder" / "recall.toml"
+    tail = (
+        f"; this repo looks like {preset}'s ({shown}): the preset fits it, `rm {path} && "
+        f"recall init --preset {preset}`\n"
+    )
+    assert proc.stdout.endswith(tail) == (preset is not None), proc.stdout
+    assert proc.stdout.count("\n") == 1
 
 
 def test_init_refuses_to_overwrite_an_existing_recall_toml(tmp_path):
@@ -87,7 +143,8 @@ def test_blank_init_writes_the_build_and_bin_its_build_file_shows_each_line_comm
     make_repo(tmp_path / "finder", files)
     proc = run_cli("init", cwd=tmp_path / "finder")
     assert proc.returncode == 0, proc.stderr
-    engine = load_engine(tmp_path / "finder" / "recall.toml")
+    path = tmp_path / "finder" / "recall.toml"
+    engine = parse_engine(path.read_bytes(), str(path))
     assert (engine.build, engine.bin, engine.env) == (build, bin_, env)
     text = (tmp_path / "finder" / "recall.toml").read_text()
     written = [line for line in text.splitlines() if re.match(r"(build|bin|env) = ", line)]

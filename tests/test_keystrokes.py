@@ -9,6 +9,7 @@ from recall.errors import RecallError
 from recall.inputs.keystrokes import (
     MAX_STEPS,
     TypingRow,
+    check_typing_sources,
     derive_typing_rows,
     format_typing,
     prompts,
@@ -60,7 +61,11 @@ def test_the_typing_set_samples_the_default_set_s_first_names(gin_source):
         ("gin\tprefix\t1\tbi\tbind", "step 1 must type 1 characters, got 'bi'"),
         ("gin\tsoundex\t1\tb\tbind", "unknown sequence 'soundex'"),
         ("nope\tprefix\t1\tb\tbind", "unknown repo 'nope'"),
+        # issue 42 item 11: `²` passed isdigit() and failed int() with a ValueError
+        ("gin\tprefix\t\u00b2\tb\tbind", "step must be a whole number from 1, got '\u00b2'"),
+        ("gin\tprefix\t\u0661\tb\tbind", "step must be a whole number from 1, got '\u0661'"),
     ],
+    ids=["out-of-order", "length", "sequence", "repo", "superscript-two", "arabic-one"],
 )
 def test_a_bad_typing_row_is_refused_naming_its_file_and_line(tmp_path, line, fault):
     path = tmp_path / "typing.tsv"
@@ -75,6 +80,36 @@ def test_a_step_that_does_not_extend_the_one_before_is_refused(tmp_path):
                     "gin\tprefix\t2\tzi\tbind\n")  # fmt: skip
     with pytest.raises(RecallError, match=r"typing.tsv:3: 'zi' does not extend .*'b'"):
         read_typing(path, {"gin"})
+
+
+def test_a_sequence_given_twice_is_refused_at_the_start_of_the_second(tmp_path):
+    """Its steps would be read as one sequence's (b, bi, b, bi), and its keystrokes to #1
+    counted from the first."""
+    path = tmp_path / "typing.tsv"
+    path.write_text(
+        "repo\tsequence\tstep\tquery\tsource\ngin\tprefix\t1\tb\tbind\n"
+        "gin\tprefix\t2\tbi\tbind\ngin\tprefix\t1\tc\tcontext\ngin\tprefix\t1\tb\tbind\n"
+    )
+    with pytest.raises(RecallError) as caught:
+        read_typing(path, {"gin"})
+    assert str(caught.value) == (
+        f"{path}:5: a second prefix sequence toward 'bind' (the first starts at line 2)"
+    )
+
+
+def test_a_step_whose_source_is_no_name_is_refused_naming_its_line(tmp_path):
+    path = tmp_path / "mine.tsv"
+    path.write_text(
+        "repo\tsequence\tstep\tquery\tsource\n"
+        "gin\tprefix\t1\tb\tbind\ngin\tstarts\t1\tz\tzzz_nope\n"
+    )
+    rows = read_typing(path, {"gin"})
+    check_typing_sources(rows[:1], {"gin": ["bind", "bool"]}, str(path))
+    with pytest.raises(RecallError) as caught:
+        check_typing_sources(rows, {"gin": ["bind", "bool"]}, str(path))
+    assert str(caught.value) == (
+        f"{path}:3: source 'zzz_nope' (starts) is not a name of gin at its pin"
+    )
 
 
 def test_each_distinct_prefix_is_asked_once_per_corpus_as_a_hand_row():

@@ -132,6 +132,34 @@ def test_path_shards_merge_into_the_unsharded_run_and_a_merge_of_another_set_say
     )
 
 
+@pytest.mark.slow
+def test_the_path_set_without_an_engine_runs_the_default_finders_path_mode(real_cache, gin):
+    """Issue 44 item 6: `--queries paths` with no --engine ran the reference finder's name
+    mode, which answered nothing, and the run blamed the engine description."""
+    proc = run_cli(
+        "--queries", "paths", "--repo", "gin", "--type", "basecase", "--cache", str(real_cache),
+        "--json",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["meta"]["engine"]["source"] == "preset:reference-paths"
+    (run,) = report["runs"]
+    assert run["first"] > run["n"] / 2
+
+
+def test_the_reference_finders_name_mode_is_refused_for_the_path_set_up_front(tmp_path):
+    proc = run_cli(
+        "--engine", "reference", "--queries", "paths", "--repo", "gin", "--cache", str(tmp_path)
+    )
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        "recall: --engine reference: the reference finder's name mode ranks the symbols it "
+        "indexes, not file paths: the path set needs its path mode, --engine reference-paths "
+        "(the default for --queries paths)\n"
+    )
+    assert list(tmp_path.iterdir()) == []  # refused before anything was fetched or built
+
+
 def test_a_language_server_is_refused_for_the_path_set(tmp_path):
     proc = run_cli(
         "--engine", "gopls", "--queries", "paths", "--repo", "gin", "--cache", str(tmp_path)

@@ -7,16 +7,19 @@ import subprocess
 import sys
 from pathlib import Path
 
+import git
 import pytest
-from conftest import ROOT, run_cli
+from conftest import ROOT, Ran, run_cli, tiny_suite
 
 from recall.errors import RecallError
 from recall.finders.engine import load_preset, parse_engine
 from recall.finders.kinds import HARNESS_ROOT
-from recall.finders.kinds.adapter import read_names
+from recall.finders.kinds.adapter import BOOT, read_names, worker_bin
 from recall.inputs.symbols import checkout_symbols, distinct_names
 
 NAMES = ["TestFloatLimits", "foo_bar", "test_float_limits", "tesla"]
+TE = [{"name": "TestFloatLimits"}, {"name": "test_float_limits"}, {"name": "tesla"}]  # "te"
+TINY_ROWS = ["alpfun\tabbr3\talpha_function", "gamdel\tabbr3\tgamma_delta"]
 
 
 def _worker(
@@ -122,7 +125,7 @@ def test_a_python_engine_table_that_cannot_run_names_the_key(text, message):
 def test_a_python_engine_runs_the_worker_of_the_tree_under_test():
     engine = load_preset("rapidfuzz")
     assert engine.kind == "python"
-    assert engine.bin == ("{python}", "-P", "-m", "recall.finders.kinds.python")
+    assert engine.bin == tuple(worker_bin("recall.finders.kinds.python"))
     assert dict(engine.env)["PYTHONPATH"] == f"{{tree}}:{HARNESS_ROOT}"  # the tree's first
     assert "--callable" in engine.batch and "rapidfuzz.process:extract" in engine.batch
 
@@ -302,3 +305,174 @@ def test_a_wrapper_module_in_the_finder_s_own_tree_is_its_callable(
 def test_a_python_engine_s_path_and_name_key_are_checked(text, message):
     with pytest.raises(RecallError, match=message):
         parse_engine(f'[engine]\nkind = "python"\ncallable = "a:b"\n{text}\n'.encode(), "lib.toml")
+
+
+# A finder whose repo has a top-level package `recall` of its own, unrelated to the harness.
+FOREIGN_RECALL = {
+    "recall/__init__.py": "# this finder's own package, which happens to be called recall\n",
+    "recall/search.py": "def find(query, names, limit=None):\n"
+    "    hits = sorted((n for n in names if query[:1] in n), key=lambda n: (len(n), n))\n"
+    "    return hits[:limit] if limit else hits\n",
+    "wrap.py": "from recall.search import find\n",
+}
+
+
+def _boot(tree: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess:
+    """The worker started as a python engine's bin starts it, {tree} filled in."""
+    filled = {"{python}": sys.executable, "{tree}": str(tree)}
+    argv = [filled.get(part, part) for part in worker_bin("recall.finders.kinds.python")]
+    names = tree.parent / "names.txt"
+    names.write_text("".join(f"{n}\n" for n in NAMES))
+    return subprocess.run(
+        [*argv, "--names", str(names), *args], input=stdin, capture_output=True, text=True,
+        timeout=60, env={"PYTHONPATH": f"{tree}:{HARNESS_ROOT}"}, cwd=tree,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("target", ["wrap:find", "recall.search:find"])
+def test_a_tree_with_a_recall_package_of_its_own_runs_the_harness_s_worker(tmp_path, target):
+    """Was: `-m recall.finders.kinds.python` found the tree's recall first and every query
+    failed (No module named 'recall.finders'), after the corpora were fetched."""
+    tree = tmp_path / "finder"
+    for name, text in FOREIGN_RECALL.items():
+        (tree / name).parent.mkdir(parents=True, exist_ok=True)
+        (tree / name).write_text(text)
+    proc = _boot(tree, "--callable", target, stdin=_request("t", id=0) + _request("f", 1, id=1))
+    assert proc.returncode == 0, proc.stderr
+    first, second = (json.loads(line)["results"] for line in proc.stdout.splitlines())
+    assert [row["name"] for row in first] == ["tesla", "TestFloatLimits", "test_float_limits"]
+    assert second == [{"name": "foo_bar"}]
+
+
+def test_a_tree_that_is_recall_runs_its_own_worker(tmp_path):
+    """A base of recall measures its own worker (the BOOT's `own` branch): here a tree
+    whose worker answers one fixed name to every query."""
+    tree = tmp_path / "recall-base"
+    kinds = tree / "recall" / "finders" / "kinds"
+    kinds.mkdir(parents=True)
+    for folder in (tree / "recall", tree / "recall" / "finders", kinds):
+        (folder / "__init__.py").write_text("")
+    (kinds / "python.py").write_text(
+        "import sys\n\ndef main(argv):\n"
+        '    print(\'[{"name": "the base worker"}]\')\n    return 0\n'
+    )
+    proc = _boot(tree, "--callable", "rapidfuzz.process:extract", "--query", "tes")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == [{"name": "the base worker"}]
+    assert "import importlib" in BOOT  # the boot is code, not a file: nothing outside the key
+
+
+def _library_world(tmp_path: Path, target: str, files: dict[str, str]) -> dict:
+    """The tiny corpus, TINY_ROWS, and a finder repo of files whose engine calls target."""
+    toml = f'[engine]\nkind = "python"\ncallable = "{target}"\n'
+    return tiny_suite(tmp_path, TINY_ROWS, {**files, "recall.toml": toml})
+
+
+def _run_world(world: dict, *extra: str) -> Ran:
+    return run_cli(
+        "--finder", str(world["finder"]), "--corpus", str(world["corpus"]),
+        "--queries", str(world["queries"]), "--cache", str(world["cache"]), "--no-regress",
+        *extra, cwd=world["finder"], env={"RECALL_MIRROR": ""},
+    )  # fmt: skip
+
+
+def test_a_finder_with_its_own_recall_package_is_measured_end_to_end(tmp_path):
+    proc = _run_world(_library_world(tmp_path, "recall.search:find", FOREIGN_RECALL), "--json")
+    assert proc.returncode == 0, proc.stderr
+    run = json.loads(proc.stdout)["runs"][0]
+    assert run["errors"] == 0 and run["found"] == 2
+
+
+CHATTY_LIBRARY = """
+import os, subprocess
+print("loading the chatty library")
+
+
+def find(query, names, limit=None):
+    print("searching for", query)
+    os.write(1, b"from C, as it were\\n")
+    subprocess.run(["echo", "a child's line"])
+    return [n for n in names if n.lower().startswith(query[:2])][: limit or None]
+"""
+
+
+def test_what_a_library_prints_goes_to_stderr_and_the_answers_stay_in_step(tmp_path):
+    """Was: print() in a wrapper put a line among the answers, and the run stopped with
+    "answers are out of step" or "more answer lines than requests", saying nothing of
+    the library. The worker keeps stdout for its answers: print(), a write to file
+    descriptor 1 and a child's output all land on stderr."""
+    (tmp_path / "chatty.py").write_text(CHATTY_LIBRARY)
+    stdin = _request("te", id=0) + _request("fo", 1, id=1)
+    proc = _worker(tmp_path, "--callable", "chatty:find", stdin=stdin, path=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    answers = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert answers == [{"id": 0, "results": TE}, {"id": 1, "results": [{"name": "foo_bar"}]}]
+    for said in ("loading the chatty library", "searching for fo", "from C", "a child's line"):
+        assert said in proc.stderr
+    one = _worker(tmp_path, "--callable", "chatty:find", "--query", "fo", path=str(tmp_path))
+    assert one.returncode == 0 and json.loads(one.stdout) == [{"name": "foo_bar"}]
+
+
+def test_a_finder_whose_library_prints_is_measured_end_to_end(tmp_path):
+    world = _library_world(tmp_path, "chatty:find", {"chatty.py": CHATTY_LIBRARY})
+    proc = _run_world(world, "--json")
+    assert proc.returncode == 0, proc.stderr
+    run = json.loads(proc.stdout)["runs"][0]
+    assert run["errors"] == 0 and run["first"] == 2
+
+
+SHAPES_LIBRARY = """
+def find(query, names, limit=None):
+    hits = [n for n in names if n.lower().startswith(query[:2])]
+    return {
+        "str": hits[0], "bytes": hits[0].encode(), "dict": {n: 1 for n in hits},
+        "set": set(hits), "none": None, "int": 3, "tuple": tuple(hits),
+        "gen": (n for n in hits), "list": hits,
+    }[query[2:]]
+"""
+
+
+def test_a_return_value_that_is_not_a_list_of_hits_is_that_query_s_error(tmp_path):
+    """Was: a str was iterated a letter at a time (#1 0 of 84, errors 0, exit 0 on gin,
+    whose single letters are names). A str, bytes, a dict, a set (no order), None or a
+    number is that query's error; a list, a tuple or a generator is the hits."""
+    (tmp_path / "shapes.py").write_text(SHAPES_LIBRARY)
+    refused = ["str", "bytes", "dict", "set", "none", "int"]
+    taken = ["tuple", "gen", "list"]
+    stdin = "".join(_request(f"te{shape}", id=i) for i, shape in enumerate(refused + taken))
+    proc = _worker(tmp_path, "--callable", "shapes:find", stdin=stdin, path=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    kinds = ["str", "bytes", "dict", "set", "NoneType", "int"]
+    assert [line.get("error") for line in lines[: len(refused)]] == [
+        f"TypeError: the function returned a value of type {kind}, not a list of hits "
+        "(a single name is [name])"
+        for kind in kinds
+    ]
+    assert [line.get("results") for line in lines[len(refused) :]] == [TE] * len(taken)
+
+
+def test_a_function_returning_a_plain_name_is_refused_not_counted_as_misses(tmp_path):
+    """The issue's case end to end: a corpus whose single letters are names (as gin's
+    are), so the answers' letters name something and no off-corpus guard fires."""
+    library = "def best(query, names, limit=None):\n    return names[0]\n"
+    world = _library_world(tmp_path, "best:best", {"best.py": library})
+    upstream = tmp_path / "upstream"
+    (upstream / "lib" / "letters.py").write_text(
+        "".join(f"def {c}():\n    pass\n\n\n" for c in "abcdefghlmnopstu_")
+    )
+    repo = git.Repo(upstream)
+    repo.index.add(["lib/letters.py"])
+    sha = repo.index.commit("single letters").hexsha
+    corpus = json.loads(world["corpus"].read_text())
+    corpus["tiny"]["sha"] = sha
+    world["corpus"].write_text(json.dumps(corpus))
+    proc = _run_world(world)
+    assert proc.returncode == 2 and proc.stdout == ""
+    # one line: the refusal, then the probe of one query alone (recall/running/probe.py)
+    assert proc.stderr.count("\n") == 1
+    assert proc.stderr.startswith(
+        "recall: candidate failed on 2 of 2 queries, so it cannot be measured; the first: "
+        "finder error: TypeError: the function returned a value of type str, not a list of "
+        "hits (a single name is [name]); one query (tiny 'alpfun') alone: "
+    )

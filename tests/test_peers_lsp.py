@@ -20,6 +20,7 @@ from conftest import ROOT, make_repo, run_cli
 
 from recall.errors import RecallError
 from recall.finders.engine import load_preset, parse_engine, uses_node_modules
+from recall.finders.kinds.adapter import worker_bin
 from recall.finders.requirements import APT_PACKAGES, engine_needs
 
 HAVE_JEDI = importlib.util.find_spec("jedi_language_server") is not None
@@ -248,7 +249,8 @@ def test_gopls_answers_offline_in_gopath_mode_with_the_checkout_linked_in(tmp_pa
     env["HOME"] = str(tmp_path / "home")
     stdin = _request("FloatLimits", id=0) + _request("Check", id=1) + _request("SubThing", id=2)
     proc = _adapter(repo, ["gopls"], stdin, "--ready-timeout", "50", "--gopath", str(gopath),
-                    "--unqualify", probes=("floatHelper",), env=env)  # fmt: skip
+                    "--run-folder", str(gopath.parent), "--unqualify", probes=("floatHelper",),
+                    env=env)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     answers = _answers(proc)
     ours = [
@@ -327,7 +329,8 @@ def test_clangd_answers_from_the_compile_commands_the_adapter_writes_outside_the
     preset = load_preset("clangd")
     assert preset.languages == ("c", "c++")
     compile_flags = ["--compile-commands", str(db), "--compile-sources", '[".c", ".cc"]',
-                     "--compile-flags", "[]", "--wait-progress"]  # fmt: skip
+                     "--compile-flags", "[]", "--wait-progress",
+                     "--run-folder", str(db)]  # fmt: skip
     stdin = _request("processCommand", id=0) + _request("redisServer", id=1)
     stdin += _request("depThing", id=2) + _request("hz", id=3)
     stdin += _request("PROTO_IOBUF_LEN", id=4)
@@ -505,7 +508,7 @@ def test_a_server_that_cannot_start_is_one_line_and_exit_2(tmp_path):
         ('server = ["s"]\nenv = "X=1"', "env must be a table"),
         ('server = ["s"]\nbin = ["x"]', "unknown key 'bin' for kind 'lsp'"),
         ('server = ["{nope}"]', "unknown placeholder {nope}"),
-        ('server = ["s"]\ngopath = 1', "gopath must be a folder"),
+        ('server = ["s"]\ngopath = 1', "gopath must be .db. or a folder inside it"),
         ('server = ["s"]\nunqualify = "yes"', "unqualify must be true or false"),
         ('server = ["s"]\nopen = "/abs/*.ts"', "open must be a glob relative"),
         ('server = ["s"]\nwait_progress = 1', "wait_progress must be true or false"),
@@ -516,7 +519,11 @@ def test_a_server_that_cannot_start_is_one_line_and_exit_2(tmp_path):
             'server = ["s"]\ncompile_commands = { dir = "{db}", sources = ["c"] }',
             "sources must name suffixes",
         ),
-        ('server = ["s"]\ncompile_commands = { sources = [".c"] }', "dir must be a folder"),
+        (
+            'server = ["s"]\ncompile_commands = { sources = [".c"] }',
+            "compile_commands.dir must be .db. or a folder inside it",
+        ),
+        ('server = ["s"]\nopen = "../*.ts"', "open must be a glob relative"),
     ],
 )
 def test_an_lsp_engine_table_that_cannot_run_names_the_key(text, message):
@@ -532,7 +539,7 @@ def test_an_lsp_engine_runs_the_adapter_of_the_tree_under_test_with_the_server_a
         "lsp.toml",
     )
     assert engine.kind == "lsp" and engine.languages == ("go",)
-    assert engine.bin == ("{python}", "-P", "-m", "recall.finders.kinds.lsp")
+    assert engine.bin == tuple(worker_bin("recall.finders.kinds.lsp"))
     assert dict(engine.env)["PYTHONPATH"].split(":")[0] == "{tree}"  # then the harness's
     assert engine.batch == (
         "{bin}", "--workspace", "{corpus}", "--names", "{names}", "--ready-timeout", "5",
@@ -617,3 +624,124 @@ def test_tsserver_js_s_probe_waits_for_jquery_s_imports_to_load(tmp_path, real_c
     results = _answers(proc)[0]["results"]
     assert results, "ready before the project's imports loaded: Deferred found nothing"
     assert (results[0]["name"], results[0]["file"]) == ("deferred", "src/deferred.js")
+
+
+@pytest.mark.parametrize(
+    ("key", "folder"),
+    [
+        ("compile_commands.dir", "{tree}"),
+        ("compile_commands.dir", "{corpus}"),
+        ("compile_commands.dir", "{db}/../up"),
+        ("compile_commands.dir", "/tmp/anywhere"),
+        ("gopath", "{tree}/gopath"),
+        ("gopath", "{db}/.."),
+        ("gopath", "gopath"),
+    ],
+)
+def test_a_folder_the_adapter_would_write_outside_db_is_refused_in_one_line(key, folder):
+    table = (
+        f'compile_commands = {{ dir = "{folder}", sources = [".c"] }}'
+        if key == "compile_commands.dir"
+        else f'gopath = "{folder}"'
+    )
+    with pytest.raises(RecallError) as caught:
+        parse_engine(f'[engine]\nkind = "lsp"\nserver = ["s"]\n{table}\n'.encode(), "lsp.toml")
+    assert str(caught.value) == (
+        f"lsp.toml: [engine] {key} must be {{db}} or a folder inside it, got {folder!r}: the "
+        "adapter writes nowhere else (not into the tree, nor the checkout)"
+    )
+
+
+CLANGD_IN_TREE = """[engine]
+kind = "lsp"
+server = ["clangd", "--compile-commands-dir={db}"]
+compile_commands = { dir = "{tree}", sources = [".c"] }
+"""
+
+
+def test_compile_commands_in_the_tree_is_refused_before_the_finder_s_own_file_is_touched(
+    tmp_path,
+):
+    """Was: the adapter overwrote the finder's committed compile_commands.json, exit 0."""
+    finder = tmp_path / "finder"
+    own = '[{"directory": "/src", "file": "mine.c", "command": "cc -c mine.c"}]\n'
+    make_repo(finder, {"recall.toml": CLANGD_IN_TREE, "compile_commands.json": own}).close()
+    cache = tmp_path / "cache"
+    proc = run_cli("--finder", str(finder), "--repo", "redis", "--cache", str(cache), cwd=finder)
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        f"recall: {finder / 'recall.toml'}: [engine] compile_commands.dir must be {{db}} or a "
+        "folder inside it, got '{tree}': the adapter writes nowhere else (not into the tree, "
+        "nor the checkout)\n"
+    )
+    assert (finder / "compile_commands.json").read_text() == own
+    status = subprocess.run(["git", "status", "--porcelain", "--ignored"], cwd=finder,
+                            capture_output=True, text=True, check=True)  # fmt: skip
+    assert status.stdout == "" and not cache.exists()
+
+
+@pytest.mark.parametrize(
+    ("line", "module"),
+    [
+        ("module example.com/fixture", "example.com/fixture"),
+        ('module "example.com/fixture" // quoted', "example.com/fixture"),
+        ("module `example.com/fix~ture_2`", "example.com/fix~ture_2"),
+        ('module "/tmp/x/LINK"', None),
+        ("module /tmp/x/LINK", None),
+        ('module "a/../../x"', None),
+        ("module a/./b", None),
+        ("module .hidden/x", None),
+        ("module", None),
+        ("module a b", None),
+        ("go 1.19", None),
+    ],
+)
+def test_a_go_mod_module_path_is_read_unquoted_and_only_a_go_module_path_is_taken(line, module):
+    from recall.finders.kinds.lsp import module_path
+
+    assert module_path(f"// header\n{line}\n\ngo 1.19\n") == module
+
+
+@pytest.mark.parametrize("module", ['"{outside}/LINK"', "`{outside}/LINK`", '"../../{name}"'])
+def test_a_go_mod_naming_a_path_outside_makes_nothing_there_and_is_exit_2(tmp_path, module):
+    """Was: module "/tmp/x/LINK" made /tmp/x and a link to the checkout there, exit 0:
+    the check for a leading / ran before the quotes were stripped."""
+    outside = tmp_path / "outside"
+    repo = tmp_path / "repo"
+    text = module.format(outside=outside, name=outside.name)
+    make_repo(repo, {"go.mod": f"module {text}\n\ngo 1.19\n", "a.go": "package a\n"}).close()
+    db = tmp_path / "run" / "db"
+    db.mkdir(parents=True)
+    server, _log = _fake_server(tmp_path, "ok")
+    proc = _adapter(repo, server, _request("a"), "--gopath", str(db / "gopath"),
+                    "--run-folder", str(db))  # fmt: skip
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == (
+        f"lsp adapter: {repo / 'go.mod'}: no module line naming a Go module path\n"
+    )
+    assert not outside.exists() and sorted(p.name for p in db.iterdir()) == []
+
+
+def test_every_folder_and_link_the_adapter_makes_must_resolve_inside_its_run_folder(tmp_path):
+    """The mechanism under the go.mod case: a link already on the way (gopath/src leading
+    out) or a folder named outside the run folder is refused before anything is made."""
+    from recall.finders.kinds.lsp import NotReady, gopath_workspace, write_compile_commands
+
+    repo, run, outside = tmp_path / "repo", tmp_path / "run", tmp_path / "outside"
+    make_repo(repo, {**GO_FIXTURE, "a.c": "int a(void) { return 1; }\n"}).close()
+    (run / "gopath").mkdir(parents=True)
+    outside.mkdir()
+    (run / "gopath" / "src").symlink_to(outside)
+    with pytest.raises(NotReady, match="is outside"):
+        gopath_workspace(repo, run / "gopath", run)
+    with pytest.raises(NotReady, match="is outside"):
+        gopath_workspace(repo, tmp_path / "elsewhere", run)
+    with pytest.raises(NotReady, match="is outside"):
+        write_compile_commands(repo, run / "gopath" / "src" / "cc", [".c"], [], run)
+    with pytest.raises(NotReady, match="is outside"):
+        write_compile_commands(repo, tmp_path / "repo", [".c"], [], run)
+    assert list(outside.iterdir()) == [] and not (tmp_path / "elsewhere").exists()
+    assert not (repo / "compile_commands.json").exists()
+    link = gopath_workspace(repo, run / "db" / "gopath", run)  # inside: made
+    assert link == run.resolve() / "db" / "gopath" / "src" / "example.com" / "fixture"
+    assert link.is_symlink() and link.resolve() == repo.resolve()

@@ -29,6 +29,7 @@ pytestmark = [needs_tool("node", "nodejs"), needs_tool("npm")]
 ADAPTER = ROOT / "recall" / "finders" / "kinds" / "node" / "adapter.js"
 FIXTURE = ROOT / "tests" / "fixtures" / "node-finder"  # a finder's package.json and lock
 NAMES = ["TestFloatLimits", "foo_bar", "test_float_limits", "tesla"]
+TE = [{"name": "TestFloatLimits"}, {"name": "test_float_limits"}, {"name": "tesla"}]  # "te"
 PRESETS = {
     "fusejs": "fuse.js",
     "fuzzysort": "fuzzysort",
@@ -420,3 +421,76 @@ def test_a_package_the_finder_s_lock_does_not_name_is_refused_before_anything_ru
         "--package-lock-only --save-exact left-pad (in the finder's repo)\n"
     )
     assert not (cache / "corpora").exists() and not (cache / "node").exists()
+
+
+# A package of our own, written into a node_modules folder of the test's: each export is a
+# way a package can misbehave, called through --call as a package without a driver is.
+HAND_PACKAGE = r"""
+const starts = (query, names) => names.filter((n) => n.toLowerCase().startsWith(query.slice(0, 2)));
+console.log("loading the package");
+exports.shapes = (query, names) => {
+  const hits = starts(query, names);
+  return {
+    string: hits[0], object: { [hits[0]]: 1 }, map: new Map([[hits[0], 1]]), number: 3,
+    bytes: new Uint8Array(3), nameless: [{ other: hits[0] }], promise: Promise.resolve(hits[0]),
+    set: new Set(hits), generator: (function* () { yield* hits; })(), array: hits,
+  }[query.slice(2)];
+};
+exports.chatty = (query, names) => {
+  console.log("searching for", query);
+  console.info("and again");
+  process.stdout.write("written straight to stdout\n");
+  return starts(query, names);
+};
+"""
+
+
+def _hand_package(tmp_path: Path) -> Path:
+    """node_modules holding the package `hand` (HAND_PACKAGE)."""
+    folder = tmp_path / "node_modules" / "hand"
+    folder.mkdir(parents=True)
+    (folder / "package.json").write_text('{"name": "hand", "version": "1.0.0", "main": "i.js"}')
+    (folder / "i.js").write_text(HAND_PACKAGE)
+    return tmp_path / "node_modules"
+
+
+def _call(function: str) -> str:
+    return json.dumps({"function": function, "arguments": ["query", "names"], "name_key": ""})
+
+
+def test_what_a_package_prints_goes_to_stderr_and_the_answers_stay_in_step(tmp_path):
+    """Was: console.log put a line among the answers, and the run stopped with "answers
+    are out of step", saying nothing of the package."""
+    modules = _hand_package(tmp_path)
+    stdin = _request("te", id=0) + _request("fo", id=1)
+    proc = _adapter(tmp_path, modules, "hand", "--call", _call("chatty"), stdin=stdin)
+    assert proc.returncode == 0, proc.stderr
+    answers = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert answers == [{"id": 0, "results": TE}, {"id": 1, "results": [{"name": "foo_bar"}]}]
+    for said in ("loading the package", "searching for fo", "and again", "written straight"):
+        assert said in proc.stderr
+    one = _adapter(tmp_path, modules, "hand", "--call", _call("chatty"), "--query", "fo")
+    assert one.returncode == 0 and json.loads(one.stdout) == [{"name": "foo_bar"}]
+
+
+def test_a_return_value_that_is_not_a_list_of_hits_is_that_query_s_error(tmp_path):
+    """Was: a string was iterated a letter at a time (Array.from), a plain object was no
+    hits at all. A string, an object, a Map, a number, a typed array or a hit without a
+    name is that query's error; an array, a Set or a generator is the hits."""
+    modules = _hand_package(tmp_path)
+    refused = ["string", "object", "map", "number", "bytes", "nameless", "promise"]
+    taken = ["set", "generator", "array"]
+    stdin = "".join(_request(f"te{shape}", id=i) for i, shape in enumerate(refused + taken))
+    proc = _adapter(tmp_path, modules, "hand", "--call", _call("shapes"), stdin=stdin)
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    types = ["string", "Object", "Map", "number", "Uint8Array", None, "string"]
+    for line, type_ in zip(lines, types, strict=False):
+        expected = (
+            'TypeError: a hit must be a name or an object with a string "name"'
+            if type_ is None
+            else f"TypeError: the function returned a value of type {type_}, not a list of "
+            "hits (a single name is [name])"
+        )
+        assert line == {"id": line["id"], "error": expected}
+    assert [line.get("results") for line in lines[len(refused) :]] == [TE] * len(taken)

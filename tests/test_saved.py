@@ -27,6 +27,11 @@ RESULTS = (
     QueryResult(None, ()),
 )
 RUN = RunResult("base", "finder", 0.5, 1.5, RESULTS)
+META = {  # what a run writes (run._meta), which a saved file must hold
+    "recall": "test", "python": "3.11", "git": "2.39", "ctags": "5.9",
+    "engine": {"source": "preset:fzf", "sha256": "e" * 64},
+    "corpus_sha256": "c" * 64, "queries_sha256": "a" * 64, "config": None,
+}  # fmt: skip
 
 
 def _key(**changes) -> dict:
@@ -170,13 +175,16 @@ def test_a_run_with_an_errored_query_is_not_cached(tmp_path):
 
 def _saved(tmp_path: Path) -> Path:
     path = tmp_path / "main.json"
-    save_runs(path, {"recall": "test"}, ROWS, [(RUN, _key())])
+    save_runs(path, META, ROWS, [(RUN, _key())])
     return path
+
+
+EVERY = {"repo": None, "type": None, "split": None}  # a run's selection without flags
 
 
 @needs_ctags
 def test_a_saved_run_stands_in_for_the_baseline_of_the_same_rows(tmp_path):
-    run, key = load_against(_saved(tmp_path), ROWS, data_key(PINS, ROWS))
+    run, key = load_against(_saved(tmp_path), ROWS, data_key(PINS, ROWS), EVERY)
     assert run.results == RESULTS and run.cached and key == _key()
     assert run.label == "saved main.json (base)"
 
@@ -185,7 +193,7 @@ def test_a_saved_run_stands_in_for_the_baseline_of_the_same_rows(tmp_path):
 def test_a_saved_run_with_other_pins_is_refused_naming_the_repo(tmp_path):
     moved = {**PINS, "gin": dataclasses.replace(PINS["gin"], sha="d" * 40)}
     with pytest.raises(RecallError, match=r"main.json: its corpus pins differ .*\(gin\)"):
-        load_against(_saved(tmp_path), ROWS, data_key(moved, ROWS))
+        load_against(_saved(tmp_path), ROWS, data_key(moved, ROWS), EVERY)
 
 
 @needs_ctags
@@ -194,14 +202,35 @@ def test_a_saved_run_with_another_query_set_is_refused_naming_the_first_differin
     with pytest.raises(
         RecallError, match=r"query set differs .* at row 2 \(gin 'x' saved, gin 'ctx' now\)"
     ):
-        load_against(_saved(tmp_path), rows, data_key(PINS, rows))
+        load_against(_saved(tmp_path), rows, data_key(PINS, rows), EVERY)
+
+
+@needs_ctags
+@pytest.mark.parametrize("now", ["every repo", "another type"])
+def test_a_saved_run_of_another_selection_says_the_selection_not_the_pins(tmp_path, now):
+    """Issue 44 item 9: a run saved with `--repo gin`, given as --against to a run of every
+    repo, said its corpus pins differed; they did not, the selection did."""
+    path = tmp_path / "main.json"
+    gin_only = {"repo": ["gin"], "type": None, "split": None}
+    save_runs(path, META, ROWS, [(RUN, _key())], selection=gin_only)
+    rows = [*ROWS, QueryRow("flask", "bp", "hand", "")]
+    selection = EVERY
+    if now == "another type":
+        rows, selection = ROWS[:1], {"repo": ["gin"], "type": ["abbr3"], "split": None}
+    with pytest.raises(RecallError) as raised:
+        load_against(path, rows, data_key(PINS, rows), selection)
+    asked = "every repo and type" if now == "every repo" else "--repo gin --type abbr3"
+    assert str(raised.value) == (
+        f"--against {path}: it was saved with another selection (--repo gin) than this run's "
+        f"({asked}): give the same --repo, --type and --split, or save a run of this selection"
+    )
 
 
 def test_a_file_that_is_not_a_saved_run_is_refused(tmp_path):
     path = tmp_path / "report.json"
     path.write_text(json.dumps({"schema": 1, "runs": []}))
     with pytest.raises(RecallError, match="not a file written by recall --save"):
-        load_against(path, ROWS, data_key(PINS, ROWS))
+        load_against(path, ROWS, data_key(PINS, ROWS), EVERY)
 
 
 def _gin(cache: Path, finder: tuple[Path, Path], *extra: str):
@@ -244,7 +273,11 @@ def test_save_then_against_diffs_with_nothing_run_for_the_baseline(
     other = run_cli("--cache", str(real_cache), "--repo", "gin", "--type", "typo",
                        "--no-regress", "--engine", str(engine), "--bin", str(script),
                        "--against", str(path))  # fmt: skip
-    assert other.returncode == 2 and "query set differs" in other.stderr
+    assert other.returncode == 2
+    assert (
+        "saved with another selection (--repo gin --type abbr3) than this run's "
+        "(--repo gin --type typo)"
+    ) in other.stderr
 
 
 @pytest.mark.parametrize("save", ["same.json", "./same.json", "{tmp}/same.json"])

@@ -4,13 +4,21 @@ gin's word-start sequences, its effort in text, JSON (valid against the schema) 
 listing the sources that now need more keystrokes."""
 
 import json
+import re
 import sys
 from pathlib import Path
 
 import jsonschema
 import numpy as np
 import pytest
-from conftest import ROOT, needs_chromium, run_cli
+from conftest import (
+    ROOT,
+    SUBSEQUENCE_ENGINE,
+    SUBSEQUENCE_FINDER,
+    needs_chromium,
+    run_cli,
+    tiny_suite,
+)
 from helpers import chromium, has_color, weaker_clone
 
 from recall.inputs.queryset import HAND, QueryRow
@@ -94,13 +102,38 @@ def test_a_weaker_finder_needs_more_keystrokes_and_the_page_draws_the_k_curve(
     assert 0.02 < 1 - np.all(pixels == 255, axis=2).mean() < 0.9
 
 
+def test_a_weaker_finders_typing_diff_fails_on_loss_and_says_sequences(real_cache, gin, weaker):
+    """Issue 44 item 8: `--queries typing --base master --fail-on-loss` exited 0 with 16
+    sequences needing more keystrokes, and the diff's generic section printed `unchanged 0`
+    and `ties 0` (the sources' counts of prompts that have no source)."""
+    flags = ("--cache", str(real_cache), *GIN_STARTS, "--finder", str(weaker), "--base", "HEAD~1")
+    proc = run_cli(*flags, "--fail-on-loss")
+    assert proc.returncode == 1, proc.stderr
+    diff = proc.stdout[proc.stdout.index("\nDiff: candidate against base HEAD~1") :]
+    verdict, counts = diff.splitlines()[2:4]
+    assert verdict.startswith("verdict on sequences (McNemar's exact test, two-sided, alpha 0.05")
+    assert re.fullmatch(
+        r"sequences: [1-9]\d* need more keystrokes to #1 \(\d+ never reach it now\), \d+ fewer, "
+        r"\d+ the same; \d+ no longer reach the top 3; distinct queries whose top 10 changed: "
+        r"\d+",
+        counts,
+    ), counts
+    assert "unchanged 0" not in proc.stdout and "ties 0" not in proc.stdout
+    assert "Lost #1:" not in diff  # the sources' lists: prompts have none
+    report = json.loads(run_cli(*flags, "--json").stdout)
+    SCHEMA.validate(report)
+    effort = report["effort"]["diffs"][0]
+    assert effort["verdict"]["summary"] == verdict
+    assert effort["verdict"]["first"]["lost"] <= effort["more"] == len(effort["more_keys"])
+
+
 def test_a_typing_file_whose_source_is_no_name_of_its_corpus_is_refused(real_cache, gin, tmp_path):
     path = tmp_path / "mine.tsv"
     path.write_text("repo\tsequence\tstep\tquery\tsource\ngin\tprefix\t1\tb\tbindz\n")
     proc = run_cli("--cache", str(real_cache), "--queries", str(path), "--no-regress")
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1] == (
-        f"recall: {path}: source 'bindz' (prefix) is not a name of gin at its pin"
+        f"recall: {path}:2: source 'bindz' (prefix) is not a name of gin at its pin"
     )
     assert "Keystrokes" not in proc.stdout
 
@@ -171,3 +204,76 @@ def test_the_typing_page_leaves_the_language_servers_out_and_says_so(tmp_path):
         "recall: --only gopls: no such peer of a typing set's page (the language servers are "
         "left out of it)"
     )
+
+
+# A finder that leaves a mark in its own folder each time it answers: whether any ran.
+MARKING_FINDER = (
+    "import pathlib\n(pathlib.Path(__file__).parent / 'ran').write_text('yes')\n"
+    + SUBSEQUENCE_FINDER
+)
+TYPING_HEADER = "repo\tsequence\tstep\tquery\tsource\n"
+
+
+def _tiny_typing(tmp_path: Path, body: str) -> tuple[dict, Path]:
+    files = {"finder.py": MARKING_FINDER, "recall.toml": SUBSEQUENCE_ENGINE}
+    suite = tiny_suite(tmp_path, ["alfu\tabbr2\talpha_function"], files)
+    typing = tmp_path / "mine.tsv"
+    typing.write_text(TYPING_HEADER + body)
+    return suite, typing
+
+
+def _run_typing(suite: dict, typing: Path, *extra: str):
+    return run_cli(
+        "--finder", str(suite["finder"]), "--corpus", str(suite["corpus"]),
+        "--queries", str(typing), "--cache", str(suite["cache"]), "--no-regress", *extra,
+        env={"RECALL_MIRROR": ""},  # the tiny pin is in no mirror: no fallback line
+    )  # fmt: skip
+
+
+def test_a_foreign_typing_file_s_sequences_the_model_does_not_type_are_named_not_counted(
+    tmp_path,
+):
+    """Issue 42 items 10 and 7 on a real run: steps no name's text starts with (`T`, `Te`)
+    ended in a ZeroDivisionError after every finder ran, with no report; a sequence the
+    model cannot type toward a name sampling could not pick got a certain ceiling."""
+    suite, typing = _tiny_typing(
+        tmp_path,
+        "tiny\tprefix\t1\tT\tBetaClass\ntiny\tprefix\t2\tTe\tBetaClass\n"
+        "tiny\tprefix\t1\tg\tgamma_delta\ntiny\tprefix\t2\tga\tgamma_delta\n"
+        "tiny\tstarts\t1\tz\talpha_function\n",
+    )
+    proc = _run_typing(suite, typing, "--json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    SCHEMA.validate(report)
+    effort = report["effort"]
+    assert effort["runs"][0]["n"] == 3 and effort["ceiling"]["n"] == 1
+    assert effort["left_out"] == {
+        "count": 2,
+        "first": [
+            {"repo": "tiny", "sequence": "prefix", "source": "BetaClass", "typed": "Te"},
+            {"repo": "tiny", "sequence": "starts", "source": "alpha_function", "typed": "z"},
+        ],
+    }
+    page = tmp_path / "typing.html"
+    text = _run_typing(suite, typing, "--html", str(page)).stdout
+    assert "Left out of the ceiling: 2 sequences the typing model does not type" in text
+    assert "Left out of the ceiling: 2 sequences the typing model" in page.read_text()
+
+
+def test_a_typing_file_s_unknown_source_or_bad_step_is_refused_before_any_finder_runs(
+    tmp_path,
+):
+    """Issue 42 item 11 (a step `²`: a ValueError from int()), and a source that is no
+    name, refused once every finder had run: now one line, and no finder has answered."""
+    for body, message in (
+        ("tiny\tprefix\t\u00b2\tg\tgamma_delta\n",
+         ":2: step must be a whole number from 1, got '\u00b2'"),
+        ("tiny\tprefix\t1\tg\tgamma_delta\ntiny\tprefix\t1\tg\tgamma_deltax\n",
+         ":3: source 'gamma_deltax' (prefix) is not a name of tiny at its pin"),
+    ):  # fmt: skip
+        suite, typing = _tiny_typing(tmp_path / str(len(body)), body)
+        proc = _run_typing(suite, typing)
+        assert (proc.returncode, proc.stdout) == (2, ""), proc.stderr
+        assert proc.stderr == f"recall: {typing}{message}\n"
+        assert not (suite["finder"] / "ran").exists()

@@ -18,9 +18,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from recall.analysis.stats import ALPHA, VERDICT_TEST, Verdict, interval, mcnemar_exact
+
 CURVE = tuple(range(1, 11))  # k of the k-curve: the share at #1 within k keystrokes
 VISIBLE = 3  # the top 3: what a picker shows without scrolling
 CHANGES_SHOWN = 20  # a diff's sequences that need more keystrokes, in text and Markdown
+LEFT_OUT_SHOWN = 10  # the sequences without a ceiling a report names (JSON and HTML too)
 
 
 @dataclass(frozen=True)
@@ -99,7 +102,8 @@ class EffortCounts:
     keystrokes on average (of those that reach it; None when none does), the k-curve
     (percent at #1 within k keystrokes, k = 1..10), and the keystrokes saved against
     typing each whole name (a sequence that never reaches #1 saves none). A finder's counts
-    are whole; the ceiling's are expected counts (sums of chances, rounded to 0.01)."""
+    are whole; the ceiling's are expected counts (sums of chances, rounded to 0.01), with
+    the 95% range of each count, as the name sets' ceilings have (None for a finder's)."""
 
     n: int
     first: float
@@ -112,6 +116,8 @@ class EffortCounts:
     typed: int
     saved_pct: float
     curve: tuple[float, ...]
+    first_ci: tuple[int, int] | None = None
+    top3_ci: tuple[int, int] | None = None
 
     def to_json(self) -> dict:
         return {
@@ -119,7 +125,19 @@ class EffortCounts:
             "first_keys": self.first_keys, "top3": self.top3, "top3_pct": self.top3_pct,
             "top3_keys": self.top3_keys, "saved": self.saved, "typed": self.typed,
             "saved_pct": self.saved_pct, "curve": list(self.curve),
+            "first_ci": list(self.first_ci) if self.first_ci else None,
+            "top3_ci": list(self.top3_ci) if self.top3_ci else None,
         }  # fmt: skip
+
+    def above(self, ceiling: EffortCounts | None) -> tuple[bool, bool]:
+        """Whether this finder's #1 and top 3 counts are above the ceiling's 95% range on
+        the same sequences: more than chance gives any finder under the typing model."""
+        if ceiling is None:
+            return False, False
+        return (
+            ceiling.first_ci is not None and self.first > ceiling.first_ci[1],
+            ceiling.top3_ci is not None and self.top3 > ceiling.top3_ci[1],
+        )
 
 
 def _pct(part: float, whole: float) -> float:
@@ -138,8 +156,10 @@ def _mean_step(chances: list[tuple[float, ...]]) -> tuple[float, float | None]:
     return reached, (round(keys / reached, 2) if reached > 1e-9 else None)
 
 
-def counts(pairs: list[tuple[TypedSequence, Chances]]) -> EffortCounts:
-    """The numbers of a group of sequences from their chances."""
+def counts(pairs: list[tuple[TypedSequence, Chances]], *, ranged: bool = False) -> EffortCounts:
+    """The numbers of a group of sequences from their chances; ranged: with the 95% range
+    of the #1 and top 3 counts (the ceiling's), each sequence getting there with the sum
+    of its chances, independently: the name sets' ceilings' method (stats.interval)."""
     n = len(pairs)
     first, first_keys = _mean_step([c.first for _s, c in pairs])
     top3, top3_keys = _mean_step([c.top3 for _s, c in pairs])
@@ -154,6 +174,8 @@ def counts(pairs: list[tuple[TypedSequence, Chances]]) -> EffortCounts:
         top3=_count(top3), top3_pct=_pct(top3, n), top3_keys=top3_keys,
         saved=_count(saved), typed=typed, saved_pct=_pct(saved, typed),
         curve=tuple(_pct(sum(sum(c.first[:k]) for _s, c in pairs), n) for k in CURVE),
+        first_ci=interval(sum(c.first) for _s, c in pairs) if ranged else None,
+        top3_ci=interval(sum(c.top3) for _s, c in pairs) if ranged else None,
     )  # fmt: skip
 
 
@@ -179,26 +201,29 @@ class EffortRun:
 
 
 def effort_run(
-    label: str, sequences: list[TypedSequence], chances: list[Chances], languages: dict[str, str]
-) -> EffortRun:
+    label: str, sequences: list[TypedSequence], chances: list[Chances],
+    languages: dict[str, str], *, ranged: bool = False,
+) -> EffortRun:  # fmt: skip
+    """One finder's effort (or, ranged, the ceiling's) overall and by group."""
     pairs = list(zip(sequences, chances, strict=True))
 
     def by(key: Callable[[TypedSequence], str]) -> dict[str, EffortCounts]:
         groups: dict[str, list[tuple[TypedSequence, Chances]]] = {}
         for pair in pairs:
             groups.setdefault(key(pair[0]), []).append(pair)
-        return {name: counts(group) for name, group in groups.items()}
+        return {name: counts(group, ranged=ranged) for name, group in groups.items()}
 
     return EffortRun(
-        label, counts(pairs), by(lambda s: s.kind), by(lambda s: s.repo),
+        label, counts(pairs, ranged=ranged), by(lambda s: s.kind), by(lambda s: s.repo),
         by(lambda s: languages[s.repo]),
     )  # fmt: skip
 
 
 @dataclass(frozen=True)
 class EffortChange:
-    """A sequence that needs more keystrokes to #1 than in the baseline: the step at which
-    it used to be #1 (its query), and now (None: never within the sequence)."""
+    """A sequence that needs more keystrokes than in the baseline to reach #1 (or, in
+    `lost_top3`, the top 3): the step at which it used to get there (its query), and now
+    (None: never within the sequence)."""
 
     repo: str
     sequence: str
@@ -217,7 +242,11 @@ class EffortChange:
 
 @dataclass(frozen=True)
 class EffortDiff:
-    """A candidate's keystrokes to #1 against the baseline's, sequence by sequence."""
+    """A candidate's keystrokes to #1 against the baseline's, sequence by sequence, and
+    the sequences that reach #1 and the top 3 in one build and never in the other, whose
+    verdicts (McNemar's exact test, as a name diff's on #1 and the top 10) judge the
+    change. Its losses, what --fail-on-loss fails on: a sequence that needs more
+    keystrokes to #1 (never reaching it now included) or no longer reaches the top 3."""
 
     base: str
     new: str
@@ -225,11 +254,38 @@ class EffortDiff:
     fewer: int
     same: int
     more_keys: tuple[EffortChange, ...]
+    lost_top3: tuple[EffortChange, ...]
+    first: Verdict  # on the sequences that reach #1
+    top3: Verdict  # on those that reach the top 3
+
+    @property
+    def is_loss(self) -> bool:
+        return bool(self.more_keys or self.lost_top3)
+
+    def verdict_line(self) -> str:
+        """The verdict on the sequences that reach #1 and the top 3, as a name diff's."""
+        return (
+            f"verdict on sequences ({VERDICT_TEST}, two-sided, alpha {ALPHA:g}): "
+            f"{self.first.phrase()}; {self.top3.phrase()}"
+        )
+
+    def counts_line(self) -> str:
+        never = sum(1 for c in self.more_keys if c.new_keys is None)
+        return (
+            f"sequences: {self.more} need more keystrokes to #1 ({never} never reach it now), "
+            f"{self.fewer} fewer, {self.same} the same; {len(self.lost_top3)} no longer reach "
+            "the top 3"
+        )
 
     def to_json(self) -> dict:
         return {
             "base": self.base, "new": self.new, "more": self.more, "fewer": self.fewer,
             "same": self.same, "more_keys": [c.to_json() for c in self.more_keys],
+            "lost_top3": [c.to_json() for c in self.lost_top3],
+            "verdict": {
+                "first": self.first.as_json(), "top3": self.top3.as_json(),
+                "test": "mcnemar_exact", "alpha": ALPHA, "summary": self.verdict_line(),
+            },
         }  # fmt: skip
 
 
@@ -237,12 +293,21 @@ def _keys(first: int | None) -> float:
     return float("inf") if first is None else float(first)
 
 
+def _verdict(outcome: str, before: list[int | None], after: list[int | None]) -> Verdict:
+    """McNemar's exact test on the sequences that reach the outcome in one build only."""
+    gained = sum(1 for b, a in zip(before, after, strict=True) if b is None and a is not None)
+    lost = sum(1 for b, a in zip(before, after, strict=True) if b is not None and a is None)
+    return Verdict(outcome, gained, lost, mcnemar_exact(gained, lost))
+
+
 def effort_diff(
     base: str, new: str, sequences: list[TypedSequence], old: list[Reach], now: list[Reach]
 ) -> EffortDiff:
     """Which sequences need more keystrokes to #1 now (never counts as more than any
-    number), fewer, or the same."""
+    number), fewer, or the same; which no longer reach the top 3; and the verdicts on
+    reaching #1 and the top 3."""
     more: list[EffortChange] = []
+    lost_top3: list[EffortChange] = []
     fewer = same = 0
     for sequence, before, after in zip(sequences, old, now, strict=True):
         if _keys(after.first) > _keys(before.first):
@@ -257,13 +322,43 @@ def effort_diff(
             fewer += 1
         else:
             same += 1
-    return EffortDiff(base, new, len(more), fewer, same, tuple(more))
+        if before.top3 is not None and after.top3 is None:
+            lost_top3.append(
+                EffortChange(
+                    sequence.repo, sequence.kind, sequence.source, before.top3,
+                    sequence.queries[before.top3 - 1], None,
+                )
+            )  # fmt: skip
+    return EffortDiff(
+        base, new, len(more), fewer, same, tuple(more), tuple(lost_top3),
+        _verdict("#1 reached", [r.first for r in old], [r.first for r in now]),
+        _verdict("top 3 reached", [r.top3 for r in old], [r.top3 for r in now]),
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class LeftOutSequence:
+    """A sequence the typing model cannot type toward its source (a foreign file's: its
+    steps are no prefixes of the text that way types for the name, or the way does not
+    apply to it): it has no ceiling, and is named. `typed` is its last step's query."""
+
+    repo: str
+    sequence: str
+    source: str
+    typed: str
+
+    def to_json(self) -> dict:
+        return {
+            "repo": self.repo, "sequence": self.sequence, "source": self.source,
+            "typed": self.typed,
+        }  # fmt: skip
 
 
 @dataclass(frozen=True)
 class Effort:
-    """The typing set's section of a report: every finder's effort, the ceiling's, and
-    each candidate's changes against the baseline."""
+    """The typing set's section of a report: every finder's effort, the ceiling's (over
+    the sequences the typing model makes; `left_out` the others), and each candidate's
+    changes against the baseline."""
 
     sequences: int
     steps: int
@@ -271,12 +366,17 @@ class Effort:
     runs: tuple[EffortRun, ...]
     ceiling: EffortRun
     diffs: tuple[EffortDiff, ...] = ()
+    left_out: tuple[LeftOutSequence, ...] = ()
 
     def to_json(self) -> dict:
         return {
             "sequences": self.sequences, "steps": self.steps, "prompts": self.prompts,
             "curve_k": list(CURVE), "runs": [run.to_json() for run in self.runs],
             "ceiling": self.ceiling.to_json(), "diffs": [d.to_json() for d in self.diffs],
+            "left_out": {
+                "count": len(self.left_out),
+                "first": [s.to_json() for s in self.left_out[:LEFT_OUT_SHOWN]],
+            },
         }  # fmt: skip
 
 
@@ -287,7 +387,13 @@ def counts_from_json(data: dict) -> EffortCounts:
         first_keys=data["first_keys"], top3=data["top3"], top3_pct=data["top3_pct"],
         top3_keys=data["top3_keys"], saved=data["saved"], typed=data["typed"],
         saved_pct=data["saved_pct"], curve=tuple(data["curve"]),
+        first_ci=_range(data.get("first_ci")), top3_ci=_range(data.get("top3_ci")),
     )  # fmt: skip
+
+
+def _range(value: list | None) -> tuple[int, int] | None:
+    """A kept report's range back (reports kept before ranges have none)."""
+    return (value[0], value[1]) if value else None
 
 
 def run_from_json(data: dict, label: str | None = None) -> EffortRun:

@@ -9,6 +9,11 @@ that step with chance 1/k (in the top 3 with min(1, 3/k)): its numbers are expec
 over the sampled sources, the fewest keystrokes at which the source is the likeliest name
 weighed by how often a tie goes its way. A finder that changes its order from step to
 step can pass it by a little on one sample.
+
+A foreign typing file may hold sequences the model never types (`T`, `Te` toward
+`Context`, whose prefix way types `c`, `co`, ...): no chance can be given to them, so they
+have no ceiling and are named (`left_out`), as a name set's rows the recipes cannot make
+are; the finders' own counts keep them.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from recall.analysis.effort import (
     VISIBLE,
     Chances,
     Effort,
+    LeftOutSequence,
     TypedSequence,
     certain,
     effort_diff,
@@ -58,6 +64,14 @@ class TypedTexts:
         return bisect.bisect_right(texts, query) - bisect.bisect_left(texts, query)
 
 
+def modelled(sequence: TypedSequence) -> bool:
+    """Does the typing model type this sequence toward its source: are its steps prefixes
+    of the text its way types for the name? Then every step's k counts the source itself
+    (or, for a name sampling could not pick, one more), and is 1 or more."""
+    whole = typed_text(sequence.kind, sequence.source)
+    return whole is not None and all(whole.startswith(query) for query in sequence.queries)
+
+
 def ceiling_chances(sequence: TypedSequence, texts: TypedTexts) -> Chances:
     """The best a finder can expect on this sequence under the typing model: at each step
     the k names the query could be typing toward are equally likely, so a finder that ranks
@@ -93,11 +107,13 @@ def effort(
     baseline: bool,
 ) -> Effort:
     """The effort section: each run (its label and its answers), the ceiling over the
-    corpora's names, and with a baseline (the first run) each later run's diff."""
+    corpora's names (of the sequences the model types; the others named), and with a
+    baseline (the first run) each later run's diff."""
     sequences = typed_sequences(rows)
     reaches = [[reach(s, answers) for s in sequences] for _label, answers in runs]
     texts = {repo: TypedTexts(names[repo]) for repo in dict.fromkeys(s.repo for s in sequences)}
-    best = [ceiling_chances(s, texts[s.repo]) for s in sequences]
+    made = [s for s in sequences if modelled(s)]
+    best = [ceiling_chances(s, texts[s.repo]) for s in made]
     labels = [label for label, _answers in runs]
     diffs = (
         tuple(
@@ -120,6 +136,11 @@ def effort(
             )
             for label, mine in zip(labels, reaches, strict=True)
         ),
-        ceiling=effort_run("ceiling", sequences, best, languages),
+        ceiling=effort_run("ceiling", made, best, languages, ranged=True),
         diffs=diffs,
+        left_out=tuple(
+            LeftOutSequence(s.repo, s.kind, s.source, s.queries[-1])
+            for s in sequences
+            if not modelled(s)
+        ),
     )

@@ -40,6 +40,7 @@ class RunResult:
     results: tuple[QueryResult, ...]
     cached: bool = False  # read from the results cache or a saved run, not run now
     dirtied: tuple[str, ...] = ()  # corpora whose checkout this binary wrote into
+    restarts: int = 0  # batch processes started again after one died or timed out
 
     @property
     def errors(self) -> int:
@@ -125,12 +126,14 @@ class RegressSummary:
     fails: int
     not_applicable: int
     failing: tuple[FailingCase, ...]
+    no_locations: bool = False  # the finder prints no file:line at all: every case n/a
 
     def to_json(self) -> dict:
         return {
             "cases": self.cases, "holds": self.holds, "fails": self.fails,
             "not_applicable": self.not_applicable,
             "failing": [case.to_json() for case in self.failing],
+            "no_locations": self.no_locations,
         }  # fmt: skip
 
 
@@ -170,6 +173,7 @@ class RunSummary:
     regress: RegressSummary | None
     off_corpus: int = 0  # answers that named nothing in the corpus (recall/answers.py)
     off_corpus_first: tuple[OffCorpusRow, ...] = ()  # the first OFF_CORPUS_SHOWN of them
+    restarts: int = 0  # batch processes started again after one died or timed out
 
     def to_json(self) -> dict:
         return {
@@ -181,6 +185,7 @@ class RunSummary:
             "off_corpus": self.off_corpus,
             "off_corpus_first": [row.to_json() for row in self.off_corpus_first],
             "dirtied": list(self.dirtied),
+            "restarts": self.restarts,
             "regress": self.regress.to_json() if self.regress else None,
         }  # fmt: skip
 
@@ -314,7 +319,8 @@ class Diff:
 class AgainstCeiling:
     """One finder on exactly the rows a ceiling covers: its #1 and top 10 there, and
     whether each is above the ceiling's 95% range (more than chance lets any finder get
-    under the recipes' choice model: the model is wrong for those rows)."""
+    under the recipes' choice model: the model is wrong for those rows, or the finder's
+    order suits this one sample)."""
 
     label: str
     first: int
@@ -516,6 +522,56 @@ class UnknownSources:
 
 
 @dataclass(frozen=True)
+class Margin:
+    """The first finder's #1 against the best of the others (by #1) on the same rows, in
+    points, with the standard error of the difference paired by row (stats.paired_se)."""
+
+    label: str
+    other: str
+    n: int
+    first_pct: float
+    other_pct: float
+    points: float
+    se: float
+
+    def to_json(self) -> dict:
+        return {
+            "label": self.label, "other": self.other, "n": self.n, "first_pct": self.first_pct,
+            "other_pct": self.other_pct, "points": self.points, "se": self.se,
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class HoldoutView:
+    """One view of the holdout a --split holdout report ran: its corpora (whole, as the
+    pins' sides say: docs/queries.md), their sourced rows, and the margin (None with one
+    finder, or no sourced row)."""
+
+    corpora: tuple[str, ...]
+    n: int
+    margin: Margin | None
+
+    def to_json(self) -> dict:
+        return {
+            "corpora": list(self.corpora), "n": self.n,
+            "margin": self.margin.to_json() if self.margin else None,
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Holdout:
+    """The holdout's two views: the fresh corpora, which no tuning has read, and the seen
+    ones, held out but read while tuning; each apart, since only the fresh one says what
+    a finder does on code no one has seen."""
+
+    fresh: HoldoutView
+    seen: HoldoutView
+
+    def to_json(self) -> dict:
+        return {"fresh": self.fresh.to_json(), "seen": self.seen.to_json()}
+
+
+@dataclass(frozen=True)
 class Report:
     """Everything a run reports. `diffs` holds each candidate's diff against the baseline
     (empty without one); the JSON's `diff` is the first of them, as the contract names it."""
@@ -535,6 +591,14 @@ class Report:
     effort: Effort | None = (
         None  # a typing set's keystrokes to the name (recall/analysis/effort.py)
     )
+    holdout: Holdout | None = None  # --split holdout: its corpora and margins
+
+    @property
+    def is_loss(self) -> bool:
+        """What --fail-on-loss fails on: any diff's loss (Diff.is_loss), and for a typing
+        set any sequence's (EffortDiff.is_loss)."""
+        efforts = self.effort.diffs if self.effort else ()
+        return any(d.is_loss for d in self.diffs) or any(d.is_loss for d in efforts)
 
     def to_json(self) -> dict:
         out: dict = {
@@ -559,4 +623,6 @@ class Report:
             out["misses"] = [m.to_json() for m in self.misses]
         if self.effort is not None:
             out["effort"] = self.effort.to_json()
+        if self.holdout is not None:
+            out["holdout"] = self.holdout.to_json()
         return out

@@ -7,6 +7,7 @@ too, written `file:line name`, for the queries where only one answer is right.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,8 +57,18 @@ def read_cases(path: Path, repos: set[str] | None) -> list[Case]:
     return cases
 
 
-def verdict(case: Case, result: QueryResult) -> str:
-    """`holds`, `fails`, or `n/a` for an engine whose first result has no location."""
+def has_locations(results: Iterable[QueryResult]) -> bool:
+    """Does a finder print locations at all: does any hit of its answers name a file? A
+    finder that prints names alone (fzy, fzf over a name list) can neither hold nor fail a
+    case written `file:line name`, even where it answers nothing."""
+    return any(hit.file is not None for result in results for hit in result.top)
+
+
+def verdict(case: Case, result: QueryResult, located: bool = True) -> str:
+    """`holds`, `fails`, or `n/a`: for a finder that prints no locations (`located`
+    false), and for an answer whose first result has none."""
+    if not located:
+        return "n/a"
     if result.error:
         return "fails"
     if not result.top:
@@ -79,8 +90,12 @@ def first_written(result: QueryResult) -> str | None:
     return f"{first.file}:{first.line} {first.name}" if first.file else first.name
 
 
-def summarize(cases: list[Case], results: list[QueryResult]) -> RegressSummary:
-    verdicts = [verdict(c, r) for c, r in zip(cases, results, strict=True)]
+def summarize(
+    cases: list[Case], results: list[QueryResult], located: bool = True
+) -> RegressSummary:
+    """A finder's verdicts on the cases; `located`: whether it prints locations at all
+    (has_locations over every answer of its run)."""
+    verdicts = [verdict(c, r, located) for c, r in zip(cases, results, strict=True)]
     return RegressSummary(
         cases=len(cases),
         holds=verdicts.count("holds"),
@@ -91,15 +106,18 @@ def summarize(cases: list[Case], results: list[QueryResult]) -> RegressSummary:
             for c, r, v in zip(cases, results, verdicts, strict=True)
             if v == "fails"
         ),
+        no_locations=not located,
     )
 
 
 def broken(
-    cases: list[Case], base: list[QueryResult], new: list[QueryResult]
-) -> tuple[FailingCase, ...]:
-    """Cases that held in the baseline and fail in the candidate: losses."""
+    cases: list[Case], base: list[QueryResult], new: list[QueryResult], *,
+    base_located: bool = True, new_located: bool = True,
+) -> tuple[FailingCase, ...]:  # fmt: skip
+    """Cases that held in the baseline and fail in the candidate: losses (none where
+    either side prints no locations: its verdicts are n/a)."""
     return tuple(
         FailingCase(c.repo, c.query, c.expect, first_written(n))
         for c, b, n in zip(cases, base, new, strict=True)
-        if verdict(c, b) == "holds" and verdict(c, n) == "fails"
+        if verdict(c, b, base_located) == "holds" and verdict(c, n, new_located) == "fails"
     )

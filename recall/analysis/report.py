@@ -22,7 +22,10 @@ from recall.analysis.model import (
     Errored,
     ErrorRow,
     Gained,
+    Holdout,
+    HoldoutView,
     Lost,
+    Margin,
     Miss,
     OffCorpusRow,
     QueryResult,
@@ -33,11 +36,18 @@ from recall.analysis.model import (
     RunSummary,
     UnknownSources,
 )
-from recall.analysis.regress import Case, broken
+from recall.analysis.regress import Case, broken, has_locations
 from recall.analysis.regress import summarize as summarize_regress
-from recall.analysis.stats import better, compare, mean_ndcg_at_10, mean_reciprocal_rank
+from recall.analysis.stats import (
+    better,
+    compare,
+    mean_ndcg_at_10,
+    mean_reciprocal_rank,
+    paired_se,
+)
 from recall.inputs.corpus import Pin
 from recall.inputs.queryset import QueryRow
+from recall.inputs.sides import HOLDOUT, SEEN
 
 OFF_CORPUS_SHOWN = 5  # rows quoted of a run's answers that named nothing in the corpus
 
@@ -95,6 +105,7 @@ def summarize(
             if res.error
         ),
         dirtied=tuple(run.dirtied),
+        restarts=run.restarts,
         regress=regress,
         off_corpus=sum(1 for res in results if res.off_corpus),
         off_corpus_first=tuple(
@@ -281,18 +292,28 @@ def analyse(
     later run is diffed against it: its regress cases that broke, its losses with the
     accepted ones set apart, and `explain_flags[i]` for the i-th diff's explain lines.
     `case_results[i]` are runs[i]'s answers to the regress cases."""
-    summaries = tuple(
-        summarize(run, rows, pins, summarize_regress(cases, list(answers)) if regress else None)
+    located = [
+        has_locations((*run.results, *answers))
         for run, answers in zip(runs, case_results, strict=True)
+    ]
+    judged = [
+        summarize_regress(cases, list(answers), where) if regress else None
+        for answers, where in zip(case_results, located, strict=True)
+    ]
+    summaries = tuple(
+        summarize(run, rows, pins, verdicts) for run, verdicts in zip(runs, judged, strict=True)
     )
     diffs: list[Diff] = []
     if baseline:
-        for run, answers, flags in zip(runs[1:], case_results[1:], explain_flags, strict=True):
+        later = zip(runs[1:], case_results[1:], located[1:], explain_flags, strict=True)
+        for run, answers, where, flags in later:
             d = diff(rows, runs[0], run)
             if cases:
-                d = dataclasses.replace(
-                    d, regress_broken=broken(cases, list(case_results[0]), list(answers))
-                )
+                lost = broken(
+                    cases, list(case_results[0]), list(answers),
+                    base_located=located[0], new_located=where,
+                )  # fmt: skip
+                d = dataclasses.replace(d, regress_broken=lost)
             if accepted is not None:
                 d = apply_accepted(d, accepted)
             diffs.append(dataclasses.replace(d, explain_flags=flags))
@@ -309,4 +330,34 @@ def analyse(
         misses=misses(rows, runs[-1]) if show_misses else None,
         unknown_sources=unknown_sources,
         split=split,
+        holdout=holdout(rows, runs, pins) if split == HOLDOUT else None,
     )
+
+
+def holdout(rows: list[QueryRow], runs: list[RunResult], pins: dict[str, Pin]) -> Holdout:
+    """The corpora of each view of the holdout among the rows, and on each the first
+    run's margin over the best of the others."""
+
+    def view(side: str) -> HoldoutView:
+        corpora = tuple(name for name, pin in pins.items() if pin.split == side)
+        picked = [i for i, row in enumerate(rows) if row.sourced and row.repo in corpora]
+        present = tuple(name for name in corpora if any(rows[i].repo == name for i in picked))
+        return HoldoutView(present, len(picked), margin(picked, runs))
+
+    return Holdout(fresh=view(HOLDOUT), seen=view(SEEN))
+
+
+def margin(picked: list[int], runs: list[RunResult]) -> Margin | None:
+    """The first run's #1 on the picked rows against the best other run's (the first of
+    them on a tie), paired by row; None with one run or no row."""
+    if len(runs) < 2 or not picked:
+        return None
+    firsts = [[run.results[i].rank == 1 for i in picked] for run in runs]
+    best = max(range(1, len(runs)), key=lambda k: (sum(firsts[k]), -k))
+    n = len(picked)
+    first_pct, other_pct = 100.0 * sum(firsts[0]) / n, 100.0 * sum(firsts[best]) / n
+    return Margin(
+        label=runs[0].label, other=runs[best].label, n=n, first_pct=round(first_pct, 1),
+        other_pct=round(other_pct, 1), points=round(first_pct - other_pct, 1),
+        se=round(paired_se(firsts[0], firsts[best]), 1),
+    )  # fmt: skip

@@ -8,7 +8,6 @@ from collections.abc import Callable, Sequence
 
 from recall.analysis.keystroke_ceiling import effort
 from recall.analysis.model import Report, RunResult
-from recall.errors import RecallError
 from recall.inputs.keystrokes import TypingRow
 from recall.inputs.queryset import QueryRow
 
@@ -30,16 +29,8 @@ def typing_report(
     languages: dict[str, str],
     *,
     baseline: bool,
-    where: str = "typing set",
 ) -> Report:
-    """The report with its effort section. A step whose source is not a name of its
-    corpus is refused: the harness could not tell the finder's miss from a typo in the set."""
-    known = {repo: set(listed) for repo, listed in names.items()}
-    for row in steps:
-        if row.source not in known[row.repo]:
-            raise RecallError(
-                f"{where}: source {row.source!r} ({row.sequence}) is not a name of {row.repo} "
-                "at its pin"
-            )
+    """The report with its effort section (the steps' sources checked before any finder
+    ran: keystrokes.check_typing_sources)."""
     section = effort(list(steps), runs, names, languages, baseline=baseline)
     return dataclasses.replace(report, effort=section)

@@ -83,12 +83,13 @@ def add_selection(parser: argparse.ArgumentParser) -> None:
 
 
 def add_split(parser: argparse.ArgumentParser) -> None:
-    from recall.inputs.queryset import SPLITS
+    from recall.inputs.sides import SPLITS
 
     parser.add_argument(
         "--split", choices=SPLITS,
-        help="only the sourced rows on this side of the tune/holdout split, by a hash of "
-        "(repo, source): docs/queries.md (default: every row)",
+        help="only the rows of the corpora on this side of the tune/holdout split, as each "
+        "pin's `split` in corpus.json says; holdout runs the fresh holdout and the seen "
+        "one, and the report names both: docs/queries.md (default: every row)",
     )  # fmt: skip
 
 
@@ -125,8 +126,9 @@ def add_report_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--fail-on-loss",
         action="store_true",
-        help="exit 1 if a source lost #1 or the top 10 (unless accepted), a regress case that "
-        "held broke, or a query errored (needs a baseline)",
+        help="exit 1 if a source lost #1 or the top 10 (unless accepted), a typing sequence "
+        "needs more keystrokes to #1 or left the top 3, a regress case that held broke, or a "
+        "query errored (needs a baseline)",
     )
     p.add_argument(
         "--accept", metavar="FILE",
@@ -180,7 +182,8 @@ def add_commits_run(p: argparse.ArgumentParser) -> None:
 def shard_spec(text: str) -> tuple[int, int]:
     """K/N with 1 <= K <= N, for --shard."""
     k, sep, n = text.partition("/")
-    if not (sep and k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n)):
+    digits = all(part.isascii() and part.isdigit() for part in (k, n))  # not `²`
+    if not (sep and digits and 1 <= int(k) <= int(n)):
         raise argparse.ArgumentTypeError(f"{text!r}: give K/N with 1 <= K <= N, as 2/3")
     return int(k), int(n)
 

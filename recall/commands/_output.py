@@ -15,7 +15,7 @@ from recall.errors import EXIT_FAILURE, EXIT_LOSS, EXIT_OK, RecallError
 from recall.files import write_atomic
 from recall.render import history as history_page
 from recall.render.html import render_html
-from recall.render.text import render
+from recall.render.text import log_lines, loss_reasons, render
 from recall.workflows.options import Output
 
 
@@ -43,9 +43,14 @@ def print_report(report: Report, output: Output) -> int:
     else:
         sys.stdout.write(render(report, markdown=output.markdown))
     sys.stdout.flush()
-    if output.fail_on_loss and any(d.is_loss for d in report.diffs):
-        return EXIT_LOSS
-    return EXIT_OK
+    failed = output.fail_on_loss and report.is_loss
+    log = log_lines(report)
+    if failed:
+        log.append(f"recall: --fail-on-loss: exit 1: {'; '.join(loss_reasons(report))}")
+    if log:  # the log's own lines, whatever stdout went to (a summary file, a JSON file)
+        sys.stderr.write("".join(f"{line}\n" for line in log))
+        sys.stderr.flush()
+    return EXIT_LOSS if failed else EXIT_OK
 
 
 def print_history(args: argparse.Namespace, data: dict) -> int:

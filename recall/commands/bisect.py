@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+import typing
 
 from recall.commands._flags import add_commits_run, commit_options
 from recall.errors import EXIT_OK
 from recall.workflows import bisection
-from recall.workflows.options import BisectOptions
+from recall.workflows.options import BisectOptions, Metric
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -25,7 +26,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     what.add_argument(
         "--metric",
-        choices=("first_pct",),
+        choices=typing.get_args(Metric),
         help="bad = the #1 rate fell by --drop points or more from --good's",
     )
     p.add_argument("--drop", type=float, metavar="PTS", help="with --metric: points of #1 %%")

@@ -30,7 +30,7 @@ from recall.inputs.symbols import ctags_identity, symbols_key
 
 KINDS = (
     "corpora", "builds", "indexes", "interpreters", "node", "symbols", "paths", "results",
-    "ceilings",
+    "ceilings", "names",
 )  # fmt: skip
 DAY_S = 86400.0
 LEFTOVER = (".tmp-", ".trash-")  # folders a killed fetch, build or prune left behind
@@ -79,6 +79,7 @@ def entries(cache: Path) -> list[Entry]:
         "indexes": Path(".recall-indexed"),  # recall.running.indexes.MARKER
         "interpreters": Path(".recall-made"),
         "node": Path(".recall-installed"),  # recall.finders.kinds.node.MARKER
+        "names": Path(".recall-names"),  # recall.running.probe.NAMES_MARKER
     }
     found: list[Entry] = []
     for kind in KINDS:
@@ -152,6 +153,8 @@ def stale(
     for entry in found:
         if entry.kind in ("builds", "interpreters", "node") and entry.key.startswith(LEFTOVER):
             pick(entry, "left over from an interrupted build")
+        if entry.kind == "names" and entry.key.startswith(LEFTOVER):
+            pick(entry, "left over from an interrupted write")
         if entry.kind == "indexes" and entry.key.startswith(LEFTOVER):
             pick(entry, "left over from an interrupted index")
     if keep_builds is not None:
@@ -169,7 +172,7 @@ def stale(
 @contextlib.contextmanager
 def _claimed(cache: Path, entry: Entry) -> Iterator[bool]:
     """True while no run holds the entry and no fetch or build is making it."""
-    if entry.kind not in ("corpora", "builds", "indexes", "interpreters", "node"):
+    if entry.kind not in ("corpora", "builds", "indexes", "interpreters", "node", "names"):
         yield True
         return
     name = leftover_key(entry.key) if entry.key.startswith(LEFTOVER) else entry.key

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from recall.commands._flags import add_common, locate_flags
 from recall.errors import EXIT_LOSS, EXIT_OK, RecallError
-from recall.files import write_atomic
+from recall.files import read_input, write_atomic
 from recall.inputs import keystrokes
 from recall.inputs.corpus import Pin, cache_root, fetch, load_pins, mirror_root, select_pins
 from recall.inputs.derive import (
@@ -127,6 +127,13 @@ def _all(args: argparse.Namespace) -> int:
     else:
         named = [(Path(q), Path(d)) for q, d in QUERY_SETS.values()]
         sets = [(queries, settings) for queries, settings in named if settings.exists()]
+        if not sets:  # else nothing is made or checked, and exit 0 says all is well
+            raise RecallError(
+                f"derive all: no derive settings in {Path.cwd()} ("
+                + ", ".join(settings.name for _queries, settings in named)
+                + "): run it in a suite's folder (recall's checkout, or a finder's with sets "
+                "of its own), or name one set with --settings FILE --queries FILE"
+            )
     pins = load_pins(Path(args.corpus))
     sources: dict[str, NameSource] = {}
     status = EXIT_OK
@@ -147,7 +154,7 @@ def _all(args: argparse.Namespace) -> int:
                 if repo not in sources:
                     sources[repo] = _source(pins[repo], args)
             data = format_queries(derive_all(sources, settings, existing, recipe_set))
-        current = queries.read_bytes() if queries.exists() else b""
+        current = read_input(queries) if queries.exists() else b""
         count = data.count(b"\n") - 1
         if args.check:
             if data != current:

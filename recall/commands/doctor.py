@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -30,6 +31,8 @@ from recall.finders.engine import (
     build_env,
     fill,
     finder_env,
+    key_line,
+    load_engine,
     load_preset,
     preset_names,
     resolve_engine,
@@ -57,10 +60,15 @@ from recall.inputs.corpus import (
     mirror_source,
 )
 from recall.inputs.queryset import query_set_path, read_queries
+from recall.inputs.suite import config_of
 from recall.inputs.symbols import ctags_version
 from recall.running.build import finder_root
 from recall.running.interpreter import SUPPORTED, finder_python
+from recall.running.measure import open_corpus
+from recall.running.probe import probe
 from recall.running.proc import method
+from recall.running.values import FinderBuild
+from recall.workflows.options import QUERY_TIMEOUT_S
 
 OK, WARN, FAIL = "ok", "warn", "FAIL"
 PACKAGES = ("GitPython", "rapidfuzz", "orjson", "numpy", "platformdirs")
@@ -129,19 +137,20 @@ def check_ctags() -> Check:
     return Check("ctags", OK, f"{version}, JSON output")
 
 
-def check_presets(tree: Path, python: str) -> list[Check]:
+def check_presets(tree: Path, python: str, *, own_engine: bool = False) -> list[Check]:
     """Each preset's needs (recall/requirements.py: its programs on PATH and what they
     need, node and npm, the modules {python} must import), then its program's version.
-    Only the reference finder, the default run's engine, fails the doctor; the rest are
-    warnings, each missing part with the command that installs it, the line a run that
-    needs it refuses with."""
+    Only the reference finder, the default run's engine, fails the doctor, and only where
+    it is the default (no recall.toml: own_engine false); the rest are warnings, each
+    missing part with the command that installs it, the line a run that needs it refuses
+    with."""
     values = {"tree": str(tree), "python": python}
     checks = []
     for name in preset_names():
         engine = load_preset(name)
         argv = [fill(part, values) for part in engine.bin]
         label = f"preset {name}"
-        status = FAIL if name == "reference" else WARN
+        status = FAIL if name == "reference" and not own_engine else WARN
         missing = missing_parts(engine, python, values)
         if missing:
             detail = "; ".join(m.detail for m in missing)
@@ -345,13 +354,15 @@ def check_files(corpus: Path, queries: Path) -> tuple[list[Check], dict[str, Pin
 
 
 def diagnose(
-    cache: Path, mirror: Path | None, corpus: Path, queries: Path, tree: Path
-) -> list[Check]:
+    cache: Path, mirror: Path | None, corpus: Path, queries: Path, tree: Path,
+    config: Path | None = None,
+) -> list[Check]:  # fmt: skip
     try:
         python = finder_python(cache)
     except RecallError:
         python = sys.executable  # the cache check below says why; the presets still probe
-    checks = [*check_python(), check_git(), check_ctags(), *check_presets(tree, python)]
+    presets = check_presets(tree, python, own_engine=config is not None)
+    checks = [*check_python(), check_git(), check_ctags(), *presets]
     checks += check_node(tree, cache)
     checks.append(Check("process start", OK, method()))
     checks.append(check_cache(cache))
@@ -362,7 +373,77 @@ def diagnose(
         source_checks, reachable = check_sources(pins, mirror)
         checks += source_checks
         checks += check_corpora(pins, cache, reachable, mirror)
-    return checks
+    return checks + check_engine(config, tree, cache, mirror, corpus, queries)
+
+
+def check_engine(
+    config: Path | None, tree: Path, cache: Path, mirror: Path | None, corpus: Path,
+    queries: Path,
+) -> list[Check]:  # fmt: skip
+    """In a finder's repo: its recall.toml read, what it needs on this machine, whether
+    its program is there (the doctor builds nothing), and one probe query through it on a
+    corpus already fetched, ok or why not, with the finder's own stderr and the line of
+    recall.toml that makes its argv (running/probe.py)."""
+    if config is None:
+        return []
+    try:
+        engine = load_engine(config)
+    except RecallError as exc:
+        return [Check("engine", FAIL, str(exc), f"edit {config}")]
+    checks = [Check("engine", OK, f"{config} (kind {engine.kind})")]
+    try:
+        python = finder_python(cache)
+        pins = load_pins(corpus)
+        rows = read_queries(queries, set(pins))
+    except RecallError as exc:
+        return [*checks, Check("engine probe", WARN, f"not run: {exc}")]
+    values = {"tree": str(tree), "python": python}
+    missing = missing_parts(engine, python, values)
+    if missing:
+        detail = "; ".join(m.detail for m in missing)
+        return [*checks, Check("engine needs", FAIL, detail, "; ".join(m.fix for m in missing))]
+    program = fill(engine.bin[0], values) if engine.bin else ""
+    if "{tree}" in (engine.bin or ("",))[0] and not os.access(program, os.X_OK):
+        build = " ".join(engine.build) if engine.build else "its build"
+        return [
+            *checks,
+            Check(
+                "engine probe", FAIL, f"{program}: not built (the doctor builds nothing)",
+                f"{build} in {tree}, or any recall run, which builds the tree first",
+            ),
+        ]  # fmt: skip
+    fetched = [p for p in pins.values() if checkout_problem(p, checkout_path(cache, p)) is None]
+    sourced = [r for r in rows if r.sourced and r.repo in {p.name for p in fetched}]
+    sizes = Counter(r.repo for r in sourced)  # the smallest corpus: a quick probe
+    picked = sorted(sourced, key=lambda r: sizes[r.repo])[:1]
+    if not picked:
+        return [*checks, Check("engine probe", WARN, "no corpus fetched to probe with",
+                               "recall fetch gin")]  # fmt: skip
+    (row,) = picked
+    binary = FinderBuild("candidate", engine, tree, python)
+    try:
+        seen = probe(
+            binary, open_corpus(pins[row.repo], cache, mirror), row, QUERY_TIMEOUT_S, cache
+        )
+    except RecallError as exc:
+        return [*checks, Check("engine probe", FAIL, str(exc), f"edit {config}")]
+    asked = f"{row.repo} {row.query!r} (source {row.source})"
+    if seen.answered:
+        rank = seen.probed.result.rank
+        where = f"#{rank}" if rank else "not found"
+        return [
+            *checks,
+            Check("engine probe", OK, f"{asked}: {seen.outcome()}, the source {where}"),
+        ]
+    line = key_line(engine, "batch" if engine.batch else "query") or f"{config}"
+    return [
+        *checks,
+        Check(
+            "engine probe", FAIL,
+            f"{asked}: {seen.outcome()}; its stderr: {seen.stderr()}; the line: {line}",
+            f"edit {line.split(': ', 1)[0]}; run it yourself: {seen.command}",
+        ),
+    ]  # fmt: skip
 
 
 def healthy(checks: list[Check]) -> bool:
@@ -397,7 +478,7 @@ def run(args: argparse.Namespace) -> int:
     locate_flags(args)
     checks = diagnose(
         cache_root(args.cache), mirror_root(args.mirror), Path(args.corpus),
-        query_set_path(args.queries), finder_root(Path(args.finder)),
+        query_set_path(args.queries), finder_root(Path(args.finder)), config_of(args.finder),
     )  # fmt: skip
     sys.stdout.write(render(checks))
     return EXIT_OK if healthy(checks) else EXIT_FAILURE

@@ -11,7 +11,6 @@ from recall.commands._flags import add_commits_run, commit_options, shard_spec
 from recall.commands._output import print_history
 from recall.errors import EXIT_OK, RecallError
 from recall.files import target
-from recall.running.build import check_build_timeout
 from recall.workflows import history, history_shards
 from recall.workflows.options import HistoryOptions
 
@@ -59,7 +58,6 @@ def add_output_flags(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     options = options_of(args)
-    check_build_timeout(options.commits.build_timeout)
     _check_shard_flags(args)
     for named in (args.html, args.save):
         if named:

@@ -23,7 +23,7 @@ from pathlib import Path
 from recall.commands._flags import add_finder, locate_flags
 from recall.errors import EXIT_OK, RecallError
 from recall.files import stage
-from recall.finders.engine import parse_engine, preset_names
+from recall.finders.engine import TEMPLATE_MARK, parse_engine, preset_names
 from recall.running.build import finder_root
 
 FILENAME = "recall.toml"
@@ -37,9 +37,9 @@ BLANK = """\
 # {query}, {limit} (0 = unlimited).
 [engine]
 
-# Required: the program, and one query. Edit both.
-bin = ["{tree}/my-finder"]
-query = ["{bin}", "{query}", "--limit", "{limit}"]
+# Required: the program, and one query. Edit both (a run refuses a line still marked).
+bin = ["{tree}/my-finder"]  MARK
+query = ["{bin}", "{query}", "--limit", "{limit}"]  MARK
 
 # How to build it, run in the source tree (the repo, or a base's extracted archive).
 # build = ["make"]
@@ -80,7 +80,7 @@ query = ["{bin}", "{query}", "--limit", "{limit}"]
 
 # Exit codes that mean "no match", not an error (fzf exits 1).
 # no_match_exit = [1]
-"""
+""".replace("MARK", TEMPLATE_MARK)
 
 
 @dataclass(frozen=True)
@@ -132,8 +132,8 @@ def detect_build(root: Path, program: str | None) -> Build | None:
             "Cargo.toml", ("cargo", "build", "--release"), (f"{{tree}}/target/release/{crate}",)
         )
     if (root / "go.mod").is_file():
-        module = re.search(r"^module\s+(\S+)", (root / "go.mod").read_text("utf-8"), re.M)
-        command = program or (_name(module.group(1)) if module else name)
+        module = _go_module(root)
+        command = program or (_name(module) if module else name)
         main = f"./cmd/{command}" if (root / "cmd" / command).is_dir() else "."
         return Build("go.mod", ("go", "build", "-o", command, main), (f"{{tree}}/{command}",))
     if (root / "package.json").is_file():
@@ -188,7 +188,8 @@ def starter(preset: str | None, root: Path | None = None) -> bytes:
         if found is None:
             return BLANK.encode()
         build, *rest = found.lines()
-        text = BLANK.replace('bin = ["{tree}/my-finder"]\n', "\n".join(rest) + "\n")
+        guess = f'bin = ["{{tree}}/my-finder"]  {TEMPLATE_MARK}\n'
+        text = BLANK.replace(guess, "\n".join(rest) + "\n")
         return text.replace('# build = ["make"]\n', build + "\n").encode()
     if preset not in preset_names():
         raise RecallError(
@@ -208,6 +209,34 @@ def starter(preset: str | None, root: Path | None = None) -> bytes:
     kept = [line for line in body.splitlines() if not re.match(r"(build|bin)\s*=", line)]
     table = kept.index("[engine]") + 1
     return (header + "\n".join([*kept[:table], *found.lines(), *kept[table:]]) + "\n").encode()
+
+
+def fitting_preset(root: Path) -> tuple[str, str] | None:
+    """A preset made for the finder this repo is, and what shows it: a Makefile beside
+    NAME.c (fzy's src/fzy.c), a Cargo.toml whose package is NAME, or a go.mod whose module
+    ends in NAME, for a preset NAME. The blank template's guessed query fails on such a
+    finder; its preset runs it as its users do."""
+    presets = [name for name in preset_names() if "-" not in name]  # not the -paths ones
+    has_make = (root / "Makefile").is_file() or (root / "makefile").is_file()
+    cargo = _toml_table(root / "Cargo.toml").get("package", {})
+    module = _go_module(root)
+    for name in presets:
+        for source in (root / f"{name}.c", root / "src" / f"{name}.c"):
+            if has_make and source.is_file():
+                return name, f"a Makefile and {source.relative_to(root)}"
+        if isinstance(cargo, dict) and cargo.get("name") == name:
+            return name, f"Cargo.toml's package {name}"
+        if module and _name(module) == name:
+            return name, f"go.mod's module {name}"
+    return None
+
+
+def _go_module(root: Path) -> str | None:
+    """The module path go.mod declares, if there is a go.mod that declares one."""
+    if not (root / "go.mod").is_file():
+        return None
+    found = re.search(r"^module\s+(\S+)", (root / "go.mod").read_text("utf-8"), re.M)
+    return found.group(1) if found else None
 
 
 def _names_tree(argv: tuple[str, ...]) -> bool:
@@ -233,15 +262,25 @@ def write_new(path: Path, data: bytes) -> None:
         staged.discard()
 
 
-def next_step(path: Path, preset: str | None, cwd: Path) -> str:
+def next_step(
+    path: Path, preset: str | None, cwd: Path, fits: tuple[str, str] | None = None
+) -> str:
     """The run to try first: one corpus and one type, in the finder's repo (recall finds
-    its recall.toml from there, and the suite it ships)."""
-    what = "edit bin and query" if preset is None else "check its build and bin"
+    its recall.toml from there, and the suite it ships); for a blank template in a repo a
+    preset fits, that preset first."""
+    what = "edit the lines marked EDIT" if preset is None else "check its build and bin"
     run = "recall --repo gin --type abbr3"
     finder = path.parent
     inside = cwd.absolute() == finder or finder in cwd.absolute().parents
     command = run if inside else f"cd {finder} && {run}"
-    return f"wrote {path}: {what}, then run: {command} (and --base REF to diff a ref)"
+    said = f"wrote {path}: {what}, then run: {command} (and --base REF to diff a ref)"
+    if preset is None and fits is not None:
+        name, shown = fits
+        said += (
+            f"; this repo looks like {name}'s ({shown}): the preset fits it, `rm {path} && "
+            f"recall init --preset {name}`"
+        )
+    return said
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -258,5 +297,6 @@ def run(args: argparse.Namespace) -> int:
     root = finder_root(Path(args.finder))
     path = root / FILENAME
     write_new(path, starter(args.preset, root))
-    print(next_step(path, args.preset, Path.cwd()))
+    fits = fitting_preset(root) if args.preset is None else None
+    print(next_step(path, args.preset, Path.cwd(), fits))
     return EXIT_OK

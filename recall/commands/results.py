@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from recall.commands._flags import add_common, add_split, tupled
-from recall.errors import EXIT_OK, RecallError
+from recall.errors import EXIT_OK
 from recall.files import target, write_atomic
 from recall.render.results_page import render_results
 from recall.workflows import results_page as results
@@ -53,8 +53,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run (or read back) every finder's report and write the page."""
     options = options_of(args)
-    if options.jobs < 1:
-        raise RecallError("--jobs must be 1 or more")
+    Path(options.out).parent.mkdir(parents=True, exist_ok=True)  # docs/ for a new page
     target(Path(options.out))  # a FIFO or a device there is refused before any work
     entries = results.peer_entries(options)
     results.check_comparable(entries)
@@ -66,7 +65,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         page = render_results(entries, host)
     out = Path(options.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(out, page.encode("utf-8"))
     print(f"recall results: wrote {options.out} ({len(entries)} finders)", file=sys.stderr)
     return EXIT_OK

@@ -55,12 +55,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="a candidate binary built by hand, run with the unlabeled engine (repeatable; "
         "default candidate: the engine built from the working tree)",
     )
+    p.add_argument(
+        "--no-candidate", action="store_true",
+        help="measure the labeled --engine LABEL=E alone: leave out the working tree's own "
+        "build, which is otherwise measured first, as `candidate`",
+    )  # fmt: skip
     add_finder(p)
     base = add_baseline(p)
     p.add_argument(
         "--same-program-ok", action="store_true",
         help="let --base REF run the very program the candidate runs (an engine whose bin is "
-        "a program on PATH, not one its build makes in the tree); refused otherwise",
+        "a program on PATH, not one its build makes in the tree; or a working tree that "
+        "holds REF's code unchanged, as --base HEAD on a clean tree): both sides then run "
+        "for real; refused otherwise",
     )  # fmt: skip
     base.add_argument(
         "--against", metavar="FILE",
@@ -119,7 +126,8 @@ def run(args: argparse.Namespace) -> int:
 def options_of(args: argparse.Namespace) -> RunOptions:
     return RunOptions(
         data=data_of(args), split=args.split, strict_queries=args.strict_queries,
-        finder=args.finder, candidates=tuple(args.candidates), base=args.base,
+        finder=args.finder, candidates=tuple(args.candidates),
+        no_candidate=args.no_candidate, base=args.base,
         base_bin=args.base_bin, against=args.against, same_program_ok=args.same_program_ok,
         jobs=args.jobs, timeout=args.timeout, build_timeout=args.build_timeout,
         no_cache=args.no_cache, allow_empty=args.allow_empty, bench=args.bench,

@@ -18,7 +18,9 @@ from importlib import resources
 from pathlib import Path
 
 from recall.errors import RecallError
+from recall.files import read_input
 from recall.inputs.languages import LANGUAGES
+from recall.inputs.queryset import NAMES, PATHS
 
 PLACEHOLDERS = (
     "tree", "bin", "python", "db", "corpus", "names", "language", "query", "limit",
@@ -107,20 +109,40 @@ def preset_names() -> list[str]:
     )
 
 
-def resolve_engine(spec: str | None, finder_root: Path) -> Engine:
+# The finder that runs where no --engine and no recall.toml name one: the reference
+# finder, in its path mode for the path set (it has a mode for each domain).
+DEFAULT_PRESETS = {NAMES: "reference", PATHS: "reference-paths"}
+
+
+def resolve_engine(spec: str | None, finder_root: Path, domain: str = NAMES) -> Engine:
     """--engine as a preset name or a file; else recall.toml in the finder's repo; else
-    the reference finder."""
+    the reference finder, in the mode of the query set's domain (names or paths)."""
     if spec is None:
         local = finder_root / "recall.toml"
-        return load_engine(local) if local.is_file() else load_preset("reference")
+        return load_engine(local) if local.is_file() else load_preset(DEFAULT_PRESETS[domain])
     if spec in preset_names():
         return load_preset(spec)
     path = Path(spec)
-    if not path.is_file():
+    if not path.exists():  # what is there, a pipe or a folder, read_input judges
         raise RecallError(
             f"--engine {spec}: no such file or preset (presets: {', '.join(preset_names())})"
         )
     return load_engine(path)
+
+
+def key_line(engine: Engine, key: str) -> str | None:
+    """Where an engine file sets key, `FILE:LINE: the line`, for an error to point at the
+    line to edit; None for a preset, or a file that no longer reads so."""
+    if engine.source.startswith("preset:"):
+        return None
+    try:
+        lines = Path(engine.source).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    for number, line in enumerate(lines, start=1):
+        if re.match(rf"\s*{re.escape(key)}\s*=", line):
+            return f"{engine.source}:{number}: {line.strip()}"
+    return None
 
 
 def load_preset(name: str) -> Engine:
@@ -128,12 +150,35 @@ def load_preset(name: str) -> Engine:
     return parse_engine(data, f"preset:{name}")
 
 
+# What `recall init` puts after each line of its blank template that it could only guess
+# (the program, the query's argv): an engine file still holding one is refused by name.
+TEMPLATE_MARK = "# EDIT: recall init's guess"
+
+
 def load_engine(path: Path) -> Engine:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise RecallError(f"{path}: cannot read: {exc.strerror}") from None
-    return parse_engine(data, str(path))
+    data = read_input(path)
+    engine = parse_engine(data, str(path))
+    _check_edited(path, data)
+    return engine
+
+
+def _check_edited(path: Path, data: bytes) -> None:
+    """An engine file that still holds the template's guesses would run a program and a
+    query argv no finder was described by (a generic `{query} --limit {limit}` fails on
+    fzy, answering nothing): refused with the lines to edit."""
+    marked = [
+        (number, line.split("=", 1)[0].strip())
+        for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), start=1)
+        if TEMPLATE_MARK in line and not line.lstrip().startswith("#")
+    ]
+    if marked:
+        lines = ",".join(str(number) for number, _key in marked)
+        keys = ", ".join(key for _number, key in marked)
+        raise RecallError(
+            f"{path}:{lines}: `recall init`'s template, unedited ({keys}): edit "
+            f"{'these lines' if len(marked) > 1 else 'this line'} for your finder and remove "
+            f"the `{TEMPLATE_MARK}` mark"
+        )
 
 
 def parse_engine(data: bytes, source: str) -> Engine:
@@ -429,3 +474,25 @@ class QueryArgv:
             e if isinstance(e, str) else "".join(p if isinstance(p, str) else given[p] for p in e)
             for e in self.elements
         ]
+
+
+def refuse_unfit(engines: list[Engine], domain: str) -> None:
+    """A set that an engine given cannot answer is refused before anything runs: a
+    language server answers workspace/symbol with names and lists no files, and the
+    reference finder's name mode ranks the symbols of its own index of the corpus, so
+    the path set applies to neither (docs/engines.md); the reference finder's path mode
+    is its own preset."""
+    if domain != PATHS:
+        return
+    for engine in engines:
+        if engine.kind == "lsp":
+            raise RecallError(
+                f"{engine.source}: kind lsp ranks symbol names, not file paths: the path set "
+                "does not apply to it"
+            )
+        if engine.source == f"preset:{DEFAULT_PRESETS[NAMES]}":
+            raise RecallError(
+                f"--engine {DEFAULT_PRESETS[NAMES]}: the reference finder's name mode ranks "
+                "the symbols it indexes, not file paths: the path set needs its path mode, "
+                f"--engine {DEFAULT_PRESETS[PATHS]} (the default for --queries paths)"
+            )

@@ -25,7 +25,9 @@ import platformdirs
 
 from recall.cache import FolderEntry, sole_user
 from recall.errors import RecallError
+from recall.files import read_input
 from recall.inputs.languages import LANGUAGES
+from recall.inputs.sides import SIDES, TUNE
 
 FROZEN_DATE = "2000-01-01T00:00:00Z"
 FROZEN_EPOCH = 946684800
@@ -52,8 +54,18 @@ class Pin:
     url: str
     sha: str
     language: str
+    # Its side of the split (recall/inputs/sides.py). A pin without the field predates the
+    # rule and is `tune`; `recall pin` writes it, puts a new corpus on the holdout side
+    # and never moves a pin's side.
+    split: str = TUNE
 
     def as_json(self) -> dict[str, str]:
+        """The pin as corpus.json holds it."""
+        return {**self.identity(), "split": self.split}
+
+    def identity(self) -> dict[str, str]:
+        """What the checkout, and so every answer, depends on: the keys of kept indexes
+        and results hold this, not the side, which changes no answer."""
         return {"url": self.url, "sha": self.sha, "language": self.language}
 
 
@@ -75,9 +87,7 @@ class Checkout:
 def load_pins(path: Path) -> dict[str, Pin]:
     """Read and validate corpus.json; every problem names the file, the repo and the field."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise RecallError(f"{path}: cannot read: {exc.strerror}") from None
+        text = read_input(path).decode("utf-8")
     except UnicodeDecodeError:
         raise RecallError(f"{path}: not UTF-8") from None
 
@@ -108,8 +118,13 @@ def validate_pin(path: Path, name: str, fields: object) -> Pin:
     if not isinstance(fields, dict):
         raise RecallError(f"{where}: expected an object with url, sha and language")
     for key in fields:
-        if key not in ("url", "sha", "language"):
+        if key not in ("url", "sha", "language", "split"):
             raise RecallError(f"{where}: unknown field {key!r}")
+    split = fields.get("split", TUNE)
+    if split not in SIDES:
+        raise RecallError(
+            f"{where}: field 'split' must be one of {', '.join(SIDES)}, got {split!r}"
+        )
     for key in ("url", "sha", "language"):
         if key not in fields:
             raise RecallError(f"{where}: missing field {key!r}")
@@ -128,7 +143,7 @@ def validate_pin(path: Path, name: str, fields: object) -> Pin:
             f"{where}: field 'language' must be one of {', '.join(sorted(LANGUAGES))}, "
             f"got {language!r}"
         )
-    return Pin(name=name, url=url, sha=sha, language=language)
+    return Pin(name=name, url=url, sha=sha, language=language, split=split)
 
 
 def select_pins(pins: dict[str, Pin], names: list[str] | None, source: Path) -> list[Pin]:
@@ -270,7 +285,7 @@ def _build_checkout(pin: Pin, entry: FolderEntry, mirror: Path | None) -> None:
         source = _fetch_source(pin, mirror)
         repo = git.Repo.init(tmp)
         with repo:
-            _shallow_fetch(repo, pin, source)
+            _shallow_fetch(repo, pin, source, hint=mirror is None)
             repo.git.update_ref(PIN_REF, pin.sha)
             tree = repo.commit(pin.sha).tree.hexsha
             with repo.git.custom_environment(**FROZEN_IDENTITY):
@@ -298,16 +313,28 @@ def _fetch_source(pin: Pin, mirror: Path | None) -> str:
     return local.as_uri()
 
 
-def _shallow_fetch(repo: git.Repo, pin: Pin, source: str) -> None:
+def _shallow_fetch(repo: git.Repo, pin: Pin, source: str, *, hint: bool = False) -> None:
+    """Fetch the pinned commit alone; hint: no mirror was given, so a failure says how to
+    give one."""
     if sys.stderr.isatty():
         print(f"recall: fetching {pin.name} {pin.sha[:12]} from {source}", file=sys.stderr)
     try:
         repo.git.fetch("--depth", "1", "--no-tags", "--end-of-options", source, pin.sha)
     except git.GitCommandError as exc:
         detail = _last_line(exc.stderr) or f"git exited {exc.status}"
+        where = pin.url if source == pin.url else f"{source} (the mirror of {pin.url})"
         raise RecallError(
-            f"fetch {pin.name}: cannot fetch {pin.sha[:12]} from {pin.url}: {detail}"
+            f"fetch {pin.name}: cannot fetch {pin.sha[:12]} from {where}: {detail}"
+            + (OFFLINE_HINT if hint else "")
         ) from None
+
+
+# What a failed fetch from a pin's url adds: a machine without the network fetches from
+# bare mirrors, and the flag that names them is easy to miss.
+OFFLINE_HINT = (
+    "; offline, give --mirror DIR (or set RECALL_MIRROR), a folder of bare mirrors laid "
+    "out DIR/<host>/<path>"
+)
 
 
 def _last_line(text: str | bytes | None) -> str:

@@ -17,6 +17,7 @@ from pathlib import Path
 import orjson
 
 from recall.errors import RecallError
+from recall.files import read_input
 from recall.inputs.corpus import Pin
 from recall.inputs.queryset import HAND, PATH_SET, QueryRow
 from recall.inputs.recipes import RECIPE_SETS, is_searchable, make_queries
@@ -121,9 +122,7 @@ class RepoSettings:
 def load_settings(path: Path, pins: dict[str, Pin]) -> dict[str, RepoSettings]:
     """derive.json: {"repos": {NAME: {"n": N, "seed": S}}}, in corpus order."""
     try:
-        data = orjson.loads(path.read_bytes())
-    except OSError as exc:
-        raise RecallError(f"{path}: cannot read: {exc.strerror}") from None
+        data = orjson.loads(read_input(path))
     except orjson.JSONDecodeError as exc:
         raise RecallError(f"{path}: not JSON: {exc}") from None
     repos = data.get("repos") if isinstance(data, dict) else None
@@ -148,8 +147,8 @@ def read_recipe_set(path: Path) -> str:
     """Which recipes a settings file's query set is made with: its `recipes` key, else
     the default six types."""
     try:
-        data = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
+        data = orjson.loads(read_input(path))
+    except (RecallError, orjson.JSONDecodeError):
         return "default"  # load_settings reports the file's problem
     recipe_set = data.get("recipes", "default") if isinstance(data, dict) else "default"
     known = (*RECIPE_SETS, PATH_SET)  # the path set's recipes: recall.inputs.path_recipes

@@ -24,15 +24,16 @@ their answers back to every step that typed them (recall/analysis/effort.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
 
 from recall.errors import RecallError
+from recall.files import read_input
 from recall.inputs.derive import NameSource, RepoSettings, sample_names
-from recall.inputs.queryset import HAND, QueryRow, split_of
+from recall.inputs.queryset import HAND, QueryRow
 from recall.inputs.recipes import words
 
 HEADER = ("repo", "sequence", "step", "query", "source")
@@ -99,6 +100,7 @@ class TypingRow:
     step: int
     query: str
     source: str
+    line: int = field(default=0, compare=False)  # its line in the file read; 0: derived
 
 
 def derive_typing_rows(repo: str, source: NameSource, n: int, seed: int) -> list[TypingRow]:
@@ -117,22 +119,18 @@ def format_typing(rows: list[TypingRow]) -> bytes:
 
 
 def is_typing_file(path: Path) -> bool:
-    """Does the file start with the typing set's header (a BOM allowed)?"""
-    try:
-        with path.open("rb") as handle:
-            first = handle.readline()
-    except OSError:
-        return False
-    return first.removeprefix(b"\xef\xbb\xbf").rstrip(b"\r\n") == "\t".join(HEADER).encode()
+    """Does the file start with the typing set's header (a BOM allowed)? A file that cannot
+    be read is refused here, in the words its reader would use; a pipe is read once, and
+    its reader gets the same bytes (files.read_input)."""
+    first = read_input(path).split(b"\n", 1)[0]
+    return first.removeprefix(b"\xef\xbb\xbf").rstrip(b"\r") == "\t".join(HEADER).encode()
 
 
 def read_typing(path: Path, repos: set[str] | None = None) -> list[TypingRow]:
     """Parse a typing set strictly: every step of a sequence present, in order, each one
-    keystroke more than the last; a bad line is refused with its file and line named."""
-    try:
-        data = path.read_bytes().removeprefix(b"\xef\xbb\xbf")
-    except OSError as exc:
-        raise RecallError(f"{path}: cannot read: {exc.strerror}") from None
+    keystroke more than the last, and each sequence once; a bad line is refused with its
+    file and line named."""
+    data = read_input(path).removeprefix(b"\xef\xbb\xbf")
     try:
         lines = data.decode("utf-8").splitlines()
     except UnicodeDecodeError as exc:
@@ -140,12 +138,24 @@ def read_typing(path: Path, repos: set[str] | None = None) -> list[TypingRow]:
     if not lines or tuple(lines[0].split("\t")) != HEADER:
         raise RecallError(f"{path}:1: header must be {'<TAB>'.join(HEADER)}")
     rows: list[TypingRow] = []
+    begun: dict[tuple[str, str, str], int] = {}  # each sequence's first line
     for number, line in enumerate(lines[1:], start=2):
-        rows.append(_parse(line.split("\t"), f"{path}:{number}", repos, rows[-1] if rows else None))
+        at = f"{path}:{number}"
+        row = _parse(line.split("\t"), at, repos, rows[-1] if rows else None, number)
+        key = (row.repo, row.sequence, row.source)
+        if row.step == 1 and key in begun:  # its steps would be read as one sequence's
+            raise RecallError(
+                f"{at}: a second {row.sequence} sequence toward {row.source!r} (the first "
+                f"starts at line {begun[key]})"
+            )
+        begun.setdefault(key, number)
+        rows.append(row)
     return rows
 
 
-def _parse(fields: list[str], at: str, repos: set[str] | None, last: TypingRow | None) -> TypingRow:
+def _parse(
+    fields: list[str], at: str, repos: set[str] | None, last: TypingRow | None, number: int
+) -> TypingRow:
     if len(fields) != len(HEADER):
         raise RecallError(f"{at}: expected {len(HEADER)} tab-separated fields, got {len(fields)}")
     repo, kind, step, query, source = fields
@@ -153,11 +163,11 @@ def _parse(fields: list[str], at: str, repos: set[str] | None, last: TypingRow |
         raise RecallError(f"{at}: unknown repo {repo!r} (not in the corpus pins)")
     if kind not in SEQUENCES:
         raise RecallError(f"{at}: unknown sequence {kind!r} (one of {', '.join(SEQUENCES)})")
-    if not step.isdigit() or int(step) < 1:
+    if not (step.isascii() and step.isdigit()) or int(step) < 1:  # `²` is a digit to isdigit
         raise RecallError(f"{at}: step must be a whole number from 1, got {step!r}")
     if not source:
         raise RecallError(f"{at}: a typing row needs its source name")
-    row = TypingRow(repo, kind, int(step), query, source)
+    row = TypingRow(repo, kind, int(step), query, source, number)
     if len(query) != row.step or not query.strip():
         raise RecallError(f"{at}: step {row.step} must type {row.step} characters, got {query!r}")
     same = last is not None and (last.repo, last.sequence, last.source) == (repo, kind, source)
@@ -168,11 +178,28 @@ def _parse(fields: list[str], at: str, repos: set[str] | None, last: TypingRow |
     return row
 
 
+def check_typing_sources(
+    rows: Iterable[TypingRow], names: Mapping[str, Iterable[str]], where: str
+) -> None:
+    """Refuse a step whose source is no name of its corpus at its pin, naming its line,
+    before any finder runs: the harness could not tell a finder's miss from a typo in the
+    set (names: each repo's distinct names)."""
+    known = {repo: set(listed) for repo, listed in names.items()}
+    for row in rows:
+        if row.source not in known[row.repo]:
+            at = f"{where}:{row.line}" if row.line else where
+            raise RecallError(
+                f"{at}: source {row.source!r} ({row.sequence}) is not a name of {row.repo} "
+                "at its pin"
+            )
+
+
 def select_typing(
-    rows: list[TypingRow], repos: list[str] | None, kinds: list[str] | None, split: str | None
-) -> list[TypingRow]:
-    """The steps of the --repo, --type (a sequence kind) and --split selection; a sequence
-    is on its name's side of the split, as every row derived from that name is."""
+    rows: list[TypingRow], repos: list[str] | None, kinds: list[str] | None,
+    split: set[str] | None,
+) -> list[TypingRow]:  # fmt: skip
+    """The steps of the --repo, --type (a sequence kind) and --split selection (split:
+    queryset.split_repos's repos of the side, whole corpora as in every set)."""
     for kind in kinds or []:
         if kind not in SEQUENCES:
             raise RecallError(f"--type: unknown sequence {kind!r} (one of {', '.join(SEQUENCES)})")
@@ -181,7 +208,7 @@ def select_typing(
         for r in rows
         if (not repos or r.repo in repos)
         and (not kinds or r.sequence in kinds)
-        and (split is None or split_of(r.repo, r.source) == split)
+        and (split is None or r.repo in split)
     ]
 
 
@@ -199,8 +226,8 @@ RECIPES = "typing"
 def is_typing_settings(path: Path) -> bool:
     """Do the derive settings make the typing set (`"recipes": "typing"`)?"""
     try:
-        data = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
+        data = orjson.loads(read_input(path))
+    except (RecallError, orjson.JSONDecodeError):
         return False  # load_settings reports the file's problem
     return isinstance(data, dict) and data.get("recipes") == RECIPES
 

@@ -23,10 +23,9 @@ import orjson
 from recall.cache import keep_file, read_file
 from recall.errors import RecallError
 from recall.inputs.corpus import Checkout
-from recall.inputs.queryset import PATH_TYPES, QueryRow
+from recall.inputs.queryset import NAMES, PATH_TYPES, PATHS, QueryRow
 from recall.inputs.recipes import is_searchable
 
-NAMES, PATHS = "names", "paths"
 # The listing rule's version: a change to what is listed changes every key.
 LISTING = "ls-files -s -z; no gitlinks; searchable paths; v1"
 GITLINK = "160000"  # a submodule's entry: a commit of another repository, not a file

@@ -8,11 +8,14 @@ accepted cleanly, since editors add them without asking.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from recall.errors import RecallError
+from recall.files import read_input
 from recall.inputs.recipes import RECIPES, set_types
+from recall.inputs.sides import SPLITS, on_split
 
 HEADER = ("repo", "query", "type", "source")
 # The types of the recipes' two sets (recall.inputs.recipes, the one registry), in order.
@@ -23,6 +26,7 @@ TYPE_ORDER = tuple(recipe.type for recipe in RECIPES)
 # The path set (paths.tsv, recipe set PATH_SET): file-picker queries whose source is a
 # tracked path, made by recall.inputs.path_recipes (the registry's recipes take names).
 PATH_SET = "paths"
+NAMES, PATHS = "names", "paths"  # a set's domain: what its finders rank (inputs/paths.py)
 PATH_TYPES = (
     "baseprefix", "wordstarts", "dirinitials", "fragment", "extfirst", "basetypo", "basecase",
 )  # fmt: skip
@@ -51,24 +55,6 @@ def query_set_path(value: str) -> Path:
     return Path(value)
 
 
-def is_committed_set(value: str | None) -> bool:
-    """Is --queries VALUE one of the committed sets (by name, by default or by its file)?
-    Those are strict: a source that is not a name of its corpus is a bad row. Any other
-    file is foreign (rq's own, say) and runs, its unknown sources counted as not found,
-    unless --strict-queries."""
-    if not value or value == QUERY_SETS_DEFAULT:
-        return True
-    if value in QUERY_SETS and not Path(value).exists():
-        return True
-    given = Path(value).resolve()
-    checkout = Path(__file__).resolve().parents[2]  # the suite files beside the package
-    packaged = Path(__file__).parents[1] / "suite"  # the wheel's copies (links in a checkout)
-    return any(
-        given in (query_set_path(name).resolve(), checkout / file, (packaged / file).resolve())
-        for name, (file, _settings) in QUERY_SETS.items()
-    )
-
-
 @dataclass(frozen=True)
 class QueryRow:
     repo: str
@@ -83,19 +69,13 @@ class QueryRow:
 
 def read_queries(path: Path, repos: set[str] | None = None) -> list[QueryRow]:
     """Parse and validate a query set; repos, when given, is the set of known pins."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise RecallError(f"{path}: cannot read: {exc.strerror}") from None
-    return parse_queries(data, str(path), repos)
+    return parse_queries(read_input(path), str(path), repos)
 
 
 def read_lines(path: Path, where: str) -> list[str]:
     """A small hand-kept TSV's lines, UTF-8 with or without a BOM, LF or CRLF."""
     try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except OSError as exc:
-        raise RecallError(f"{where}: cannot read: {exc.strerror}") from None
+        text = read_input(path, where).decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise RecallError(f"{where}: not UTF-8 (byte {exc.start})") from None
     return text.splitlines()
@@ -160,44 +140,30 @@ def queries_digest(rows: list[QueryRow]) -> str:
     return hashlib.sha256(format_queries(rows)).hexdigest()
 
 
-# The sealed holdout (docs/DECISIONS.md states the discipline, docs/queries.md the rule).
-# A sourced row is on the holdout side when the first byte of sha256("repo\0source") is
-# below HOLDOUT_BYTES, so 77/256 = 30.1% of the names of a corpus, with every row derived
-# from a name (its abbr3, its typo, ...) on that name's side; else on the tune side.
-TUNE, HOLDOUT = "tune", "holdout"
-SPLITS = (TUNE, HOLDOUT)
-HOLDOUT_BYTES = 77
-# Corpora that are holdout whole: those of the nine-languages issue, pinned after the
-# reference finder was tuned on the first six, so that no tuning ever sees them.
-HOLDOUT_REPOS = frozenset({"redis", "commons-lang", "jquery", "fmt"})
-
-
-def split_of(repo: str, source: str) -> str | None:
-    """The side of the split a row of (repo, source) is on: `holdout` or `tune`, or None
-    for a hand row (no source), which is on neither side: it has no name to hash, and a
-    person picked it looking at rankings, so it is no sealed sample."""
-    if not source:
+def split_repos(sides: Mapping[str, str], split: str | None) -> set[str] | None:
+    """The repos whose rows --split runs, from each pin's side (recall/inputs/sides.py),
+    or None without --split: every repo. The split is by whole corpora, so a hand row
+    (no source) is on its corpus's side like the others."""
+    if split is None:
         return None
-    if repo in HOLDOUT_REPOS:
-        return HOLDOUT
-    digest = hashlib.sha256(f"{repo}\0{source}".encode()).digest()
-    return HOLDOUT if digest[0] < HOLDOUT_BYTES else TUNE
+    if split not in SPLITS:
+        raise RecallError(f"--split: unknown split {split!r} (one of {', '.join(SPLITS)})")
+    return {repo for repo, side in sides.items() if on_split(side, split)}
 
 
 def select(
     rows: list[QueryRow], repos: list[str] | None, types: list[str] | None,
-    split: str | None = None,
+    split: set[str] | None = None,
 ) -> list[QueryRow]:  # fmt: skip
-    """The rows of the --repo, --type and --split selection (None: every one)."""
+    """The rows of the --repo, --type and --split selection (None: every one); split is
+    split_repos's set of the side's repos."""
     for kind in types or []:
         if kind not in TYPES:
             raise RecallError(f"--type: unknown type {kind!r} (one of {', '.join(TYPES)})")
-    if split is not None and split not in SPLITS:
-        raise RecallError(f"--split: unknown split {split!r} (one of {', '.join(SPLITS)})")
     return [
         r
         for r in rows
         if (not repos or r.repo in repos)
         and (not types or r.type in types)
-        and (split is None or split_of(r.repo, r.source) == split)
+        and (split is None or r.repo in split)
     ]

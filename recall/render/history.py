@@ -12,7 +12,7 @@ from recall.render import columns
 from recall.render.escape import html as _e
 from recall.render.escape import markdown as markdown_text
 from recall.render.html import page_css
-from recall.render.svg import percent_grid, svg_start
+from recall.render.svg import data_axis, grid, svg_start
 from recall.render.table import table
 from recall.terminal import safe_output, shown
 
@@ -106,24 +106,34 @@ def _safe_url(commit: dict) -> bool:
     return isinstance(url, str) and url.startswith("https://")
 
 
+MIN_PLOT_W = 640  # a chart of a few commits still spreads them over the page
+APART_PX = 3.0  # lines that would coincide are drawn this far apart
+
+
 def chart(commits: list[dict], series: Series, title: str) -> str:
-    """One SVG line chart, 0 to 100 on y, one x step per commit. Each series is (label,
-    colour, values); a None value (a commit that failed, or has no such rows) is a gap:
-    the line stops at the point before and starts again after. Every point is a link to
-    its commit when the commit has a url, else it carries the sha as its title."""
-    left, right, top, plot_h, bottom = 44, 100, 24, 240, 90  # right: the last tilted label
-    step = 56 if len(commits) < 25 else max(8, 1400 // max(1, len(commits)))
-    plot_w = step * max(1, len(commits) - 1)
+    """One SVG line chart, one x step per commit, its y axis scaled to the values drawn
+    (svg.data_axis: fzy's -0.2 points between two releases is a step to see, not a pixel
+    of a 0 to 100 axis). Each series is (label, colour, values); a None value (a commit
+    that failed, or has no such rows) is a gap: the line stops at the point before and
+    starts again after. A point of a later series that would fall on an earlier one's is
+    drawn APART_PX lower, so no line hides another (its title keeps the exact value).
+    Every point is a link to its commit when the commit has a url, else it carries the
+    sha as its title."""
+    left, right, top, plot_h, bottom = 52, 100, 24, 240, 90  # right: the last tilted label
+    gaps = max(1, len(commits) - 1)
+    step = max(56, MIN_PLOT_W / gaps) if len(commits) < 25 else max(8, 1400 // gaps)
+    plot_w = step * gaps
     width, height = left + plot_w + right, top + plot_h + bottom
+    low, high, ticks = data_axis([v for _l, _c, values in series for v in values if v is not None])
 
     def x(i: int) -> float:
         return left + (step * i if len(commits) > 1 else plot_w / 2)
 
     def y(v: float) -> float:
-        return top + plot_h * (1 - v / 100)
+        return top + plot_h * (1 - (v - low) / (high - low))
 
     parts = [*svg_start(width, height, title), f'<text x="{left}" y="14">{_e(title)}</text>']
-    parts += percent_grid(left, plot_w, y)
+    parts += grid(left, plot_w, y, ticks)
     for i, commit in enumerate(commits):
         label = _name(commit)
         cx = x(i)
@@ -136,13 +146,21 @@ def chart(commits: list[dict], series: Series, title: str) -> str:
                 f'<text x="{cx:.1f}" y="{top + plot_h - 4}" text-anchor="middle" fill="#999">'
                 f"×<title>{_e(commit['sha'])}: {_e(commit['error'])}</title></text>"
             )
+    drawn: list[list[float | None]] = []  # each series' y at each commit, once placed
     for label, color, values in series:
+        ys = [None if v is None else y(v) for v in values]
+        for i, py in enumerate(ys):
+            taken = [placed[i] for placed in drawn]
+            while py is not None and any(t is not None and abs(t - py) < APART_PX for t in taken):
+                py += APART_PX
+            ys[i] = py
+        drawn.append(ys)
         segments: list[list[tuple[float, float]]] = [[]]
-        for i, v in enumerate(values):
-            if v is None:
+        for i, py in enumerate(ys):
+            if py is None:
                 segments.append([])
             else:
-                segments[-1].append((x(i), y(v)))
+                segments[-1].append((x(i), py))
         for seg in segments:
             if len(seg) > 1:
                 points = " ".join(f"{px:.1f},{py:.1f}" for px, py in seg)
@@ -150,13 +168,13 @@ def chart(commits: list[dict], series: Series, title: str) -> str:
                     f'<polyline points="{points}" fill="none" stroke="{color}" '
                     f'stroke-width="2" data-series="{_e(label)}"/>'
                 )
-        for i, v in enumerate(values):
-            if v is None:
+        for i, (v, py) in enumerate(zip(values, ys, strict=True)):
+            if v is None or py is None:
                 continue
             commit = commits[i]
             tip = f"{commit['sha']} {commit['subject']}: {label} {v:.1f}"
             dot = (
-                f'<circle cx="{x(i):.1f}" cy="{y(v):.1f}" r="3.5" fill="{color}">'
+                f'<circle cx="{x(i):.1f}" cy="{py:.1f}" r="3.5" fill="{color}">'
                 f"<title>{_e(tip)}</title></circle>"
             )
             if _safe_url(commit):
@@ -172,17 +190,16 @@ def _legend(items: list[tuple[str, str]]) -> str:
 
 
 def charts(data: dict, by: str | None) -> str:
-    """Without --by: one chart, a line per metric. With --by: a chart per metric, a line
-    per type or repo."""
+    """Without --by: a chart per metric, each on its own axis. With --by: a chart per
+    metric, a line per type or repo."""
     commits = data["commits"]
     keys = groups(data, by)
-    if not keys:
-        series = [
-            (name, METRIC_COLORS[metric], [_value(c, metric) for c in commits])
+    if not keys:  # a chart a metric, each on its own axis: #1 and MRR move apart
+        return "".join(
+            chart(commits, [(name, METRIC_COLORS[metric], [_value(c, metric) for c in commits])],
+                  f"{name}, all sourced queries")
             for metric, name in METRICS
-        ]
-        legend = _legend([(name, color) for name, color, _values in series])
-        return legend + chart(commits, series, "all sourced queries")
+        )  # fmt: skip
     out = []
     colors = {key: GROUP_COLORS[i % len(GROUP_COLORS)] for i, key in enumerate(keys)}
     for metric, name in METRICS:

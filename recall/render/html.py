@@ -26,11 +26,14 @@ from recall.render.columns import (
     cells,
     counts_from_json,
     expected,
+    holdout_lines,
     left_aligned,
 )
 from recall.render.effort import effort_html
 from recall.render.escape import html as _e
 from recall.render.svg import PERCENT_TICKS, svg_start
+from recall.render.table import by_error
+from recall.render.text import restarts_line
 
 COLORS = {"found": "#c6dbef", "top10": "#6baed6", "first": "#08519c"}
 MOVE_COLORS = {"up": "#31a354", "found": "#006d2c", "same": "#969696", "down": "#de2d26",
@@ -54,7 +57,15 @@ svg text {{ font: {svg_text_px}px system-ui, sans-serif; fill: #222; }}
 """
 
 
-CSS = page_css(1100, 12) + "a { color: #08519c; }\n"
+# The verdict box at the top of the page, its background by what the change did: a
+# reader sees the outcome before any table (regressed where either outcome regressed).
+VERDICT_BACKGROUND = {"regressed": "#fde0dd", "improved": "#e5f5e0", "same": "#eaeff5"}
+CSS = (
+    page_css(1100, 12)
+    + "a { color: #08519c; }\n"
+    + ".verdict { padding: .2em 1em; margin: .8em 0; border-radius: 4px; }\n"
+    + "".join(f".verdict.{k} {{ background: {v}; }}\n" for k, v in VERDICT_BACKGROUND.items())
+)
 
 
 @dataclass(frozen=True)
@@ -129,8 +140,8 @@ def _ceiling_table(title: str, by: dict) -> str:
 ABOVE_NOTE = (
     f"{ABOVE} and the columns above it: a finder's #1 or top 10 above the ceiling's 95% "
     "range on the same rows, more than chance gives any finder under the recipes' choice "
-    "model: that model is wrong for those rows, and the ceiling is no bound there "
-    "(docs/queries.md)."
+    "model: either that model is wrong for those rows, or the finder's order suits this "
+    "one sample, a lean the sample favours or tuning on it (docs/queries.md)."
 )
 
 
@@ -295,6 +306,36 @@ def _verdicts_table(runs: list[dict], diffs: list[dict]) -> str:
     return _table(head, rows, frozenset({0, 4, 5}))
 
 
+def _verdict_box(d: dict, effort: dict | None) -> str:
+    """A diff's verdict line and its counts, first on the page: of its sources, or of a
+    typing set's sequences (effort: that diff's effort diff)."""
+    verdict = (effort or d).get("verdict")
+    if effort is not None:
+        outcomes = [effort["verdict"]["first"], effort["verdict"]["top3"]]
+        never = sum(1 for c in effort["more_keys"] if c["new_keys"] is None)
+        counts = (
+            f"sequences: {effort['more']} need more keystrokes to #1 ({never} never reach it "
+            f"now), {effort['fewer']} fewer, {effort['same']} the same; "
+            f"{len(effort['lost_top3'])} no longer reach the top 3"
+        )
+    else:
+        outcomes = [verdict["first"], verdict["top10"]] if verdict else []
+        counts = (
+            f"lost #1 {len(d['lost_first'])}, lost the top 10 {len(d['lost_top10'])}, gained #1 "
+            f"{len(d.get('gained_first', []))}, entered the top 10 "
+            f"{len(d.get('gained_top10', []))}; sources up {d['up']}, down {d['down']}, "
+            f"unchanged {d['same']}"
+        )
+    said = {o["outcome"] for o in outcomes}
+    kind = "regressed" if "regressed" in said else "improved" if "improved" in said else "same"
+    summary = f"<p>{_e(verdict['summary'])}</p>" if verdict else ""
+    return (
+        f'<div class="verdict {kind}"><p><strong>{_e(d["new"])} against {_e(d["base"])}: '
+        f"{_e(kind if kind != 'same' else 'no significant change')}</strong></p>{summary}"
+        f"<p>{_e(counts)}</p></div>"
+    )
+
+
 def _diff_section(d: dict, corpus: dict) -> list[str]:
     """One candidate's diff whole: its verdict, moves, and every lost and gained row."""
     verdict = d.get("verdict")
@@ -354,6 +395,11 @@ def render_html(report: dict) -> str:
         f"Python {_e(meta.get('python', ''))} · ctags {_e(meta.get('ctags', ''))} · "
         f"queries sha256 {_e(str(meta.get('queries_sha256', ''))[:12])}</p>",
     ]
+    diffs = report.get("diffs") or ([report["diff"]] if report.get("diff") else [])
+    efforts = (effort or {}).get("diffs") or [None] * len(diffs)
+    out += [_verdict_box(d, e) for d, e in zip(diffs, efforts, strict=True)]  # first: the answer
+    if report.get("holdout"):  # --split holdout: its corpora, fresh and seen, and margins
+        out += [f"<p>{_e(line)}</p>" for line in holdout_lines(report["holdout"])]
     if effort:  # its steps are prompts with no source: no sourced counts to draw
         out += effort_html(effort)
     else:
@@ -364,12 +410,13 @@ def render_html(report: dict) -> str:
             if report.get("ceiling"):
                 out.append(_ceiling_table(name, report["ceiling"][group]))
     out += _unknown_sources(report.get("unknown_sources"))
-    diffs = report.get("diffs") or ([report["diff"]] if report.get("diff") else [])
     if len(diffs) > 1:
         out += ["<h2>Verdicts against the baseline</h2>", _verdicts_table(runs, diffs)]
     for d in diffs:
         out += _diff_section(d, report.get("corpus", {}))
     for run in runs:
+        if run.get("restarts"):
+            out.append(f"<p>{_e(restarts_line(run['label'], run['restarts']))}</p>")
         if run.get("off_corpus"):
             out.append(
                 f"<h2>Answers of {_e(run['label'])} naming nothing in the corpus: "
@@ -385,12 +432,15 @@ def render_html(report: dict) -> str:
             )  # fmt: skip
         if run.get("error_rows"):
             out.append(f"<h2>Errors in {_e(run['label'])}: {len(run['error_rows'])}</h2>")
+            groups = by_error(run["error_rows"], lambda row: row["error"])
             out.append(
                 _table(
-                    ["repo", "query", "type", "error"],
-                    [[e["repo"], e["query"], e["type"], e["error"]] for e in run["error_rows"]],
-                    frozenset({0, 1, 2, 3}),
+                    ["error", "queries", "repo: query (type)"],
+                    [[error, len(got), "; ".join(f"{e['repo']}: {e['query']} ({e['type']})"
+                                                  for e in got)]
+                     for error, got in groups],
+                    frozenset({0, 2}),
                 )
-            )
+            )  # fmt: skip
     out.append("</body></html>\n")
     return "\n".join(out)

@@ -4,16 +4,20 @@ and the history table.
 A name holding a control character (a tab, a newline, an ESC, a U+202E) must not break a
 table or reach the terminal raw, nor, in Markdown, a pipe, a tag or a link, so every cell
 (and, in Markdown, every header) is escaped for its medium (recall/render/escape.py); a
-cell of `Markdown` that recall wrote itself (a code span) is put in as it is.
+cell of `Markdown` that recall wrote itself (a code span) is put in as it is. `by_error`
+groups listed rows under their error, for the text and the HTML report alike.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from recall.render.escape import Markdown, markdown
 from recall.terminal import shown
+
+T = TypeVar("T")
 
 NUMERIC = re.compile(r"[-+]?[\d.]+%?( \(.*\))?|-|( / )?([\d.]+( / )?)+")
 
@@ -60,3 +64,31 @@ def table(
         return "  ".join(padded).rstrip()
 
     return [fmt(row) for row in rows]
+
+
+def more(hidden: int, markdown: bool, where: str = "--json or --html") -> list[str]:
+    """The line after a list cut short: how many more rows, and where they are."""
+    line = f"… and {hidden} more: see {where}"
+    return ["", line] if markdown else [line]
+
+
+def first_rows(
+    header: Sequence[str], body: Sequence[Sequence[str]], markdown: bool, shown_at_most: int
+) -> list[str]:
+    """A long list's first rows as a table, and the line saying how many more the JSON and
+    the page hold (a section naming rows left out of something: the first few suffice)."""
+    out = table(header, body[:shown_at_most], markdown)
+    if len(body) > shown_at_most:
+        out += more(len(body) - shown_at_most, markdown)
+    return out
+
+
+def by_error(rows: Sequence[T], error: Callable[[T], str]) -> list[tuple[str, list[T]]]:
+    """Rows grouped by their error, in the order each error first comes: a report says an
+    error once with the queries that got it, not once per query (a function that returns
+    a str instead of a list fails every query the same way; a server that times out does
+    the same again and again)."""
+    groups: dict[str, list[T]] = {}
+    for row in rows:
+        groups.setdefault(error(row), []).append(row)
+    return list(groups.items())

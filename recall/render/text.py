@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from recall.analysis.effort import Effort
+from recall.analysis.effort import Effort, EffortDiff
 from recall.analysis.model import (
     LEFT_OUT_SHOWN,
     NOISE_SPREAD,
@@ -15,6 +15,7 @@ from recall.analysis.model import (
     Change,
     Counts,
     Diff,
+    ErrorRow,
     FailingCase,
     Report,
     RunSummary,
@@ -30,12 +31,13 @@ from recall.render.columns import (
     bound_of,
     ceiling_cells,
     cells,
+    holdout_lines,
     marked,
 )
 from recall.render.commandline import explain_command
 from recall.render.effort import render_effort
 from recall.render.escape import markdown as markdown_text
-from recall.render.table import table
+from recall.render.table import by_error, first_rows, more, table
 from recall.terminal import safe_output, shown
 
 # With several candidates, each diff's lost and gained lists show this many rows in text and
@@ -130,8 +132,9 @@ def _ceiling_note(c: CeilingCounts, runs: tuple[RunSummary, ...], markdown: bool
 
 ABOVE_NOTE = (
     f"{ABOVE} above the ceiling's 95% range on the same rows: more than chance gives any "
-    "finder under the recipes' choice model, so that model is wrong for those rows and "
-    "the ceiling is no bound there (docs/queries.md)"
+    "finder under the recipes' choice model, so either that model is wrong for those rows "
+    "or the finder's order suits this one sample (a lean the sample favours, or tuning on "
+    "it): docs/queries.md"
 )
 
 
@@ -185,6 +188,8 @@ def render(report: Report, *, markdown: bool = False) -> str:
                 f"{label} wrote into the checkout of {_said(', '.join(run.dirtied), markdown)}; "
                 "it was rebuilt from the pin"
             )
+        if run.restarts:
+            out += ["", restarts_line(label, run.restarts)]
         if run.off_corpus:
             out += _heading(
                 f"Answers of {label} naming nothing in the corpus: {run.off_corpus}", markdown
@@ -195,11 +200,12 @@ def render(report: Report, *, markdown: bool = False) -> str:
             ]
         if run.error_rows:
             out += _heading(f"Errors in {label}: {len(run.error_rows)} queries", markdown)
-            out += [_row_line(e.repo, e.query, e.error, markdown) for e in run.error_rows]
+            out += _error_lines(run.error_rows, markdown)
     if report.regress is not None:
         out += _render_regress(report, markdown)
-    for d in report.diffs:
-        out += _render_diff(d, markdown, cap)
+    efforts = report.effort.diffs if report.effort else ()
+    for i, d in enumerate(report.diffs):
+        out += _render_diff(d, markdown, cap, efforts[i] if efforts else None)
     if report.bench is not None:
         out += ["", *render_bench(report.bench, markdown)]
     if report.misses is not None:
@@ -229,17 +235,27 @@ def _counts_head(report: Report, markdown: bool) -> list[str]:
     if _any_above(top):
         out += ["", ABOVE_NOTE] if markdown else [ABOVE_NOTE]
     out += _left_out(top, markdown)
-    return out + _unknown_sources(report, markdown)
+    return out + _holdout(report, markdown) + _unknown_sources(report, markdown)
 
 
 def _typing_head(report: Report, effort: Effort, markdown: bool) -> list[str]:
     """A typing run's effort first, then each binary's seconds: its steps are prompts with
     no source of their own, so the sourced counts and their groups would be empty tables."""
     out = [f"the {report.split} split"] if report.split else []
+    out += _holdout(report, markdown)
     out += render_effort(effort, markdown)
     out += _heading("Seconds", markdown)
     body = [[run.label, f"{run.index_s:.1f}", f"{run.query_s:.1f}"] for run in report.runs]
     return out + table(["binary", "index s", "query s"], body, markdown, right=[False, True, True])
+
+
+def _holdout(report: Report, markdown: bool) -> list[str]:
+    """A --split holdout report's corpora and margins (docs/queries.md: the fresh holdout
+    is the one no tuning has read; the seen one is a second view)."""
+    if report.holdout is None:
+        return []
+    lines = [_said(line, markdown) for line in holdout_lines(report.holdout.to_json())]
+    return ["", *lines] if not markdown else ["", *(f"- {line}" for line in lines)]
 
 
 def _render_regress(report: Report, markdown: bool) -> list[str]:
@@ -255,6 +271,13 @@ def _render_regress(report: Report, markdown: bool) -> list[str]:
     verdicts = [(run.label, run.regress) for run in report.runs if run.regress is not None]
     body = [[label, str(r.holds), str(r.fails), str(r.not_applicable)] for label, r in verdicts]
     out += table(["binary", "hold", "fail", "n/a"], body, markdown)
+    unlocated = [_said(label, markdown) for label, r in verdicts if r.no_locations]
+    if unlocated:
+        why = (
+            f"n/a: {', '.join(unlocated)} print{'s' if len(unlocated) == 1 else ''} no "
+            "locations (file:line), which every regress case matches, so no case applies"
+        )
+        out += ["", why] if markdown else [why]
     for label, r in verdicts:
         if r.failing:
             out += _heading(
@@ -267,6 +290,27 @@ def _render_regress(report: Report, markdown: bool) -> list[str]:
 def _row_line(repo: str, query: str, what: str, markdown: bool) -> str:
     """One listed row of a section: its repo, its query quoted, and what it got."""
     return f"  {_said(repo, markdown)}\t{_said(repr(query), markdown)}: {_said(what, markdown)}"
+
+
+def restarts_line(label: str, restarts: int) -> str:
+    """A finder's batch process started again is time the counts do not show: a language
+    server that times out and restarts forty times costs minutes, and each restart after a
+    death mid-run retries the query it died on."""
+    times = "once" if restarts == 1 else f"{restarts} times"
+    return f"{label}: its batch process was started again {times}, after a death or a timeout"
+
+
+def _error_lines(rows: tuple[ErrorRow, ...], markdown: bool) -> list[str]:
+    """Each error once: a row line where one query got it, else the error and then the
+    queries that got it, one a line."""
+    out = []
+    for error, got in by_error(rows, lambda row: row.error):
+        if len(got) == 1:
+            out.append(_row_line(got[0].repo, got[0].query, error, markdown))
+            continue
+        out.append(f"  {len(got)} queries: {_said(error, markdown)}")
+        out += [f"    {_said(e.repo, markdown)}\t{_said(repr(e.query), markdown)}" for e in got]
+    return out
 
 
 def _heading(text: str, markdown: bool) -> list[str]:
@@ -329,7 +373,7 @@ def _unknown_sources(report: Report, markdown: bool) -> list[str]:
     body = [[str(u.line), u.repo, u.query, u.type, u.source] for u in unknown.first]
     out += table(["line", "repo", "query", "type", "source"], body, markdown)
     if unknown.count > len(unknown.first):
-        out += _more(unknown.count - len(unknown.first), markdown, "--json")
+        out += more(unknown.count - len(unknown.first), markdown, "--json")
     return out
 
 
@@ -350,32 +394,91 @@ def _left_out(summary: CeilingSummary, markdown: bool) -> list[str]:
         "query); the finders are compared with the ceiling without them",
         markdown,
     )
-    shown_rows = rows[:LEFT_OUT_SHOWN]
-    out += table(
-        ["repo", "query", "type", "source"],
-        [[r.repo, r.query, r.type, r.source] for r in shown_rows], markdown,
-    )  # fmt: skip
-    if len(rows) > len(shown_rows):
-        out += _more(len(rows) - len(shown_rows), markdown)
+    body = [[r.repo, r.query, r.type, r.source] for r in rows]
+    return out + first_rows(["repo", "query", "type", "source"], body, markdown, LEFT_OUT_SHOWN)
+
+
+def diff_lines(d: Diff, effort: EffortDiff | None = None) -> tuple[str, str]:
+    """A diff's verdict line and its counts line: of the sources, or for a typing set of
+    its sequences (whose prompts have no source: the sources' counts would all be 0)."""
+    if effort is not None:
+        return (
+            effort.verdict_line(),
+            f"{effort.counts_line()}; distinct queries whose top 10 changed: {d.top10_changed}",
+        )
+    return (
+        d.significance.verdict_line(),
+        f"sources up {d.up}, down {d.down}, unchanged {d.same}; "
+        f"queries whose top 10 changed: {d.top10_changed}",
+    )
+
+
+def log_lines(report: Report) -> list[str]:
+    """What a CI job's log shows of each diff, whatever went to stdout (a summary file,
+    a JSON file): its verdict line and its lost and gained counts, one line each, on
+    stderr; and, for --fail-on-loss, what the losses are (loss_reasons)."""
+    out: list[str] = []
+    efforts = report.effort.diffs if report.effort else ()
+    for i, d in enumerate(report.diffs):
+        head = f"recall: {shown(d.new)} against {shown(d.base)}"
+        effort = efforts[i] if efforts else None
+        verdict, _counts = diff_lines(d, effort)
+        out.append(f"{head}: {verdict}")
+        if effort is not None:
+            out.append(f"{head}: {effort.counts_line()}")
+            continue
+        accepted = f" ({len(d.accepted)} accepted, not counted)" if d.accepted else ""
+        out.append(
+            f"{head}: lost #1 {len(d.lost_first)}, lost the top 10 {len(d.lost_top10)}, "
+            f"gained #1 {len(d.gained_first)}, entered the top 10 {len(d.gained_top10)}"
+            f"{accepted}"
+        )
     return out
 
 
-def _more(hidden: int, markdown: bool, where: str = "--json or --html") -> list[str]:
-    line = f"… and {hidden} more: see {where}"
-    return ["", line] if markdown else [line]
+def loss_reasons(report: Report) -> list[str]:
+    """Each candidate's losses, as --fail-on-loss counts them (Report.is_loss)."""
+    reasons: list[str] = []
+    efforts = report.effort.diffs if report.effort else ()
+    for d in report.diffs:
+        parts = [
+            f"{count} {what}"
+            for count, what in (
+                (len(d.lost_first), "lost #1"), (len(d.lost_top10), "lost the top 10"),
+                (len(d.regress_broken or ()), "regress cases broke"),
+                (d.candidate_errors, "queries errored"),
+            )
+            if count
+        ]  # fmt: skip
+        for effort in efforts:
+            if effort.new == d.new:
+                parts += [
+                    f"{count} {what}"
+                    for count, what in (
+                        (len(effort.more_keys), "sequences need more keystrokes to #1"),
+                        (len(effort.lost_top3), "sequences left the top 3"),
+                    )
+                    if count
+                ]
+        if parts:
+            reasons.append(f"{shown(d.new)}: {', '.join(parts)}")
+    return reasons
 
 
-def _render_diff(d: Diff, markdown: bool, cap: int | None = None) -> list[str]:
+def _render_diff(
+    d: Diff, markdown: bool, cap: int | None = None, effort: EffortDiff | None = None
+) -> list[str]:
+    """A candidate's diff; for a typing set (effort: its sequences' diff, whose table the
+    effort section shows) its verdict and counts are the sequences', and the sources'
+    lists, empty for prompts that have none, are left out."""
     out: list[str] = []
     out += _heading(f"Diff: {_said(d.new, markdown)} against {_said(d.base, markdown)}", markdown)
-    verdict = d.significance.verdict_line()
+    verdict, counts = diff_lines(d, effort)
     out += [verdict, ""] if markdown else [verdict]
-    out.append(
-        f"sources up {d.up}, down {d.down}, unchanged {d.same}; "
-        f"queries whose top 10 changed: {d.top10_changed}"
-    )
-    summary = d.significance.summary()
-    out += ["", summary] if markdown else [summary]
+    out.append(counts)
+    if effort is None:
+        summary = d.significance.summary()
+        out += ["", summary] if markdown else [summary]
     explained: set[str] = set()
     sections = (
         (d.lost_first, "Lost #1", True, True),
@@ -383,12 +486,12 @@ def _render_diff(d: Diff, markdown: bool, cap: int | None = None) -> list[str]:
         (d.lost_top10, "Lost the top 10", True, True),
         (d.gained_top10, "Entered the top 10", True, False),
     )
-    for rows, title, first_now, lost in sections:
+    for rows, title, first_now, lost in () if effort else sections:
         out += _heading(f"{title}: {len(rows)}", markdown)
         shown_rows = rows[:cap] if cap is not None else rows
         out += _changes_table(shown_rows, markdown, first_now=first_now)
         if len(shown_rows) < len(rows):
-            out += _more(len(rows) - len(shown_rows), markdown)
+            out += more(len(rows) - len(shown_rows), markdown)
         if lost and not markdown and d.explain_flags is not None:
             for c in shown_rows:
                 line = explain_command(c.repo, c.query, c.source, c.type, d.explain_flags)

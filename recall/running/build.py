@@ -56,6 +56,32 @@ def resolve_commit(root: Path, ref: str) -> str:
     return sha
 
 
+def same_tree(root: Path, commit: str, own: list[Path]) -> str | None:
+    """The tree id when the working tree at root holds exactly COMMIT's code, else None:
+    HEAD's tree is the commit's, and git lists nothing changed or untracked but `own`,
+    the files recall reads from the tree for both sides alike (the engine file, the suite
+    files beside it). Ignored files (a build's output) are no code of the tree. None
+    too where git cannot tell (no commit yet, not a repository)."""
+    mine = {path.absolute() for path in own}
+    try:
+        repo = git.Repo(root)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        return None
+    with repo:
+        try:
+            ours = repo.git.rev_parse("--verify", "--quiet", "HEAD^{tree}")
+            theirs = repo.git.rev_parse("--verify", "--quiet", f"{commit}^{{tree}}")
+            status = repo.git.status("--porcelain", "-z", "--untracked-files=all")
+        except git.GitCommandError:
+            return None
+    if not ours or ours != theirs:
+        return None
+    for entry in status.split("\0"):
+        if entry[3:] and (root / entry[3:]).absolute() not in mine:
+            return None
+    return ours
+
+
 def build_key(commit: str, engine: Engine) -> str:
     """A base build is cached by its commit and everything else that decides what the
     build makes: the engine description, and the build's world (build_world)."""
@@ -196,21 +222,57 @@ def run_build(engine: Engine, tree: Path, python: str, timeout: float = BUILD_TI
     _check_python_module(engine, values, tree)
 
 
+def python_module(engine: Engine) -> str | None:
+    """The module `{python} -m MODULE` runs from the engine's PYTHONPATH, or None."""
+    path = dict(engine.env).get("PYTHONPATH")
+    if engine.bin[0] != "{python}" or "-m" not in engine.bin[:-1] or path is None:
+        return None
+    return engine.bin[engine.bin.index("-m") + 1]
+
+
+def _has_module(folder: Path, module: str) -> bool:
+    relative = Path(*module.split("."))
+    package, plain = folder / relative, folder / relative.with_suffix(".py")
+    return (package / "__main__.py").is_file() or plain.is_file()
+
+
+def own_tree(
+    engine: Engine, root: Path, *, named: bool = False, base: str | None = None,
+    base_bin: str | None = None,
+) -> Path:  # fmt: skip
+    """The tree an engine runs: root, unless the engine is a preset of recall's own code
+    (the reference finder, its path mode, the frizbee adapters: `{python} -m recall.*`
+    with PYTHONPATH={tree}) that root does not hold (any folder but recall's checkout;
+    recall installed from a wheel) and no finder was named (named: by --finder or a
+    recall.toml, whose tree it must be): then the tree recall is installed from, whose
+    code it is. A baseline (--base REF, --base-bin PATH) of such a run would be no build
+    of any finder: refused."""
+    module = python_module(engine)
+    if named or not engine.source.startswith("preset:") or module is None:
+        return root
+    if not module.startswith("recall.") or _has_module(root, module):
+        return root
+    if base or base_bin:
+        flag = f"--base {base}" if base else f"--base-bin {base_bin}"
+        raise RecallError(
+            f"{flag}: no recall.toml in {Path.cwd()} or above to say which finder to build; "
+            "`recall init` writes one (without one, recall measures the reference finder it "
+            "ships)"
+        )
+    return Path(__file__).resolve().parents[2]
+
+
 def _check_python_module(engine: Engine, values: dict[str, str], tree: Path) -> None:
     """`{python} -m MODULE` run from PYTHONPATH folders: the module must be in one of them.
     A tree without it would otherwise import an installed copy, or nothing, and either
     way not the code of the tree named."""
-    argv = [fill(part, values) for part in engine.bin]
+    module = python_module(engine)
     path = dict(engine.env).get("PYTHONPATH")
-    if engine.bin[0] != "{python}" or "-m" not in argv[:-1] or path is None:
+    if module is None or path is None:
         return
-    module = argv[argv.index("-m") + 1]
     folders = [Path(f) for f in fill(path, values).split(os.pathsep) if f]
-    relative = Path(*module.split("."))
-    for folder in folders:
-        package, plain = folder / relative, folder / relative.with_suffix(".py")
-        if (package / "__main__.py").is_file() or plain.is_file():
-            return
+    if any(_has_module(folder, module) for folder in folders):
+        return
     raise RecallError(
         f"{tree}: has no module {module} (the engine runs python -m {module} with "
         f"PYTHONPATH={path}): not a tree of this finder"

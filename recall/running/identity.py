@@ -179,7 +179,7 @@ def _program(path: str, _mtime_ns: int, _size: int) -> str:
 def data_key(pins: dict[str, Pin], rows: list[QueryRow]) -> dict:
     """The part of a key that says what was asked: the pins of the repos used, the rows."""
     key = {
-        "pins": {repo: pins[repo].as_json() for repo in sorted({r.repo for r in rows})},
+        "pins": {repo: pins[repo].identity() for repo in sorted({r.repo for r in rows})},
         "queries": queries_digest(rows),
     }
     if domain_of(rows) == PATHS:  # the candidates are the paths the listing rule keeps

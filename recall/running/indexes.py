@@ -50,7 +50,7 @@ def index_key(build: str, engine: Engine, pin: Pin, names: bytes, tree: Path) ->
         "index inputs": declared,
         "engine": engine.digest,
         "index": list(engine.index),
-        "pin": pin.as_json(),
+        "pin": pin.identity(),
         "names": hashlib.sha256(names).hexdigest(),
         "ctags": ctags_identity(),
         "python": platform.python_version(),

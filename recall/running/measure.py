@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Literal, TypeVar
@@ -101,6 +101,7 @@ def run_binary(
     return RunResult(
         binary.label, " ".join(binary.bin_argv()),
         sum(m[1] for m in measured), sum(m[2] for m in measured), done, dirtied=dirtied,
+        restarts=sum(session.restarts for session in sessions),
     )  # fmt: skip
 
 
@@ -285,12 +286,20 @@ def check_answered(run: RunResult, *, allow_empty: bool) -> None:
             f"{run.label} returned nothing for {empty} of {total} queries: the "
             "engine description is probably wrong (use --allow-empty if it is not)"
         )
-    listed = [r for r in run.results if r.top and not r.error]
+    check_named(run.label, run.results)
+
+
+def check_named(label: str, results: Sequence[QueryResult]) -> None:
+    """Answers that mostly name nothing in the corpus (more than half of those that list
+    anything) are read wrong: a finder of paths given names, of names given the path set,
+    or output that is not names. `recall run` asks it of every run, `recall explain` of
+    its one answer, so that explain refuses what run refuses."""
+    listed = [r for r in results if r.top and not r.error]
     off = [r for r in listed if r.off_corpus]
     if 2 * len(off) > len(listed):
         quoted = ", ".join(repr(r.top[0].name) for r in off[:OFF_CORPUS_SHOWN])
         raise RecallError(
-            f"{run.label}: {len(off)} of the {len(listed)} answers that listed anything name "
+            f"{label}: {len(off)} of the {len(listed)} answers that listed anything name "
             f"nothing in the corpus (the first begin {quoted}): the engine description is "
             "probably wrong (does its output give names?)"
         )

@@ -9,6 +9,7 @@ queries.
 from __future__ import annotations
 
 import platform
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import orjson
 from recall.analysis.model import TOP, Hit, QueryResult, RunResult
 from recall.cache import drop_file, keep_file, key_digest, read_file, warn
 from recall.errors import RecallError
-from recall.files import write_atomic
+from recall.files import read_input, write_atomic
 from recall.finders.engine import Engine
 from recall.inputs.queryset import QueryRow
 from recall.inputs.symbols import ctags_identity
@@ -25,8 +26,9 @@ from recall.running.identity import build_world, environment_key
 
 # Bump when what a stored result means changes (ranking rule, fields, parsing, or what
 # a run must pass before it is stored: 2 checks every source against its corpus's names;
-# 3 keeps whether each answer named nothing in the corpus).
-FORMAT = 3
+# 3 keeps whether each answer named nothing in the corpus; 4 how many times its batch
+# processes were started again).
+FORMAT = 4
 SAVED_KIND = "recall-saved-run"
 HISTORY_KIND = "recall-saved-history"  # a history shard's file (history_shards.py)
 Flags = tuple[tuple[str, str], ...]  # command-line flags and their values, in order
@@ -53,6 +55,7 @@ def encode_run(run: RunResult, key: dict) -> dict:
         "bin": run.bin,
         "index_s": run.index_s,
         "query_s": run.query_s,
+        "restarts": run.restarts,
         "key": key,
         "results": [
             [r.rank, [[h.name, h.file, h.line] for h in r.top], r.error, r.off_corpus]
@@ -66,7 +69,7 @@ def decode_run(data: object) -> tuple[RunResult, dict]:
     encode_run writes it (a rank "1" or 0 would otherwise count as a miss or a #1)."""
     if not isinstance(data, dict):
         raise ValueError(f"expected an object, not {_shown(data)}")
-    for field in ("label", "bin", "index_s", "query_s", "key", "results"):
+    for field in ("label", "bin", "index_s", "query_s", "restarts", "key", "results"):
         if field not in data:
             raise ValueError(f"missing field {field!r}")
     for field in ("label", "bin"):
@@ -75,14 +78,17 @@ def decode_run(data: object) -> tuple[RunResult, dict]:
     for field in ("index_s", "query_s"):
         if not _is_number(data[field]) or not 0 <= data[field] < float("inf"):
             raise ValueError(f"{field} must be a number of seconds, not {_shown(data[field])}")
+    if not _is_whole(data["restarts"]) or data["restarts"] < 0:
+        raise ValueError(f"restarts must be a whole number >= 0, not {_shown(data['restarts'])}")
     if not isinstance(data["key"], dict):
         raise ValueError(f"key must be an object, not {_shown(data['key'])}")
     if not isinstance(data["results"], list):
         raise ValueError(f"results must be a list, not {_shown(data['results'])}")
     results = tuple(_decode_result(i, item) for i, item in enumerate(data["results"]))
     run = RunResult(
-        data["label"], data["bin"], float(data["index_s"]), float(data["query_s"]), results
-    )
+        data["label"], data["bin"], float(data["index_s"]), float(data["query_s"]), results,
+        restarts=data["restarts"],
+    )  # fmt: skip
     return run, data["key"]
 
 
@@ -155,7 +161,10 @@ def cached_run(cache: Path, key: dict, label: str, rows: list[QueryRow]) -> RunR
         warn(f"cache entry {path} is not a run of these rows ({exc}): dropped, made again")
         drop_file(path)
         return None
-    return RunResult(label, run.bin, run.index_s, run.query_s, run.results, cached=True)
+    return RunResult(
+        label, run.bin, run.index_s, run.query_s, run.results, cached=True,
+        restarts=run.restarts,
+    )  # fmt: skip
 
 
 def contradiction(results: tuple[QueryResult, ...], rows: list[QueryRow]) -> None:
@@ -196,6 +205,19 @@ def store_run(cache: Path, key: dict, run: RunResult) -> None:
 
 # Saved runs ---------------------------------------------------------------------------
 
+WORKING_TREE = "working tree "  # a side's identity: the tree it ran, known by its path
+
+
+def code_of(key: dict) -> tuple[object, object]:
+    """What code a saved run ran, as machines can compare it: its binary's identity (a
+    commit, a program's content) or, for a working tree, the tree's content digest (the
+    key's `tree`, which `recall run --save` records) and never its path, which differs
+    from machine to machine while the code may not."""
+    binary = key.get("binary")
+    if isinstance(binary, str) and binary.startswith(WORKING_TREE):
+        binary = WORKING_TREE.strip()
+    return binary, key.get("tree")
+
 
 def save_runs(
     path: Path, meta: dict, rows: list[QueryRow], runs: list[tuple[RunResult, dict]],
@@ -233,6 +255,7 @@ class Saved:
     rows: list[QueryRow]
     runs: list[tuple[RunResult, dict]]  # each run and its key
     explain: list[Flags | None]  # each run's flags for `recall explain`; [] if not saved
+    selection: object = None  # the run's --repo, --type and --split, as save_runs wrote it
 
 
 def read_saved(path: Path, flag: str, kinds: tuple[str, ...] = (SAVED_KIND,)) -> dict:
@@ -240,9 +263,7 @@ def read_saved(path: Path, flag: str, kinds: tuple[str, ...] = (SAVED_KIND,)) ->
     checked), or a RecallError naming flag and the file."""
     where = f"{flag} {path}"
     try:
-        data = orjson.loads(path.read_bytes())
-    except OSError as exc:
-        raise RecallError(f"{where}: cannot read: {exc.strerror}") from None
+        data = orjson.loads(read_input(path, where))
     except orjson.JSONDecodeError:
         raise RecallError(f"{where}: not JSON") from None
     if not isinstance(data, dict) or data.get("kind") not in kinds:
@@ -274,14 +295,45 @@ def load_saved(path: Path, flag: str) -> Saved:
             raise RecallError(f"{where}: runs[{i}]: {exc}") from None
     rows = decode_rows(where, data.get("rows"))
     for i, (run, _key) in enumerate(runs):
-        if len(run.results) != len(rows):
-            raise RecallError(
-                f"{where}: runs[{i}]: {len(run.results)} results for {len(rows)} rows"
-            )
+        try:  # the results cache's own check: a file edited by hand proves nothing
+            contradiction(run.results, rows)
+        except ValueError as exc:
+            raise RecallError(f"{where}: runs[{i}]: {exc}") from None
     meta, baseline = data.get("meta"), data.get("baseline", False)
-    if not isinstance(meta, dict) or not isinstance(baseline, bool):
-        raise RecallError(f"{where}: meta must be an object and baseline true or false")
-    return Saved(meta, baseline, rows, runs, _decode_explain(where, data.get("explain", [])))
+    if not isinstance(baseline, bool):
+        raise RecallError(f"{where}: baseline must be true or false")
+    explain = _decode_explain(where, data.get("explain", []))
+    if explain and len(explain) != len(runs):
+        raise RecallError(f"{where}: explain must hold one entry a run ({len(runs)}), or none")
+    return Saved(_checked_meta(where, meta), baseline, rows, runs, explain, data.get("selection"))
+
+
+META_TEXTS = ("recall", "python", "git", "ctags")
+SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def _checked_meta(where: str, meta: object) -> dict:
+    """A saved run's meta, which a merged report shows as what ran: every field a run
+    writes (run._meta), each of its type, and no other."""
+    engine = meta.get("engine") if isinstance(meta, dict) else None
+    digests = ("corpus_sha256", "queries_sha256")
+    if not (
+        isinstance(meta, dict)
+        and set(meta) - {"config"} == {*META_TEXTS, *digests, "engine"}
+        and all(isinstance(meta[key], str) for key in META_TEXTS)
+        and all(isinstance(meta[key], str) and SHA256.fullmatch(meta[key]) for key in digests)
+        and isinstance(meta.get("config"), str | None)
+        and isinstance(engine, dict)
+        and set(engine) == {"source", "sha256"}
+        and isinstance(engine["source"], str)
+        and isinstance(engine["sha256"], str)
+        and SHA256.fullmatch(engine["sha256"])
+    ):
+        raise RecallError(
+            f"{where}: meta must hold {', '.join(META_TEXTS)}, {', '.join(digests)} and "
+            "engine {source, sha256} (and config), as recall run writes them"
+        )
+    return meta
 
 
 def _decode_explain(where: str, value: object) -> list[Flags | None]:
@@ -295,19 +347,38 @@ def _decode_explain(where: str, value: object) -> list[Flags | None]:
     return [None if item is None else tuple((a, b) for a, b in item) for item in value]
 
 
-def load_against(path: Path, rows: list[QueryRow], key: dict) -> tuple[RunResult, dict]:
+def load_against(
+    path: Path, rows: list[QueryRow], key: dict, selection: dict | None = None
+) -> tuple[RunResult, dict]:
     """The last run of a saved file, as a baseline for these rows; refused with the reason
-    when its corpus pins or query set differ from this run's."""
+    when its corpus pins or query set differ from this run's: another selection (--repo,
+    --type, --split) said as such, since the pins and the file may well be the same."""
     saved = load_saved(path, "--against")
     run, saved_key = saved.runs[-1]
     for part in ("pins", "queries"):
         if saved_key.get(part) != key[part]:
-            reason = _difference(part, saved_key, key, saved.rows, rows)
+            reason = _difference(part, saved_key, key, saved, rows, selection)
             raise RecallError(f"--against {path}: {reason}")
     if len(run.results) != len(rows):
         raise RecallError(f"--against {path}: {len(run.results)} results for {len(rows)} rows")
     label = f"saved {path.name} ({run.label})"
-    return RunResult(label, run.bin, run.index_s, run.query_s, run.results, cached=True), saved_key
+    against = RunResult(
+        label, run.bin, run.index_s, run.query_s, run.results, cached=True,
+        restarts=run.restarts,
+    )  # fmt: skip
+    return against, saved_key
+
+
+def _selection_flags(selection: dict) -> str:
+    """A saved or asked selection as the flags that give it."""
+    flags = []
+    for flag in ("repo", "type"):
+        values = selection.get(flag)
+        if isinstance(values, list):
+            flags += [f"--{flag} {value}" for value in values]
+    if selection.get("split"):
+        flags.append(f"--split {selection['split']}")
+    return " ".join(flags) or "every repo and type"
 
 
 def decode_rows(where: str, rows: object) -> list[QueryRow]:
@@ -323,12 +394,25 @@ def decode_rows(where: str, rows: object) -> list[QueryRow]:
 
 
 def _difference(
-    part: str, saved: dict, now: dict, saved_rows: list[QueryRow], rows: list[QueryRow]
-) -> str:
+    part: str, saved_key: dict, now: dict, saved: Saved, rows: list[QueryRow],
+    selection: dict | None,
+) -> str:  # fmt: skip
+    old, new = saved_key.get("pins") or {}, now["pins"]
+    if not isinstance(old, dict):
+        old = {}
+    moved = sorted(r for r in old.keys() & new.keys() if old[r] != new[r])
+    if part == "pins" and moved:
+        return f"its corpus pins differ from this run's ({', '.join(moved)})"
+    if isinstance(saved.selection, dict) and selection and saved.selection != selection:
+        return (
+            f"it was saved with another selection ({_selection_flags(saved.selection)}) than "
+            f"this run's ({_selection_flags(selection)}): give the same --repo, --type and "
+            "--split, or save a run of this selection"
+        )
     if part == "pins":
-        old, new = saved.get("pins") or {}, now["pins"]
-        changed = sorted(r for r in old.keys() | new.keys() if old.get(r) != new.get(r))
-        return f"its corpus pins differ from this run's ({', '.join(changed)})"
+        changed = sorted(old.keys() ^ new.keys())
+        return f"it ran other repos than this run ({', '.join(changed)} in one only)"
+    saved_rows = saved.rows
     for i, (a, b) in enumerate(zip(saved_rows, rows, strict=False), start=1):
         if a != b:
             return (

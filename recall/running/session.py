@@ -10,6 +10,7 @@ next one, and never a live one's.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import fcntl
 import os
 import shutil
@@ -46,6 +47,8 @@ AHEAD_BYTES = 4096  # and at most this much of them: a pipe holds at least one p
 EXIT_GRACE_S = 5.0  # for a batch finder to exit once its stdin is closed
 DEATH_GRACE_S = 1.0  # for a batch finder whose stdout closed to be seen exiting
 SHOWN = 80  # characters of a query or line quoted in a one-line error
+# said with an answer out of step: the likeliest cause, which the finder's author can check
+STRAY = "a line it writes to stdout that is no answer (a print) shifts every answer after it"
 INDEX_TIMEOUT_S = 1800.0  # indexing a corpus is one long step, not a query
 RUN_PREFIX = "recall-run-"
 LOCK_NAME = ".recall-lock"
@@ -71,6 +74,7 @@ class Session:
         self.engine = binary.engine
         self._names = frozenset(corpus.names)  # an answer naming none of them is flagged
         self._live: set[int] = set()  # process groups of finder processes still running
+        self.restarts = 0  # batch processes started again after one died or timed out
         self._stopping = False
         self._guard = threading.Lock()
         self._devnull = -1
@@ -199,11 +203,15 @@ class Session:
                 f"({reason}): {' '.join(argv)}: {_tail(err)}"
             )
 
-    def run(self, argv: list[str], timeout: float) -> tuple[int | None, bytes, bytes]:
-        """Run argv in its own process group; on timeout the whole group is killed."""
+    def run(
+        self, argv: list[str], timeout: float, stdin_path: str | None = None
+    ) -> tuple[int | None, bytes, bytes]:
+        """Run argv in its own process group, reading stdin_path (default: the engine's
+        `stdin`); on timeout the whole group is killed."""
+        stdin_path = stdin_path or self._stdin_path
         try:
-            if self._stdin_path:
-                with self._open_stdin(self._stdin_path) as stdin:
+            if stdin_path:
+                with self._open_stdin(stdin_path) as stdin:
                     child = self._spawner.start(argv, stdin.fileno())
             else:
                 child = self._spawner.start(argv, self._devnull)
@@ -237,6 +245,10 @@ class Session:
         code, out, err = self.run(
             self._query_argv.fill(row.query, str(limit_of(row))), self.timeout
         )
+        return self._answer(row, code, out, err)
+
+    def _answer(self, row: QueryRow, code: int | None, out: bytes, err: bytes) -> QueryResult:
+        """A per-query process's result for row, from how it ended and what it printed."""
         if code is None:
             return QueryResult(None, (), f"timed out after {self.timeout:g} s: {_tail(err)}")
         if code in self.engine.no_match_exit:
@@ -248,6 +260,42 @@ class Session:
         except (ValueError, UnicodeDecodeError) as exc:
             return QueryResult(None, (), f"unparseable output ({exc}): {_tail(out)}")
 
+    def probe(self, row: QueryRow) -> Probed:
+        """One query alone, as the run asks it (through the batch argv with its one
+        request on stdin, when the engine has one): what a person running it by hand
+        would see, for an error that must say why a finder answers nothing."""
+        limit = str(limit_of(row))
+        if not self.engine.batch:
+            argv = self._query_argv.fill(row.query, limit)
+            code, out, err = self.run(argv, self.timeout)
+            return Probed(argv, None, code, out, err, self._answer(row, code, out, err))
+        request = b'{"id":0,' + BatchFeed([row]).bodies[0]
+        asked = self._tmp / "probe-request.jsonl"
+        asked.write_bytes(request)
+        argv = self._argv(self.engine.batch)
+        code, out, err = self.run(argv, self.timeout, str(asked))
+        first = out.split(b"\n", 1)[0]
+        if first.strip():
+            result = self._batch_answer(first, row, 0)
+        elif code == 0:
+            result = QueryResult(None, (), f"exit 0 with no answer line: {_tail(err)}")
+        else:  # timed out, or an exit of its own
+            result = self._answer(row, code, b"", err)
+        return Probed(argv, request, code, out, err, result)
+
+    def shown(self) -> Shown:
+        """What a command printed for a person runs besides the query's argv: its folder,
+        the engine's own variables, the index step, and the session's {names} and {db},
+        which the printed command must replace (they go with the session)."""
+        return Shown(
+            cwd=self._cwd,
+            env=tuple((k, fill(v, self._values)) for k, v in self.engine.env),
+            index=self._argv(self.engine.index) if self.engine.index else None,
+            stdin=self._stdin_path,
+            names=self._values["names"],
+            db=str(self._db),
+        )
+
     def query_batch(self, rows: list[QueryRow]) -> list[QueryResult]:
         """Every row through batch processes, one after another."""
         feed = BatchFeed(rows)
@@ -257,12 +305,17 @@ class Session:
     def serve(self, feed: BatchFeed) -> None:
         """Answer rows drawn from feed through one batch process at a time until the feed
         is empty: a process that dies is replaced for the rows it had drawn, the one it
-        died on first (see _died), unless the session is being stopped. Other processes,
-        of this session or another thread's call, may draw from the same feed meanwhile."""
+        died on first (see _died), unless the session is being stopped; each replacement
+        is counted in `restarts`, which the report shows (a language server that times
+        out and is started again forty times costs minutes that no error row shows).
+        Other processes, of this session or another thread's call, may draw from the same
+        feed meanwhile."""
         unsent: collections.deque[int] = collections.deque()
         while self._batch_process(feed, unsent):
             if self._stopping or not (unsent or feed.left()):
                 break
+            with self._guard:
+                self.restarts += 1
 
     def _batch_process(self, feed: BatchFeed, unsent: collections.deque[int]) -> bool:
         """Answers from one batch process to the rows in unsent, then to rows drawn from
@@ -331,7 +384,7 @@ class Session:
                     self._protocol_error(
                         f"{surplus} answer line{'s' if surplus > 1 else ''} more than the "
                         f"{sent} request{'s' if sent > 1 else ''} it was sent; the first: "
-                        f"{_shown(first.decode('utf-8', 'replace'))}"
+                        f"{_shown(first.decode('utf-8', 'replace'))} ({STRAY})"
                     )
                 )
         except BaseException:
@@ -411,7 +464,7 @@ class Session:
                     self._protocol_error(
                         f"the answer for id {expected} (query {_shown(row.query)}) carries "
                         f"id {_tail(orjson.dumps(got))}: its answers are out of step with "
-                        "its requests"
+                        f"its requests ({STRAY})"
                     )
                 )
             if "error" not in data:
@@ -428,6 +481,32 @@ class Session:
             f"batch finder {self.binary.label} ({' '.join(self._bin_argv)}) on "
             f"{self.corpus.checkout.pin.name}: {detail}"
         )
+
+
+@dataclasses.dataclass(frozen=True)
+class Probed:
+    """One query run alone (Session.probe): its argv, the request it read on stdin (a
+    batch engine's; None: the engine's own `stdin`), how it ended (None: timed out), what
+    it printed, and the result the run would count."""
+
+    argv: list[str]
+    request: bytes | None
+    code: int | None
+    out: bytes
+    err: bytes
+    result: QueryResult
+
+
+@dataclasses.dataclass(frozen=True)
+class Shown:
+    """A session's side of a command printed for a person (Session.shown)."""
+
+    cwd: str
+    env: tuple[tuple[str, str], ...]
+    index: list[str] | None
+    stdin: str | None
+    names: str
+    db: str
 
 
 class BatchFeed:

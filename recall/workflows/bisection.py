@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from recall.errors import RecallError
 from recall.inputs.queryset import QueryRow
-from recall.running.build import check_build_timeout, resolve_commit
+from recall.running.build import resolve_commit
 from recall.terminal import Task, progress, safe_output
 from recall.workflows.history import (
     Commit,
@@ -53,7 +53,6 @@ def bisect_text(options: BisectOptions) -> str:
     """The first commit between good and bad where the query's rank changed, or where the
     #1 rate fell by `drop` points or more from good's, as `recall bisect` prints it: the
     Python API's `recall.bisect`."""
-    check_build_timeout(options.commits.build_timeout)
     if options.metric and (options.drop is None or not options.drop > 0):
         raise RecallError("--metric first_pct needs --drop PTS, above 0")
     if options.drop is not None and not options.metric:

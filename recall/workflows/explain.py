@@ -15,15 +15,15 @@ from pathlib import Path
 
 from recall.analysis.model import TOP, QueryResult
 from recall.errors import RecallError
-from recall.finders.engine import finder_env, resolve_engine
+from recall.finders.engine import finder_env, refuse_unfit, resolve_engine
 from recall.inputs.corpus import Pin, cache_root, load_pins, mirror_root, select_pins
 from recall.inputs.keystrokes import refuse_typing
 from recall.inputs.paths import domain_of
-from recall.inputs.queryset import HAND, QueryRow, is_committed_set, query_set_path, read_queries
+from recall.inputs.queryset import HAND, QueryRow, query_set_path, read_queries
 from recall.inputs.suite import locate
-from recall.running.build import check_build_timeout, finder_root, make_binaries
-from recall.running.measure import open_corpus
-from recall.running.session import Session, check_timeout
+from recall.running.build import finder_root, make_binaries, own_tree
+from recall.running.measure import check_named, open_corpus
+from recall.running.session import Session
 from recall.running.values import Corpus, FinderBuild
 from recall.terminal import safe_output, shown
 from recall.workflows.options import ExplainOptions
@@ -49,8 +49,6 @@ class Explained:
 def explain(options: ExplainOptions) -> Explained:
     """The query through each binary the options name, top 10 each, with the row's
     source marked: the Python API's `recall.explain`, and `recall explain`."""
-    check_timeout(options.timeout)
-    check_build_timeout(options.build_timeout)
     found = locate("explain", finder=options.finder, corpus=options.data.corpus,
                    queries=options.data.queries)  # fmt: skip
     corpus, queries = Path(found.corpus), query_set_path(found.queries or "")
@@ -60,15 +58,22 @@ def explain(options: ExplainOptions) -> Explained:
     row = pick_row(rows, pin.name, options.query, options.source, options.type)
     cache = cache_root(options.data.cache)
     root = finder_root(Path(found.finder))
-    engine = resolve_engine(options.engine, root)
-    target = open_corpus(pin, cache, mirror_root(options.data.mirror), domain_of([*rows, row]))
-    strict = is_committed_set(found.queries)
+    domain = domain_of([*rows, row])
+    engine = resolve_engine(options.engine, root, domain)  # the default in the set's mode
+    refuse_unfit([engine], domain)  # what `recall run` refuses before it runs
+    root = own_tree(
+        engine, root, named=found.finder_named, base=options.base, base_bin=options.base_bin
+    )
+    target = open_corpus(pin, cache, mirror_root(options.data.mirror), domain)
+    strict = found.committed
     check_source(row, target.names, bool(options.source), rows, queries, strict)
     binaries = make_binaries(
         root, engine, cache, bin_path=options.bin, base=options.base, base_bin=options.base_bin,
         build_timeout=options.build_timeout,
     )  # fmt: skip
     sides = [explain_one(b, target, row, options.timeout) for b in binaries]
+    for side in sides:  # what `recall run` refuses (a names finder given paths, say)
+        check_named(side.label, [side.result])
     data = as_json(pin, row, sides)
     data["environment"] = finder_env(engine, os.environ)  # what the finder ran with
     return Explained(data, sides)

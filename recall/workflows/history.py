@@ -35,7 +35,6 @@ from recall.inputs.suite import locate
 from recall.running.build import (
     base_binary,
     build_key,
-    check_build_timeout,
     finder_root,
     resolve_commit,
 )
@@ -47,7 +46,6 @@ from recall.running.measure import (
     run_binary,
 )
 from recall.running.results_cache import cached_run, run_key, store_run
-from recall.running.session import check_timeout
 from recall.running.values import Corpus
 from recall.terminal import progress
 from recall.workflows.options import CommitOptions, HistoryOptions, listed
@@ -114,9 +112,6 @@ class Point:
 def make_plan(options: CommitOptions, command: str = "recall history") -> Plan:
     """The Plan of history's or bisect's options, checked as `recall run` checks them;
     command is the one a refusal names."""
-    check_timeout(options.timeout)
-    if options.jobs < 1:
-        raise RecallError(f"--jobs {options.jobs}: give 1 or more")
     data = options.data
     found = locate("history", finder=options.finder, corpus=data.corpus, queries=data.queries)
     corpus_path, queries_path = Path(found.corpus), query_set_path(found.queries or "")
@@ -125,7 +120,8 @@ def make_plan(options: CommitOptions, command: str = "recall history") -> Plan:
     )
     root = finder_root(Path(found.finder))
     return Plan(
-        root=root, engine=resolve_engine(options.engine, root), engine_spec=options.engine,
+        root=root, engine=resolve_engine(options.engine, root, domain_of(rows)),
+        engine_spec=options.engine,
         pins=pins, rows=rows, all_rows=all_rows, corpus_path=corpus_path.absolute(),
         queries_path=queries_path.absolute(), cache=cache_root(data.cache),
         mirror=mirror_root(data.mirror), timeout=options.timeout,
@@ -137,7 +133,6 @@ def make_plan(options: CommitOptions, command: str = "recall history") -> Plan:
 def measure_history(options: HistoryOptions) -> dict:
     """The history of the options' commits as its JSON (docs/history.md): the Python API's
     `recall.history`, and `recall history` without --shard."""
-    check_build_timeout(options.commits.build_timeout)
     plan = make_plan(options.commits)
     commits = chosen_commits(plan, options)
     return as_json(plan, history(plan, commits))
@@ -245,8 +240,6 @@ def listed_commits(root: Path, refs: list[str]) -> list[Commit]:
 
 def thin(commits: list[Commit], every: int) -> list[Commit]:
     """Every Nth commit, counted back from the newest, which is always kept."""
-    if every < 1:
-        raise RecallError(f"--every {every}: give 1 or more")
     last = len(commits) - 1
     return [c for i, c in enumerate(commits) if (last - i) % every == 0]
 

@@ -37,12 +37,15 @@ from recall.running.results_cache import (
     FORMAT,
     HISTORY_KIND,
     check_format,
+    contradiction,
     decode_rows,
     decode_run,
     encode_run,
     read_saved,
 )
 from recall.workflows.history import (
+    KIND,
+    SCHEMA,
     Commit,
     Plan,
     Point,
@@ -120,7 +123,7 @@ def meta(plan: Plan) -> dict:
         "timeout": plan.timeout,
         "build_timeout": plan.build_timeout,
         "allow_empty": plan.allow_empty,
-        "pins": {repo: plan.pins[repo].as_json() for repo in repos},
+        "pins": {repo: plan.pins[repo].identity() for repo in repos},
     }
 
 
@@ -167,6 +170,7 @@ def load_shard(path: Path) -> Shard:
         if not isinstance(data.get(name), dict):
             raise RecallError(f"{where}: {name} must be an object")
     rows = decode_rows(where, data.get("rows"))
+    _check_head(where, data["history"], rows)
     commits = _decode_commits(where, data.get("commits"))
     known = {commit.sha: commit for commit, _url in commits}
     if not isinstance(data.get("parts"), list):
@@ -174,6 +178,32 @@ def load_shard(path: Path) -> Shard:
     parts = [_decode_part(f"{where}: parts[{i}]", item, known, rows)
              for i, item in enumerate(data["parts"])]  # fmt: skip
     return Shard(data["meta"], data["history"], rows, commits, parts)
+
+
+def _check_head(where: str, head: dict, rows: list[QueryRow]) -> None:
+    """The history's header, which the merged history prints as it is: the shape
+    history.header writes, and the counts of the file's own rows."""
+    engine = head.get("engine")
+    shaped = (
+        set(head) == {"schema", "kind", "finder", "engine", "queries", "sourced", "repos",
+                      "types"}
+        and (head["schema"], head["kind"]) == (SCHEMA, KIND)
+        and isinstance(head["finder"], str) and isinstance(head["queries"], str)
+        and isinstance(engine, dict) and set(engine) == {"source", "sha256"}
+        and all(isinstance(value, str) for value in engine.values())
+    )  # fmt: skip
+    if not shaped:
+        raise RecallError(f"{where}: history must be the header recall history writes")
+    derived = {
+        "sourced": len(rows),
+        "repos": sorted({row.repo for row in rows}),
+        "types": sorted({row.type for row in rows}),
+    }
+    for key, value in derived.items():
+        if head[key] != value:
+            raise RecallError(
+                f"{where}: history.{key} is {head[key]!r:.60}, but its rows give {value}"
+            )
 
 
 def _decode_commits(where: str, value: object) -> list[tuple[Commit, str | None]]:
@@ -188,7 +218,7 @@ def _decode_commits(where: str, value: object) -> list[tuple[Commit, str | None]
             isinstance(item, dict) and text(item, "sha") and text(item, "date")
             and text(item, "subject") and isinstance(item.get("refs"), list)
             and all(isinstance(ref, str) for ref in item["refs"])
-            and (item.get("url") is None or text(item, "url"))
+            and "url" in item and (item["url"] is None or text(item, "url"))
         ):  # fmt: skip
             raise RecallError(
                 f"{where}: commits[{i}] must be {{sha, date, subject, refs, url}} strings"
@@ -215,9 +245,10 @@ def _decode_part(where: str, item: object, known: dict[str, Commit], rows: list[
             run, _key = decode_run(item["run"])
         except ValueError as exc:
             raise RecallError(f"{where}: run: {exc}") from None
-        mine = sum(1 for row in rows if row.repo in repos)
-        if len(run.results) != mine:
-            raise RecallError(f"{where}: {len(run.results)} results for {mine} rows")
+        try:  # the results cache's own check: a file edited by hand proves nothing
+            contradiction(run.results, [row for row in rows if row.repo in repos])
+        except ValueError as exc:
+            raise RecallError(f"{where}: run: {exc}") from None
     return Part(tuple(repos), Point(known[item["sha"]], run, error, built, cached))
 
 
@@ -238,7 +269,7 @@ def merge(paths: list[Path], pins: dict[str, Pin], rows: list[QueryRow], corpus:
     ran = first.meta.get("pins")
     if not isinstance(ran, dict):
         raise RecallError(f"merge {paths[0]}: meta.pins must be an object")
-    moved = [repo for repo in ran if repo not in pins or pins[repo].as_json() != ran[repo]]
+    moved = [repo for repo in ran if repo not in pins or pins[repo].identity() != ran[repo]]
     if moved:
         raise RecallError(
             f"merge {paths[0]}: ran other data than {corpus} has now "
@@ -306,6 +337,6 @@ def _joined(commit: Commit, parts: list[Part], rows: list[QueryRow]) -> Point:
     cached = all(part.point.cached for part in parts)
     run = RunResult(
         runs[0].label, runs[0].bin, sum(r.index_s for r in runs), sum(r.query_s for r in runs),
-        results, cached=cached,
+        results, cached=cached, restarts=sum(r.restarts for r in runs),
     )  # fmt: skip
     return Point(commit, run, None, built, cached)

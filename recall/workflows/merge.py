@@ -15,7 +15,7 @@ from recall.analysis.model import QueryResult, RunResult
 from recall.errors import RecallError
 from recall.files import file_sha256
 from recall.inputs.queryset import QueryRow
-from recall.running.results_cache import Saved, load_saved
+from recall.running.results_cache import WORKING_TREE, Saved, code_of, load_saved
 
 
 def merge_saved(paths: list[Path], asked: list[QueryRow], data: dict[str, Path]) -> Saved:
@@ -37,6 +37,8 @@ def merge_saved(paths: list[Path], asked: list[QueryRow], data: dict[str, Path])
         same = (shard.baseline, shard.explain) == (first.baseline, first.explain)
         if [run.label for run, _key in shard.runs] != labels or not same:
             raise RecallError(f"merge {path}: holds other runs than {paths[0]} ({labels})")
+        if len(paths) > 1:
+            check_same_code(path, shard, paths[0], first)
         for repo in dict.fromkeys(row.repo for row in shard.rows):
             if repo in owner:
                 raise RecallError(f"merge {path}: repo {repo} is in {paths[owner[repo]]} too")
@@ -66,8 +68,35 @@ def merge_saved(paths: list[Path], asked: list[QueryRow], data: dict[str, Path])
         merged = tuple(result for result in results[r] if result is not None)
         index_s = sum(shard.runs[r][0].index_s for shard in shards)
         query_s = sum(shard.runs[r][0].query_s for shard in shards)
-        runs.append((RunResult(run.label, run.bin, index_s, query_s, merged), key))
+        restarts = sum(shard.runs[r][0].restarts for shard in shards)
+        merged_run = RunResult(run.label, run.bin, index_s, query_s, merged, restarts=restarts)
+        runs.append((merged_run, key))
     return Saved(first.meta, first.baseline, asked, runs, first.explain)
+
+
+def check_same_code(path: Path, shard: Saved, first_path: Path, first: Saved) -> None:
+    """Each run of a shard ran the code its run in the first file ran: the same commit or
+    program, and a working tree of the same content (its digest in the file), or the merge
+    refuses the shard, naming both files: a tree edited between two shards' runs merged
+    to numbers that no code gives."""
+    for (run, key), (_first_run, first_key) in zip(shard.runs, first.runs, strict=True):
+        (binary, tree), (first_binary, first_tree) = code_of(key), code_of(first_key)
+        if binary != first_binary:
+            raise RecallError(
+                f"merge {path}: its run {run.label!r} ran other code than {first_path}'s "
+                f"({binary} against {first_binary})"
+            )
+        if tree != first_tree:
+            raise RecallError(
+                f"merge {path}: its run {run.label!r} ran a tree of other content than "
+                f"{first_path}'s (the tree was edited between the shards' runs?)"
+            )
+        if binary == WORKING_TREE.strip() and tree is None:
+            raise RecallError(
+                f"merge {path}: its run {run.label!r} ran a working tree saved without the "
+                f"digest of its content, so it cannot be shown to be {first_path}'s code: "
+                "run the shards again with this recall"
+            )
 
 
 def check_same_meta(path: Path, meta: dict, first_path: Path, first_meta: dict) -> None:

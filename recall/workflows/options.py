@@ -6,23 +6,95 @@ them directly (docs/api.md); below the commands no code reads a flag by its name
 default is written once, here, and the commands' --help shows it from here. A suite file
 left None (the corpus, the query set, the finder's repo) is looked up as the CLI looks
 it up (recall/inputs/suite.py), from the current folder.
+
+Each checks itself when made (`__post_init__`): a value of the wrong type (`jobs=1.5`,
+`timeout="5"`, `candidates=("fzf",)`), a value not one of a Literal's, or a number out of
+its range is one RecallError line before any work, not a TypeError after the corpora are
+fetched. The command line's flags pass the same checks, so both say the same.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import types
+import typing
 from dataclasses import dataclass
+from typing import Literal
 
-from recall.running.build import BUILD_TIMEOUT_S
+from recall.errors import RecallError
+from recall.inputs.sides import Split
+from recall.running.build import BUILD_TIMEOUT_S, check_build_timeout
+from recall.running.session import check_timeout
 
 DEFAULT_REGRESS = "regress.tsv"  # the regress cases a run reads when present
 QUERY_TIMEOUT_S = 30.0  # seconds a query may take before it counts as an error
 CORES = os.cpu_count() or 1  # parallel queries: the cores
 
 
+Metric = Literal["first_pct"]  # what `recall bisect --metric` watches
+Candidate = tuple[Literal["engine", "bin"], str]  # an --engine or --bin value, in order
+
+
 def listed(values: tuple[str, ...] | None) -> list[str] | None:
     """A selection as the query set's functions take it (None: every one)."""
     return None if values is None else list(values)
+
+
+def check_fields(options: object) -> None:
+    """Every field of a frozen options value against its type hint, or one RecallError
+    naming the class, the field and what it holds."""
+    hints = typing.get_type_hints(type(options))
+    for field in dataclasses.fields(options):  # type: ignore[arg-type]
+        value = getattr(options, field.name)
+        if not _fits(value, hints[field.name]):
+            shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+            raise RecallError(
+                f"{type(options).__name__}.{field.name}: expected {_named(hints[field.name])}, "
+                f"got {shown}"
+            )
+
+
+def _fits(value: object, hint: object) -> bool:
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(_fits(value, arg) for arg in args)
+    if origin is Literal:
+        return any(type(value) is type(arg) and value == arg for arg in args)
+    if origin is tuple:
+        if not isinstance(value, tuple):
+            return False
+        if len(args) == 2 and args[1] is Ellipsis:
+            return all(_fits(item, args[0]) for item in value)
+        return len(value) == len(args) and all(map(_fits, value, args))
+    if hint is type(None):
+        return value is None
+    if hint is float:  # a whole number is a number of seconds too; a bool is no number
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(hint, type) and isinstance(value, hint)
+
+
+def _named(hint: object) -> str:
+    """A type hint as a message says it: `int`, `str or None`, `one of 'tune', 'holdout'`."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_named(arg) for arg in args)
+    if origin is Literal:
+        return "one of " + ", ".join(repr(arg) for arg in args)
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return f"a tuple of ({_named(args[0])})"
+        return f"a tuple ({', '.join(_named(arg) for arg in args)})"
+    if hint is type(None):
+        return "None"
+    return getattr(hint, "__name__", str(hint))
+
+
+def _check_jobs(jobs: int) -> None:
+    if jobs < 1:
+        raise RecallError(f"--jobs {jobs}: give 1 or more")
 
 
 @dataclass(frozen=True)
@@ -37,18 +109,23 @@ class Data:
     repos: tuple[str, ...] | None = None
     types: tuple[str, ...] | None = None
 
+    def __post_init__(self) -> None:
+        check_fields(self)
+
 
 @dataclass(frozen=True)
 class RunOptions:
     """`recall run`: which binaries to measure over which rows, and what the report is
     judged against. `candidates` are the --engine and --bin values in the order given
-    (("engine", "[LABEL=]E") or ("bin", "[LABEL=]PATH")): the report's runs keep it."""
+    (("engine", "[LABEL=]E") or ("bin", "[LABEL=]PATH")): the report's runs keep it, after
+    the working tree's own build unless a --bin or `no_candidate` takes its place."""
 
     data: Data = Data()
-    split: str | None = None
+    split: Split | None = None
     strict_queries: bool = False
     finder: str | None = None
-    candidates: tuple[tuple[str, str], ...] = ()
+    candidates: tuple[Candidate, ...] = ()
+    no_candidate: bool = False  # labeled engines alone: the working tree's build left out
     base: str | None = None
     base_bin: str | None = None
     against: str | None = None
@@ -66,6 +143,16 @@ class RunOptions:
     save: str | None = None
     shard: tuple[int, int] | None = None
 
+    def __post_init__(self) -> None:
+        check_fields(self)
+        _check_jobs(self.jobs)
+        check_timeout(self.timeout)
+        check_build_timeout(self.build_timeout)
+        if self.bench is not None and self.bench < 1:
+            raise RecallError(f"--bench {self.bench}: give 1 or more reps")
+        if self.shard is not None and not 1 <= self.shard[0] <= self.shard[1]:
+            raise RecallError(f"--shard {self.shard[0]}/{self.shard[1]}: give K/N with 1 <= K <= N")
+
     @property
     def has_baseline(self) -> bool:
         return bool(self.base or self.base_bin or self.against)
@@ -81,6 +168,9 @@ class Output:
     html: str | None = None
     fail_on_loss: bool = False
 
+    def __post_init__(self) -> None:
+        check_fields(self)
+
 
 @dataclass(frozen=True)
 class MergeOptions:
@@ -89,13 +179,16 @@ class MergeOptions:
 
     files: tuple[str, ...]
     data: Data = Data()
-    split: str | None = None
+    split: Split | None = None
     strict_queries: bool = False
     accept: str | None = None
     regress: str | None = None
     no_regress: bool = False
     misses: bool = False
     needs_baseline: bool = False  # refuse shards run without one (the CLI's --fail-on-loss)
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
 @dataclass(frozen=True)
@@ -112,6 +205,12 @@ class CommitOptions:
     no_cache: bool = False
     allow_empty: bool = False
 
+    def __post_init__(self) -> None:
+        check_fields(self)
+        _check_jobs(self.jobs)
+        check_timeout(self.timeout)
+        check_build_timeout(self.build_timeout)
+
 
 @dataclass(frozen=True)
 class HistoryOptions:
@@ -124,6 +223,11 @@ class HistoryOptions:
     first_parent: bool = False
     every: int = 1
 
+    def __post_init__(self) -> None:
+        check_fields(self)
+        if self.every < 1:
+            raise RecallError(f"--every {self.every}: give 1 or more")
+
 
 @dataclass(frozen=True)
 class BisectOptions:
@@ -135,8 +239,11 @@ class BisectOptions:
     commits: CommitOptions = CommitOptions()
     query: str | None = None
     source: str | None = None
-    metric: str | None = None
+    metric: Metric | None = None
     drop: float | None = None
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
 @dataclass(frozen=True)
@@ -158,6 +265,11 @@ class ExplainOptions:
     timeout: float = QUERY_TIMEOUT_S
     build_timeout: float = BUILD_TIMEOUT_S
 
+    def __post_init__(self) -> None:
+        check_fields(self)
+        check_timeout(self.timeout)
+        check_build_timeout(self.build_timeout)
+
 
 @dataclass(frozen=True)
 class ResultsOptions:
@@ -169,9 +281,13 @@ class ResultsOptions:
     queries: str = "queries.tsv"
     cache: str | None = None
     mirror: str | None = None
-    split: str | None = None
+    split: Split | None = None
     jobs: int = 1
     reports: str | None = None
     render_only: bool = False
     only: tuple[str, ...] | None = None
     out: str = "docs/RESULTS.md"
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+        _check_jobs(self.jobs)

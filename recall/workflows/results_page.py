@@ -26,7 +26,7 @@ import orjson
 
 from recall.analysis.model import SCHEMA
 from recall.errors import RecallError
-from recall.files import write_atomic
+from recall.files import read_input, write_atomic
 from recall.finders.engine import Engine, load_preset
 from recall.finders.kinds.node import TREE_FOLDER, locked_version
 from recall.inputs.corpus import load_pins
@@ -369,9 +369,9 @@ def _report_path(folder: Path, peer: Peer) -> Path:
 
 def _read_entry(path: Path) -> dict:
     try:
-        entry = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError) as exc:
-        raise RecallError(f"{path}: cannot read a kept report: {exc}") from None
+        entry = orjson.loads(read_input(path, f"kept report {path}"))
+    except orjson.JSONDecodeError as exc:
+        raise RecallError(f"kept report {path}: not JSON: {exc}") from None
     keys = {"label", "version", "command", "note", "report"}
     if not isinstance(entry, dict) or not keys <= set(entry):
         raise RecallError(f"{path}: not a kept report (needs {', '.join(sorted(keys))})")
@@ -483,5 +483,6 @@ def _peer_entry(peer: Peer, options: ResultsOptions, root: Path, folder: Path | 
         "report": report, "firsts": firsts, "jobs": options.jobs,
     }  # fmt: skip
     if folder is not None:
+        folder.mkdir(parents=True, exist_ok=True)  # --reports names the folder itself
         write_atomic(_report_path(folder, peer), orjson.dumps(entry, option=orjson.OPT_INDENT_2))
     return entry

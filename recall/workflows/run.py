@@ -36,7 +36,13 @@ from recall.analysis.typing_report import prompt_answers, typing_report
 from recall.cache import keep_file, read_file, warn
 from recall.errors import RecallError
 from recall.files import file_sha256, target
-from recall.finders.engine import Engine, preset_names, resolve_engine
+from recall.finders.engine import (
+    Engine,
+    key_line,
+    preset_names,
+    refuse_unfit,
+    resolve_engine,
+)
 from recall.finders.requirements import require
 from recall.inputs import derive, keystrokes, path_recipes, recipes, symbols
 from recall.inputs.corpus import Pin, cache_root, load_pins, mirror_root
@@ -47,19 +53,21 @@ from recall.inputs.queryset import (
     QUERY_SETS,
     QUERY_SETS_DEFAULT,
     QueryRow,
-    is_committed_set,
     query_set_path,
     read_queries,
     select,
+    split_repos,
 )
-from recall.inputs.suite import locate
+from recall.inputs.suite import CORPUS, Located, locate, packaged
 from recall.inputs.symbols import checkout_symbols, ctags_identity, ctags_version
 from recall.render.commandline import option
 from recall.running.build import (
     base_binary,
-    check_build_timeout,
     finder_root,
+    own_tree,
+    resolve_commit,
     run_build,
+    same_tree,
     tree_identity,
     with_bin,
 )
@@ -72,7 +80,9 @@ from recall.running.measure import (
     run_binary,
     unknown_sources,
 )
+from recall.running.probe import probe
 from recall.running.results_cache import (
+    WORKING_TREE,
     Flags,
     cached_run,
     load_against,
@@ -80,11 +90,17 @@ from recall.running.results_cache import (
     save_runs,
     store_run,
 )
-from recall.running.session import check_timeout
 from recall.running.values import Corpus, FinderBuild
 from recall.workflows.bench import run_bench
 from recall.workflows.merge import merge_saved
-from recall.workflows.options import DEFAULT_REGRESS, MergeOptions, Output, RunOptions, listed
+from recall.workflows.options import (
+    DEFAULT_REGRESS,
+    Data,
+    MergeOptions,
+    Output,
+    RunOptions,
+    listed,
+)
 
 NOTHING_PRINTED = Output()  # the API's: it returns the report
 LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
@@ -193,7 +209,7 @@ def measure(options: RunOptions) -> Measurement:
     all_rows, rows, steps = selected_rows(
         queries_path, pins, repos, types, options.split, bench=bool(options.bench)
     )
-    strict = options.strict_queries or is_committed_set(found.queries)
+    strict = options.strict_queries or found.committed
     hand = [r for r in select(all_rows, repos, None) if r.type == HAND]
     if options.bench and not hand:
         raise RecallError(f"--bench: {queries_path} has no hand rows in the selected repos")
@@ -217,22 +233,28 @@ def measure(options: RunOptions) -> Measurement:
     specs = _with_found_engine(
         [(kind, *split_label(raw)) for kind, raw in options.candidates], found.config, root
     )
-    engine = resolve_engine(_default_engine(specs), root)
-    root = _embedded_root(options, found.finder_named, engine, root)
+    domain = domain_of(rows, str(queries_path))
+    engine = resolve_engine(_default_engine(specs), root, domain)
+    root = own_tree(
+        engine, root, named=found.finder_named, base=options.base, base_bin=options.base_bin
+    )
     engine_flag = _engine_flag(specs)
+    specs = _with_tree(specs, options.no_candidate)
+    labeled = [resolve_engine(v, root) for kind, label, v in specs if kind == "engine" and label]
+    refuse_unfit([engine, *labeled], domain)
     if not options.same_program_ok:
         check_distinct_programs(options, engine, specs)
+        check_distinct_trees(options, root, found)
     python = finder_python(cache)
     sides = _candidates(specs, engine, root, python, engine_flag, options.build_timeout)
     known = {"tree": str(root), "python": python}
-    if domain_of(rows, str(queries_path)) == PATHS:
-        refuse_lsp([side.binary.engine for side in sides])
     for side in sides:  # before a corpus is fetched or a base built: the doctor's line, exit 2
         require(side.binary.engine, python, known, side.binary.engine.source)
     asked_key = data_key(pins, asked)
+    selection = {"repo": repos, "type": types, "split": options.split}
     base: Measured | None = None
     if options.against:
-        saved_run, saved_key = load_against(Path(options.against), asked, asked_key)
+        saved_run, saved_key = load_against(Path(options.against), asked, asked_key, selection)
         base = Measured(saved_run, saved_key, len(rows), None)
     elif options.base or options.base_bin:
         if not options.base_bin:  # a base built from the engine's own argv
@@ -245,9 +267,12 @@ def measure(options: RunOptions) -> Measurement:
     if not strict:  # a foreign file's unknown sources are listed, cached runs or not
         _fetch_corpora(rows, pins, cache, mirror, corpora)
         unknown = unknown_sources(rows, corpora, all_rows)
+    check_steps(steps, rows, pins, cache, mirror, corpora, queries_path)
     measured = [base] if base else []
     for side in sides:
         key = run_key(side.identity, side.binary.engine, asked_key, options.timeout)
+        if options.save and not side.cacheable and not side.identity.startswith("commit:"):
+            key["tree"] = tree_code(side)  # the code a shard ran, known by content
         run: RunResult | None = None
         if side.cacheable and not options.no_cache:
             run = cached_run(cache, key, side.binary.label, asked)
@@ -263,22 +288,25 @@ def measure(options: RunOptions) -> Measurement:
             if side.cacheable and not options.no_cache:  # --no-cache neither reads nor writes
                 store_run(cache, key, run)
         result = Measured(run, key, len(rows), side.explain)
-        check_answered(result.run, allow_empty=options.allow_empty)
+        try:
+            check_answered(result.run, allow_empty=options.allow_empty)
+        except RecallError as exc:  # say how: the finder's own words on one query
+            seen = _probed(side.binary, rows, result.run, pins, cache, mirror, corpora, options)
+            raise RecallError(f"{exc}; {seen}") from None
         measured.append(result)
 
     has_base = options.has_baseline
-    meta = _meta(engine, corpus_path, queries_path)
+    meta = _meta(engine, corpus_path, queries_path, found.config)
     if options.save:
-        selection = {"repo": repos, "type": types, "split": options.split}
         save_runs(
             Path(options.save), meta, asked, [(m.whole, m.key) for m in measured],
             baseline=has_base, explain=[m.explain for m in measured], selection=selection,
         )  # fmt: skip
-    data = data_flags(found.corpus, found.queries, options.data.cache, options.data.mirror)
+    data = data_flags(options.data, found, found.config)
     regress_file = options.regress or DEFAULT_REGRESS
     plan = Plan(
         pins, rows, cases, skipped, accepted, cache, mirror, corpora, unknown, data,
-        regress_file, options.split, options.misses, steps, str(queries_path),
+        regress_file, options.split, options.misses, steps,
     )  # fmt: skip
     if options.shard:
         return Measurement(plan, measured, has_base, meta, None)
@@ -290,15 +318,43 @@ def measure(options: RunOptions) -> Measurement:
     return Measurement(plan, measured, has_base, meta, _ceiling(plan), bench)
 
 
-def refuse_lsp(engines: list[Engine]) -> None:
-    """A language server answers workspace/symbol with names: it lists no files, so a
-    path set does not apply to it (docs/engines.md)."""
-    for engine in engines:
-        if engine.kind == "lsp":
-            raise RecallError(
-                f"{engine.source}: kind lsp ranks symbol names, not file paths: the path set "
-                "does not apply to it"
-            )
+def check_steps(
+    steps: tuple[TypingRow, ...], rows: list[QueryRow], pins: dict[str, Pin], cache: Path,
+    mirror: Path | None, corpora: dict[str, Corpus], queries: Path,
+) -> None:  # fmt: skip
+    """A typing set's steps whose source is no name of its corpus are refused before any
+    finder runs (or a merge reports): the corpora are fetched for its report's ceiling
+    anyway."""
+    if not steps:
+        return
+    _fetch_corpora(rows, pins, cache, mirror, corpora)
+    names = {repo: corpus.names for repo, corpus in corpora.items()}
+    keystrokes.check_typing_sources(steps, names, str(queries))
+
+
+def tree_code(side: Side) -> str | None:
+    """The content of the tree a side's engine runs, for a saved file to prove which code
+    it ran (a working tree's path says nothing of its edits): before it runs, so an edit
+    made during the run is not taken for the code that ran. None: not a tree git lists."""
+    return side.content or tree_identity(side.binary.tree, side.binary.engine)
+
+
+def _probed(
+    binary: FinderBuild, rows: list[QueryRow], run: RunResult, pins: dict[str, Pin],
+    cache: Path, mirror: Path | None, corpora: dict[str, Corpus], options: RunOptions,
+) -> str:  # fmt: skip
+    """The first query the run got nothing from (an error, no answer, or one naming
+    nothing in the corpus), run again alone: its outcome, its stderr, the engine file's
+    line that makes its argv, and the command that runs it (running/probe.py)."""
+    picked = next(
+        (row for row, r in zip(rows, run.results, strict=True)
+         if r.error or not r.top or r.off_corpus),
+        rows[0],
+    )  # fmt: skip
+    _fetch_corpora([picked], pins, cache, mirror, corpora)
+    seen = probe(binary, corpora[picked.repo], picked, options.timeout, cache)
+    line = key_line(binary.engine, "batch" if binary.engine.batch else "query")
+    return seen.said() + (f"; the engine's line: {line}" if line else "")
 
 
 @dataclass(frozen=True)
@@ -320,7 +376,6 @@ class Plan:
     split: str | None = None  # the side of the tune/holdout split the rows are
     show_misses: bool = False  # list every source not ranked #1
     steps: tuple[TypingRow, ...] = ()  # a typing set's steps, whose prompts `rows` are
-    queries: str = ""  # the query set's file, which a typing set's error names
 
 
 def _ceiling(plan: Plan) -> CeilingSummary:
@@ -362,9 +417,7 @@ def _analyse(
     runs = [(m.run.label, prompt_answers(rows, m.run)) for m in measured]
     names = {repo: corpus.names for repo, corpus in plan.corpora.items()}
     languages = {name: pin.language for name, pin in plan.pins.items()}
-    return typing_report(
-        report, plan.steps, runs, names, languages, baseline=has_base, where=plan.queries
-    )
+    return typing_report(report, plan.steps, runs, names, languages, baseline=has_base)
 
 
 def not_found(run: RunResult, rows: list[QueryRow], unknown: list[QueryRow]) -> RunResult:
@@ -416,14 +469,14 @@ def merge(options: MergeOptions) -> Report:
     cache, mirror = cache_root(options.data.cache), mirror_root(options.data.mirror)
     corpora: dict[str, Corpus] = {}
     unknown: tuple[UnknownSource, ...] = ()
-    if not (options.strict_queries or is_committed_set(found.queries)):
+    if not (options.strict_queries or found.committed):
         _fetch_corpora(rows, pins, cache, mirror, corpora)
         unknown = unknown_sources(rows, corpora, all_rows)
-    data = data_flags(found.corpus, found.queries, options.data.cache, options.data.mirror)
+    check_steps(steps, rows, pins, cache, mirror, corpora, queries_path)
+    data = data_flags(options.data, found, found.config)
     plan = Plan(
         pins, rows, cases, skipped, accepted, cache, mirror, corpora, unknown, data,
         options.regress or DEFAULT_REGRESS, options.split, options.misses, steps,
-        str(queries_path),
     )  # fmt: skip
     return _analyse(
         plan, measured, has_base=merged.baseline, meta=merged.meta, ceiling=_ceiling(plan),
@@ -437,12 +490,13 @@ def selected_rows(
 ) -> tuple[list[QueryRow], list[QueryRow], tuple[TypingRow, ...]]:  # fmt: skip
     """The query set's rows, the selection's, and for a typing set (inputs/keystrokes.py)
     its selected steps, whose distinct prompts are the rows that run (each once)."""
+    side = split_repos({name: pin.split for name, pin in pins.items()}, split)
     if not keystrokes.is_typing_file(path):
         all_rows = read_queries(path, set(pins))
-        return all_rows, select(all_rows, repos, types, split), ()
+        return all_rows, select(all_rows, repos, types, side), ()
     if bench:
         raise RecallError(f"--bench: {path} is a typing set, with no hand rows to time")
-    steps = keystrokes.select_typing(keystrokes.read_typing(path, set(pins)), repos, types, split)
+    steps = keystrokes.select_typing(keystrokes.read_typing(path, set(pins)), repos, types, side)
     rows = keystrokes.prompts(steps)
     return rows, rows, tuple(steps)
 
@@ -490,12 +544,6 @@ def check_run(options: RunOptions, output: Output = NOTHING_PRINTED) -> None:
     for named in (output.html, options.save):
         if named:
             target(Path(named))  # a FIFO or a device there is refused before any work
-    if options.jobs < 1:
-        raise RecallError(f"--jobs {options.jobs}: give 1 or more")
-    check_timeout(options.timeout)
-    check_build_timeout(options.build_timeout)
-    if options.bench is not None and options.bench < 1:
-        raise RecallError(f"--bench {options.bench}: give 1 or more reps")
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -543,25 +591,6 @@ def _with_found_engine(
     return [("engine", None, str(config.absolute())), *specs]
 
 
-def _embedded_root(options: RunOptions, finder_named: bool, engine: Engine, root: Path) -> Path:
-    """Where no recall.toml and no --finder name a finder (any folder, recall's own
-    checkout), the reference finder runs: the tree here when it holds it (recall's
-    checkout), else the one installed with recall, which no ref of the folder's repo
-    builds."""
-    if finder_named or engine.source != "preset:reference":
-        return root
-    if (root / "recall" / "finders" / "reference" / "__main__.py").is_file():
-        return root
-    if options.base or options.base_bin:
-        flag = f"--base {options.base}" if options.base else f"--base-bin {options.base_bin}"
-        raise RecallError(
-            f"{flag}: no recall.toml in {Path.cwd()} or above to say which finder to build; "
-            "`recall init` writes one (without one, recall measures the reference finder it "
-            "ships)"
-        )
-    return Path(__file__).resolve().parents[2]
-
-
 def check_distinct_programs(
     options: RunOptions, engine: Engine, specs: list[tuple[str, str | None, str]]
 ) -> None:
@@ -596,6 +625,52 @@ def check_distinct_programs(
         )
 
 
+def _with_tree(
+    specs: list[tuple[str, str | None, str]], no_candidate: bool
+) -> list[tuple[str, str | None, str]]:
+    """The working tree's own build stays in the report when labeled engines are added
+    (first, as `candidate`: the first diff is its), unless a --bin takes its place, an
+    unlabeled --engine places it, or no_candidate leaves it out."""
+    has_bins = any(kind == "bin" for kind, _label, _value in specs)
+    placed = _default_engine(specs) is not None
+    if no_candidate:
+        if placed or has_bins:
+            raise RecallError(
+                "--no-candidate leaves the working tree's build out: it goes with labeled "
+                "--engine LABEL=E alone, not with an unlabeled --engine or a --bin"
+            )
+        if not specs:
+            raise RecallError("--no-candidate: give the engines to measure, --engine LABEL=E")
+        return specs
+    if specs and not (placed or has_bins):
+        return [("engine", None, ""), *specs]  # the unlabeled engine: `engine`, as resolved
+    return specs
+
+
+def check_distinct_trees(options: RunOptions, root: Path, found: Located) -> None:
+    """A working tree that holds exactly the base's code (`--base HEAD` on a clean tree,
+    or a ref of the same tree) measures one program twice: a minute of work for a diff
+    that can only show no change. Refused before anything is built, unless
+    --same-program-ok says the self-diff is meant (it then runs both sides for real). The
+    files recall itself reads from the tree (the engine file, the suite files and
+    --accept/--regress) are read alike for both sides, so they do not make two programs."""
+    if not options.base or options.base_bin:
+        return
+    commit = resolve_commit(root, options.base)
+    own = [Path(f) for f in (found.corpus, found.queries, found.default_regress) if f]
+    own += [Path(f) for f in (options.accept, options.regress) if f]
+    if found.config is not None:
+        own.append(found.config)
+    tree = same_tree(root, commit, own)
+    if tree is not None:
+        raise RecallError(
+            f"--base {options.base}: the working tree holds the same code as {commit[:12]} "
+            f"(tree {tree[:12]}, nothing changed), so both sides would run one program and "
+            "show no change; give another ref, change the tree, or --same-program-ok to "
+            "measure it twice"
+        )
+
+
 def _default_engine(specs: list[tuple[str, str | None, str]]) -> str | None:
     """The one unlabeled --engine: the engine of the baseline and of every --bin."""
     plain = [value for kind, label, value in specs if kind == "engine" and label is None]
@@ -619,7 +694,8 @@ def _candidates(
 ) -> list[Side]:
     """The binaries to measure, in the order given: labeled engines built from the working
     tree, binaries run with the default engine; with neither, the working tree's engine.
-    The unlabeled engine is measured too, where it stands, unless --bin binaries take it."""
+    The unlabeled engine (`engine`) is measured too, where it stands (_with_tree puts it
+    first when no flag placed it), unless --bin binaries take it."""
     sides: list[Side] = []
     has_bins = any(kind == "bin" for kind, _label, _value in specs)
     for kind, label, value in specs:
@@ -634,7 +710,8 @@ def _candidates(
         else:
             labeled = resolve_engine(value, root)
             flags = (("--engine", value),)
-            side = _tree_side(label or "candidate", labeled, root, python, flags, build_timeout)
+            tree = own_tree(labeled, root)  # a preset of recall's own code: recall's tree
+            side = _tree_side(label or "candidate", labeled, tree, python, flags, build_timeout)
         sides.append(side)
     if not sides:
         sides.append(_tree_side("candidate", engine, root, python, engine_flag, build_timeout))
@@ -662,7 +739,7 @@ def _tree_side(
             return Side(binary, file_identity(Path(program)), True, explain)
     keeps = engine.index_cache and unseen_code(engine) is None
     content = tree_identity(root, engine) if keeps else None
-    return Side(binary, f"working tree {root.absolute()}", False, explain, content)
+    return Side(binary, f"{WORKING_TREE}{root.absolute()}", False, explain, content)
 
 
 def uses_tree(engine: Engine) -> bool:
@@ -774,20 +851,36 @@ def pasteable(flags: Flags, root: Path) -> Flags:
     return (("--finder", str(root.absolute())), *((f, absolute(f, v)) for f, v in flags))
 
 
-def data_flags(corpus: str, queries: str | None, cache: str | None, mirror: str | None) -> Flags:
-    """The data flags explain needs to read what this run read, wherever it is pasted: the
-    pins always (the default is a file of the current folder), the query set when it is
-    not the default, the cache and the mirrors when given."""
+def data_flags(data: Data, found: Located, config: Path | None) -> Flags:
+    """The data flags explain needs to read what this run read, wherever it is pasted
+    (its line names the finder with --finder): a suite file that explain finds there by
+    itself, as the run found it (beside config, the recall.toml of that finder, or the
+    suite recall ships), is left out, so a line is the row and the binaries, not 300
+    characters of defaults; a file found in the current folder, or named by a flag, is
+    given by its absolute path (a committed set by its name); the cache and the mirrors
+    when given."""
     flags: list[tuple[str, str]] = []
-    if corpus:
-        flags.append(("--corpus", str(Path(corpus).absolute())))
-    if queries and queries != QUERY_SETS_DEFAULT:
-        flags.append(
-            ("--queries", queries if queries in QUERY_SETS else str(Path(queries).absolute()))
-        )
+    if not _found_anywhere(found.corpus, CORPUS, config):
+        flags.append(("--corpus", str(Path(found.corpus).absolute())))
+    named = data.queries if data.queries in QUERY_SETS else None
+    file = QUERY_SETS[named][0] if named else QUERY_SETS_DEFAULT
+    if found.queries and not _found_anywhere(found.queries, file, config):
+        flags.append(("--queries", str(Path(found.queries).absolute())))
+    elif named and file != QUERY_SETS_DEFAULT:
+        flags.append(("--queries", named))
     flags += [(flag, str(Path(value).absolute()))
-              for flag, value in (("--cache", cache), ("--mirror", mirror)) if value]  # fmt: skip
+              for flag, value in (("--cache", data.cache), ("--mirror", data.mirror))
+              if value]  # fmt: skip
     return tuple(flags)
+
+
+def _found_anywhere(path: str, name: str, config: Path | None) -> bool:
+    """Is path the suite file `name` that a command finds by itself from any folder for
+    the finder of config: the one beside config, else the one recall ships?"""
+    homes = [config.parent / name] if config else []
+    if not (config and homes[0].is_file()):
+        homes.append(packaged(name))
+    return any(_same_file(Path(path), home) for home in homes)
 
 
 def _explain_flags(base: Flags | None, new: Flags | None, data: Flags) -> str | None:
@@ -802,7 +895,7 @@ def _explain_flags(base: Flags | None, new: Flags | None, data: Flags) -> str | 
     return " ".join(option(flag, value) for flag, value in (*both.items(), *data))
 
 
-def _meta(engine: Engine, corpus: Path, queries: Path) -> dict:
+def _meta(engine: Engine, corpus: Path, queries: Path, config: Path | None) -> dict:
     return {
         "recall": __version__,
         "python": platform.python_version(),
@@ -810,6 +903,7 @@ def _meta(engine: Engine, corpus: Path, queries: Path) -> dict:
         "ctags": ctags_version(),
         "engine": {"source": engine.source, "sha256": engine.digest},
         **_meta_digests(corpus, queries),
+        "config": None if config is None else str(config.absolute()),  # the recall.toml read
     }
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import frizbee
 
-from recall.finders.kinds.adapter import run_worker
+from recall.finders.kinds.adapter import keep_stdout, run_worker
 from recall.finders.protocol import Rows, Search
 
 
@@ -50,6 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         lambda names: frizbee_search(names, args.max_typos),
         args.query,
         args.limit,
+        keep_stdout(),
     )
 
 

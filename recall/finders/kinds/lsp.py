@@ -29,6 +29,7 @@ import contextlib
 import ctypes
 import os
 import queue
+import re
 import signal
 import subprocess
 import sys
@@ -44,10 +45,12 @@ from recall import __version__
 from recall.errors import RecallError
 from recall.finders.kinds import HARNESS_ROOT
 from recall.finders.kinds.adapter import (
+    confined,
     json_argument,
     json_object_flag,
     kind_tables,
     read_names,
+    worker_bin,
 )
 from recall.finders.protocol import Rows, serve
 
@@ -90,16 +93,19 @@ def process_table(table: dict, source: str) -> dict:
     adapter += ["--ready-timeout", f"{float(timeout):g}", "--settings", encoded]
     gopath, unqualify = table.get("gopath"), table.get("unqualify", False)
     if gopath is not None:
-        if not isinstance(gopath, str) or not gopath:
-            raise RecallError(f"{source}: [engine] gopath must be a folder (a string): {{db}}")
-        adapter += ["--gopath", gopath]
+        adapter += ["--gopath", in_db(gopath, source, "gopath")]
     if not isinstance(unqualify, bool):
         raise RecallError(f"{source}: [engine] unqualify must be true or false")
     if unqualify:
         adapter.append("--unqualify")
     opened = table.get("open")
     if opened is not None:
-        if not isinstance(opened, str) or not opened or opened.startswith("/"):
+        if (
+            not isinstance(opened, str)
+            or not opened
+            or opened.startswith("/")
+            or ".." in opened.split("/")
+        ):
             raise RecallError(f"{source}: [engine] open must be a glob relative to the checkout")
         adapter += ["--open", opened]
     wait_progress = table.get("wait_progress", False)
@@ -108,6 +114,8 @@ def process_table(table: dict, source: str) -> dict:
     if wait_progress:
         adapter.append("--wait-progress")
     adapter += compile_commands_flags(table.get("compile_commands"), source)
+    if gopath is not None or "--compile-commands" in adapter:
+        adapter += ["--run-folder", "{db}"]
     probes = table.get("probes")
     if probes is not None:
         if (
@@ -118,7 +126,7 @@ def process_table(table: dict, source: str) -> dict:
             raise RecallError(f"{source}: [engine] probes must be a non-empty list of strings")
         adapter += ["--probes", orjson.dumps(probes).decode()]
     return {
-        "bin": ["{python}", "-P", "-m", "recall.finders.kinds.lsp"],
+        "bin": worker_bin("recall.finders.kinds.lsp"),
         "query": [*adapter, "--query", "{query}", "--limit", "{limit}", "--", *server],
         "batch": [*adapter, "--", *server],
         "env": {"PYTHONPATH": os.pathsep.join(("{tree}", HARNESS_ROOT)), **env},  # as library's
@@ -138,8 +146,7 @@ def compile_commands_flags(table: object, source: str) -> list[str]:
             f"{source}: [engine] compile_commands must be a table of dir, sources and flags"
         )
     folder, sources, flags = table.get("dir"), table.get("sources"), table.get("flags", [])
-    if not isinstance(folder, str) or not folder:
-        raise RecallError(f"{source}: [engine] compile_commands.dir must be a folder: {{db}}")
+    folder = in_db(folder, source, "compile_commands.dir")
     for key, value in (("sources", sources), ("flags", flags)):
         if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
             raise RecallError(
@@ -153,19 +160,38 @@ def compile_commands_flags(table: object, source: str) -> list[str]:
             "--compile-flags", orjson.dumps(flags).decode()]  # fmt: skip
 
 
+def in_db(value: object, source: str, key: str) -> str:
+    """A folder the adapter writes into, as the engine file names it: {db} or a folder in
+    it, the only place an adapter writes (besides the harness's cache). A folder of the
+    tree or the corpus would be overwritten (a finder's own compile_commands.json), and
+    anywhere else is outside what a run may touch."""
+    if (
+        not isinstance(value, str)
+        or not (value == "{db}" or value.startswith("{db}/"))
+        or ".." in value.split("/")
+        or "{" in value[len("{db}") :]
+    ):
+        raise RecallError(
+            f"{source}: [engine] {key} must be {{db}} or a folder inside it, got {value!r}: "
+            "the adapter writes nowhere else (not into the tree, nor the checkout)"
+        )
+    return value
+
+
 HEADER_SUFFIXES = frozenset({".h", ".hh", ".hpp", ".hxx", ".inl"})
 
 
 def write_compile_commands(
-    workspace: Path, folder: Path, sources: list[str], flags: list[str]
+    workspace: Path, folder: Path, sources: list[str], flags: list[str], run_folder: Path
 ) -> list[Path]:
     """folder/compile_commands.json: one command per file of the workspace whose suffix is
     in sources, with flags and, as include folders, every folder named `include` and every
     folder that holds a header, so that `#include "server.h"` and `<fmt/format.h>` resolve
     without the project's build (which the frozen checkout cannot run: no configure, no
     network). clangd indexes every file it lists in the background, and keeps that index
-    beside it (folder/.cache/clangd), so nothing is written into the checkout. Returns the
-    files it lists, in sorted order; none is an error of the engine."""
+    beside it (folder/.cache/clangd), so nothing is written into the checkout: folder, and
+    the file, must lie in run_folder. Returns the files it lists, in sorted order; none is
+    an error of the engine."""
     root = workspace.resolve()
     files, includes = [], set()
     for path in sorted(root.rglob("*")):
@@ -183,11 +209,12 @@ def write_compile_commands(
         {"directory": str(root), "file": str(path), "arguments": [*argv, "-c", str(path)]}
         for path in files
     ]
+    target = folder / "compile_commands.json"
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "compile_commands.json").write_bytes(orjson.dumps(commands))
-    except OSError as exc:
-        raise NotReady(f"cannot write {folder / 'compile_commands.json'}: {exc}") from None
+        confined(run_folder, folder).mkdir(parents=True, exist_ok=True)
+        confined(run_folder, target).write_bytes(orjson.dumps(commands))
+    except (OSError, ValueError) as exc:
+        raise NotReady(f"cannot write {target}: {exc}") from None
     return files
 
 
@@ -413,34 +440,54 @@ def relative(uri: str, root: Path) -> str:
     return str(path)
 
 
-def gopath_workspace(workspace: Path, gopath: Path) -> Path:
+# A path element of a Go module path (golang.org/x/mod/module.CheckPath): letters, digits
+# and - . _ ~, neither beginning nor ending with a dot, so never "." nor "..".
+_MODULE_ELEMENT = re.compile(r"[A-Za-z0-9_~-]([A-Za-z0-9._~-]*[A-Za-z0-9_~-])?")
+
+
+def module_path(text: str) -> str | None:
+    """The module path a go.mod's module directive names, its quotes ("..." or `...`)
+    and any // comment taken away, if it is a module path (elements of _MODULE_ELEMENT
+    joined by /: never absolute, never with `..`); None otherwise."""
+    for line in text.splitlines():
+        words = line.split("//", 1)[0].split()
+        if words[:1] != ["module"]:
+            continue
+        path = words[1] if len(words) == 2 else ""
+        if len(path) >= 2 and path[0] == path[-1] and path[0] in '"`':
+            path = path[1:-1]
+        elements = path.split("/")
+        return path if all(map(_MODULE_ELEMENT.fullmatch, elements)) else None
+    return None
+
+
+def gopath_workspace(workspace: Path, gopath: Path, run_folder: Path) -> Path:
     """The workspace as a package of a GOPATH: gopath/src/<module path> linked to it.
 
     Debian's gopls 0.5.0 and Go 1.19 cannot load a module whose go.mod names a newer Go
     (gin's says 1.25.0: "invalid go version") nor download its dependencies offline, so in
     module mode they index nothing; in GOPATH mode (GO111MODULE=off in the engine's env)
     they index every package of the workspace, but only of a workspace inside GOPATH, at
-    the import path its imports use. The module path comes from go.mod's module line."""
+    the import path its imports use. The module path comes from go.mod's module line,
+    which the corpus writes: the folders and the link made of it must lie in run_folder."""
     try:
         text = (workspace / "go.mod").read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise NotReady(f"--gopath needs the workspace's go.mod: {exc}") from None
-    module = next(
-        (line.split()[1] for line in text.splitlines() if line.split()[:1] == ["module"]
-         and len(line.split()) > 1),
-        None,
-    )  # fmt: skip
-    if not module or module.startswith("/") or ".." in module.split("/"):
-        raise NotReady(f"{workspace / 'go.mod'}: no usable module line")
-    link = gopath / "src" / module.strip('"')
+    module = module_path(text)
+    if module is None:
+        raise NotReady(f"{workspace / 'go.mod'}: no module line naming a Go module path")
+    link = gopath / "src" / module
     try:
-        link.parent.mkdir(parents=True, exist_ok=True)
+        folder = confined(run_folder, link.parent)
+        folder.mkdir(parents=True, exist_ok=True)
+        link = folder / link.name
         if link.is_symlink() or link.exists():
             if link.resolve() != workspace.resolve():
                 raise NotReady(f"{link} exists and is not the workspace")
         else:
             link.symlink_to(workspace.resolve(), target_is_directory=True)
-    except OSError as exc:
+    except (OSError, ValueError) as exc:
         raise NotReady(f"cannot link the workspace into {gopath}: {exc}") from None
     return link
 
@@ -633,10 +680,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compile-commands", type=Path, help="write compile_commands.json here")
     parser.add_argument("--compile-sources", default="[]", help="suffixes compiled, JSON")
     parser.add_argument("--compile-flags", default="[]", help="flags of every command, JSON")
+    parser.add_argument(
+        "--run-folder", type=Path,
+        help="the folder --gopath and --compile-commands must lie in ({db}): the adapter "
+        "writes nowhere else",
+    )  # fmt: skip
     parser.add_argument("server", nargs="+", help="the language server's argv")
     args = parser.parse_args(argv)
     if args.limit < 0:
         parser.error("--limit must be 0 or more")
+    writes = args.gopath is not None or args.compile_commands is not None
+    if writes and args.run_folder is None:
+        parser.error("--gopath and --compile-commands need --run-folder, the folder they lie in")
     settings = json_object_flag(parser, "--settings", args.settings)
     signal.signal(signal.SIGTERM, _terminated)
     root = args.workspace
@@ -647,13 +702,14 @@ def main(argv: list[str] | None = None) -> int:
                 args.workspace, args.compile_commands,
                 json_list_flag(parser, "--compile-sources", args.compile_sources),
                 json_list_flag(parser, "--compile-flags", args.compile_flags),
+                args.run_folder,
             )  # fmt: skip
         except NotReady as exc:
             print(f"lsp adapter: {exc}", file=sys.stderr)
             return 2
     if args.gopath is not None:
         try:
-            root = gopath_workspace(args.workspace, args.gopath)
+            root = gopath_workspace(args.workspace, args.gopath, args.run_folder)
         except NotReady as exc:
             print(f"lsp adapter: {exc}", file=sys.stderr)
             return 2

@@ -9,14 +9,18 @@ names in the names file's order (a library may rewrite it), limit a whole number
 for all. A function with no `limit` parameter is called without it and its hits are cut
 to the limit; a coroutine function (an async library, pfzy's fuzzy_match) is run to its
 end on one event loop of the worker.
-It returns hits best first, each a name, a dict with "name" (or the engine's `name_key`:
-pfzy's dicts hold the name under "value"; and "file", "line"), or a tuple whose first
-element is the name, as RapidFuzz's and thefuzz's (match, score, index) are, so most
-libraries need no wrapper. One that does is a module of the finder's tree: the tree is on
-the worker's path (PYTHONPATH={tree}), and `path` adds folders of it (a src layout).
+It returns hits best first, as a list (or a tuple, or any other iterable with an order),
+each a name, a dict with "name" (or the engine's `name_key`: pfzy's dicts hold the name
+under "value"; and "file", "line"), or a tuple whose first element is the name, as
+RapidFuzz's and thefuzz's (match, score, index) are, so most libraries need no wrapper.
+Anything else (a str, which would be read as one hit a letter, bytes, a dict, a set with
+no order) is that query's error. A library that needs a wrapper has one in a module of the
+finder's tree: the tree is on the worker's path (PYTHONPATH={tree}), and `path` adds
+folders of it (a src layout).
 
 The worker is recall's own: the tree's when the tree is recall (a base runs its own
-worker), else the harness's, whose folder follows the tree's on the path.
+worker), else the harness's, whatever the tree holds (adapter.BOOT). What the library
+prints goes to stderr: the worker keeps stdout for its answers (adapter.keep_stdout).
 
 Requests and answers follow the harness's batch protocol (recall.finders.protocol, which
 serves them): one JSON line {"id", "query", "limit"} in, one JSON line {"id", "results"}
@@ -33,7 +37,7 @@ import inspect
 import os
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from recall.errors import RecallError
@@ -41,8 +45,10 @@ from recall.finders.kinds import HARNESS_ROOT
 from recall.finders.kinds.adapter import (
     json_argument,
     json_object_flag,
+    keep_stdout,
     kind_tables,
     run_worker,
+    worker_bin,
 )
 from recall.finders.protocol import Rows, Search
 
@@ -52,7 +58,8 @@ _CALLABLE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 def worker_path(table: dict, source: str) -> str:
     """The worker's PYTHONPATH: {tree} (or the engine's own PYTHONPATH, which names it and
     any folder outside it), the folders of the tree an engine's `path` names (a src
-    layout's module), then the harness's own folder (HARNESS_ROOT), always last."""
+    layout's module), then the harness's own folder (HARNESS_ROOT), always last: the worker
+    is imported from it (adapter.BOOT), and a results key that sees it covers its code."""
     extra = table.get("path", [])
     if not isinstance(extra, list) or not all(isinstance(p, str) and p for p in extra):
         raise RecallError(f"{source}: [engine] path must be a list of folders of the tree")
@@ -88,7 +95,7 @@ def process_table(table: dict, source: str) -> dict:
         worker += ["--name-key", name_key]
     worker += ["--names", "{names}"]
     return {
-        "bin": ["{python}", "-P", "-m", "recall.finders.kinds.python"],
+        "bin": worker_bin("recall.finders.kinds.python"),
         "query": [*worker, "--query", "{query}", "--limit", "{limit}"],
         "batch": worker,
         "env": {**env, "PYTHONPATH": worker_path(table, source)},
@@ -154,10 +161,25 @@ def library_search(
         if inspect.isawaitable(hits):
             loop = loop or asyncio.new_event_loop()
             hits = loop.run_until_complete(hits)
-        rows = [_row(hit, name_key) for hit in hits]
+        rows = [_row(hit, name_key) for hit in hit_list(hits)]
         return rows if with_limit or not limit else rows[:limit]
 
     return search
+
+
+def hit_list(hits: object) -> Iterable[object]:
+    """The function's return value as its hits, when it has the one shape answers have:
+    a list, or another iterable whose order is the ranking. A str would be iterated a
+    letter at a time (and single letters are names of some corpora, so no other check
+    would notice), bytes a byte at a time, a dict by its keys, a set in an order that
+    changes from one process to the next: each is refused, as that query's error."""
+    refused = (str, bytes, bytearray, memoryview, Mapping, set, frozenset)
+    if isinstance(hits, refused) or not isinstance(hits, Iterable):
+        raise TypeError(
+            f"the function returned a value of type {type(hits).__name__}, not a list of hits "
+            "(a single name is [name])"
+        )
+    return hits
 
 
 def _row(hit: object, name_key: str = "name") -> dict[str, object]:
@@ -189,6 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.limit < 0:
         parser.error("--limit must be 0 or more")
     options = json_object_flag(parser, "--options", args.options)
+    out = keep_stdout()
     try:
         function, options = load_callable(args.callable), resolve_options(options)
     except (ImportError, AttributeError, TypeError) as exc:
@@ -200,6 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         lambda names: library_search(function, names, options, args.name_key),
         args.query,
         args.limit,
+        out,
     )
 
 

@@ -21,6 +21,12 @@ const path = require("path");
 const readline = require("readline");
 const { pathToFileURL } = require("url");
 
+// The protocol's stdout is the adapter's alone: what a package prints (console.log,
+// process.stdout.write) goes to stderr, whose tail the harness shows with an error, never
+// between two answers, where it would shift every answer after it.
+const writeAnswer = process.stdout.write.bind(process.stdout);
+process.stdout.write = process.stderr.write.bind(process.stderr);
+
 // How each package is called on a plain list of strings, as its README shows. Each
 // driver gets the loaded module, the names and the engine's options, builds what the
 // package builds once, and returns search(query, limit) -> names, best first, where
@@ -101,13 +107,37 @@ function generic(call) {
       throw new TypeError(`${call.function || "the module"} is not a function`);
     }
     const key = call.name_key || "name";
-    const nameOf = (hit) => (hit !== null && typeof hit === "object" ? hit[key] : hit);
+    const nameOf = (hit) => {
+      const name = hit !== null && typeof hit === "object" ? hit[key] : hit;
+      if (typeof name !== "string") {
+        throw new TypeError(`a hit must be a name or an object with a string ${JSON.stringify(key)}`);
+      }
+      return name;
+    };
     return async (query, limit) => {
       const given = { query, names: names.slice(), options };
       const hits = await fn.apply(owner, call.arguments.map((argument) => given[argument]));
-      return cut(Array.from(hits, nameOf), limit);
+      return cut(hitList(hits).map(nameOf), limit);
     };
   };
+}
+
+// The one shape answers have: an array, or another iterable whose order is the ranking
+// (a Set, a generator). A string would be iterated a letter at a time (and single letters
+// are names of some corpora, so no other check would notice), an object with no iterator
+// would be no hits at all, a Map gives pairs, a typed array numbers: each is that query's
+// error.
+function hitList(hits) {
+  const iterable = hits !== null && typeof hits === "object" && Symbol.iterator in hits;
+  if (Array.isArray(hits)) return hits;
+  if (!iterable || hits instanceof String || hits instanceof Map || ArrayBuffer.isView(hits)) {
+    const type = typeof hits === "object" && hits !== null ? hits.constructor?.name : typeof hits;
+    throw new TypeError(
+      `the function returned a value of type ${type ?? "object"}, not a list of hits (a single ` +
+        "name is [name])",
+    );
+  }
+  return Array.from(hits);
 }
 
 function usage(message) {
@@ -250,7 +280,7 @@ async function main() {
     try {
       const hits = await search(args.query, Number(args.limit));
       const rows = hits.map((name) => ({ name: String(name) }));
-      process.stdout.write(`${JSON.stringify(rows)}\n`);
+      writeAnswer(`${JSON.stringify(rows)}\n`);
     } catch (error) {
       process.stderr.write(`node adapter: ${errorText(error)}\n`);
       process.exitCode = 1;
@@ -262,7 +292,7 @@ async function main() {
   lines.on("line", (line) => {
     if (line.trim() === "") return;
     const answered = answer(search, line);
-    written = written.then(async () => process.stdout.write(`${await answered}\n`));
+    written = written.then(async () => writeAnswer(`${await answered}\n`));
   });
 }
 
