@@ -7,6 +7,7 @@ the names a query is derived from and the names a finder can return come from on
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import re
 import shutil
@@ -80,7 +81,7 @@ _LANGUAGE_OPTIONS = {
 }
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True, order=True, slots=True)
 class Symbol:
     path: str
     line: int
@@ -184,7 +185,10 @@ def extract(root: Path, language: str) -> list[Symbol]:
     dropped_local = _DROPPED_LOCAL_KINDS.get(ctags_lang, set())
     no_anonymous = _NO_ANONYMOUS in _LANGUAGE_OPTIONS.get(ctags_lang, ())
     symbols = set()
-    for raw in proc.stdout.splitlines():
+    # one str for each path, kind and scope: a corpus's definitions name far fewer files
+    # than they number (a million names in a hundred files: ~150 MB less at the peak)
+    shared: dict[str, str] = {}
+    for raw in io.BytesIO(proc.stdout):  # a line at a time, not a list of them all
         try:
             tag = orjson.loads(raw)
         except orjson.JSONDecodeError:
@@ -207,6 +211,7 @@ def extract(root: Path, language: str) -> list[Symbol]:
         path = tag.get("path", "").removeprefix("./")
         if no_anonymous and _ANONYMOUS_SCOPE.search(scope):
             scope = ""
+        path, kind, scope = (shared.setdefault(t, t) for t in (path, kind, scope))
         symbols.add(Symbol(path, int(tag.get("line", 0)), name, kind, scope))
     return sorted(symbols)
 

@@ -118,7 +118,8 @@ class Session:
         self._kept: KeptIndex | None = None
         if build is not None and self.engine.index_cache and corpus.cache is not None:
             pin = corpus.checkout.pin
-            self._kept = KeptIndex(corpus.cache, index_key(build, self.engine, pin, listed))
+            key = index_key(build, self.engine, pin, listed, binary.tree)
+            self._kept = KeptIndex(corpus.cache, key)
 
     def _kind_env(self) -> dict[str, str]:
         """What an engine needs installed before its processes start: the tree's npm
