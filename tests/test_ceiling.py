@@ -10,13 +10,11 @@ from recall.analysis.ceiling import (
     RowCeiling,
     ceiling,
     ceilings,
-    count_distribution,
-    interval,
     row_ceilings,
-    standard_error,
     summary,
 )
-from recall.inputs.derive import NameSource, derive_rows, derive_typed_rows, eligible
+from recall.analysis.stats import count_distribution, interval, standard_error
+from recall.inputs.derive import NameSource, derive_rows, derive_typed_rows, eligible, recipes
 from recall.inputs.queryset import QueryRow
 from recall.inputs.recipes import (
     QWERTY_NEIGHBOURS,
@@ -238,3 +236,37 @@ def test_a_foreign_file_s_rows_the_recipes_cannot_make_are_left_out_of_both_side
     assert "Left out of the ceiling: 2 rows the recipes cannot make" in text
     assert "points below it on its 1 row (#1 / top 10)" in text
     assert any(line.startswith("gin ") and line.endswith(" of 1") for line in text.splitlines())
+
+
+def test_the_glob_model_is_calibrated_a_fixed_order_over_many_samples_gets_its_expectation(
+    all_names,
+):
+    """issue 43 found the reference finder's top 10 on the glob rows of the committed
+    holdout above the ceiling's range and asked whether the glob choice model is wrong.
+    It is not: ranking every name that makes a glob by one fixed order (the shortest first,
+    as fuzzy finders lean), over many samples of three corpora, gets the model's expected
+    top 10 on average, with the model's spread (docs/queries.md has the whole measure: one
+    sample, the committed one, can lean to that order, and a finder with it)."""
+    corpora = {"pytest": 150, "commons-lang": 150, "redis": 150}  # derive.json's n
+    makers: dict[str, dict[str, list[str]]] = {}  # per corpus: a glob's names, shortest first
+    for repo in corpora:
+        for name in sorted(filter(eligible, all_names[repo]), key=lambda x: (len(x), x)):
+            for query in (q for kind, q in recipes(name) if kind == "glob"):
+                makers.setdefault(repo, {}).setdefault(query, []).append(name)
+    z = []
+    for seed in range(2, 82):
+        hits = expected = variance = 0.0
+        for repo, n in corpora.items():
+            names = all_names[repo]
+            rows = [r for r in derive_rows(repo, names, n, seed) if r.type == "glob"]
+            chances = row_ceilings(rows, {repo: NameSource(names, {}, "")})
+            for row in rows:
+                p = chances[row].top10
+                hits += row.source in makers[repo][row.query][:10]
+                expected += p
+                variance += p * (1 - p)
+        z.append((hits - expected) / variance**0.5)
+    mean = sum(z) / len(z)
+    spread = (sum((x - mean) ** 2 for x in z) / (len(z) - 1)) ** 0.5
+    assert abs(mean) < 0.35, mean  # 80 samples: the mean's own spread is 0.11
+    assert 0.7 < spread < 1.3, spread

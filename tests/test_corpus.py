@@ -338,6 +338,11 @@ def test_the_check_after_a_run_compares_the_sha_not_only_a_clean_tree(upstream, 
         ("ok", {"url": "https://h/x.git", "sha": "a" * 40, "language": "cobol"}, "'language'"),
         ("ok", {"url": "https://h/x.git", "sha": "a" * 40}, "'ok'.*missing field 'language'"),
         ("ok", {"url": "https://h/x.git", "sha": "a" * 40, "language": "go", "x": 1}, "'x'"),
+        (
+            "ok",
+            {"url": "https://h/x.git", "sha": "a" * 40, "language": "go", "split": "test"},
+            "'ok': field 'split' must be one of tune, holdout, seen, got 'test'",
+        ),
     ],
 )
 def test_bad_pin_names_the_repo_and_the_field(tmp_path, name, fields, message):
@@ -358,14 +363,25 @@ def test_corpus_json_that_is_not_json_or_has_duplicates(tmp_path):
         load_pins(corpus)
 
 
-def test_committed_pins_are_the_ten_mirrored_corpora_in_nine_languages(pins):
+def test_a_pin_without_a_side_predates_the_split_and_is_tune_and_is_written_with_it(tmp_path):
+    corpus = tmp_path / "corpus.json"
+    fields = {"url": "https://h/x.git", "sha": "a" * 40, "language": "go"}
+    corpus.write_text(json.dumps({"old": fields, "new": {**fields, "split": "holdout"}}))
+    pins = load_pins(corpus)
+    assert (pins["old"].split, pins["new"].split) == ("tune", "holdout")
+    assert pins["old"].as_json() == {**fields, "split": "tune"}
+    assert pins["new"].identity() == pins["old"].identity() == fields  # no key holds the side
+
+
+def test_committed_pins_are_the_twelve_mirrored_corpora_in_eleven_languages(pins):
     assert list(pins) == [
         "rails", "tokio", "ripgrep", "gin", "pytest", "vue", "redis", "commons-lang", "jquery",
-        "fmt",
+        "fmt", "okio", "telescope",
     ]  # fmt: skip
     assert pins["vue"].url == "https://github.com/vuejs/core.git"
-    assert len({pin.language for pin in pins.values()}) == 9
+    assert len({pin.language for pin in pins.values()}) == 11
     assert pins["fmt"].language == "c++" and pins["redis"].language == "c"
+    assert pins["okio"].language == "kotlin" and pins["telescope"].language == "lua"
 
 
 @needs_mirror

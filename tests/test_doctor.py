@@ -43,7 +43,7 @@ def test_doctor_passes_with_a_mirror_and_names_each_corpus(real_cache, gin, pins
     assert _line(proc.stdout, "corpus gin").startswith("ok ")
     assert f"{gin.pin.sha[:12]} fetched, frozen" in _line(proc.stdout, "corpus gin")
     assert f"has {len(pins)} of {len(pins)} pins" in _line(proc.stdout, "mirror")
-    assert len(pins) == 10
+    assert len(pins) == 12
     assert "JSON output" in _line(proc.stdout, "ctags")
     spawn = _line(proc.stdout, "process start")
     assert spawn.startswith("ok ") and "posix_spawn (glibc " in spawn  # not Popen

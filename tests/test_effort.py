@@ -8,16 +8,21 @@ import pytest
 
 from recall.analysis.effort import (
     Chances,
+    Effort,
+    EffortRun,
+    Reach,
     TypedSequence,
     certain,
     counts,
     effort_diff,
+    effort_run,
     reach,
     typed_sequences,
 )
 from recall.analysis.keystroke_ceiling import TypedTexts, ceiling_chances, effort
+from recall.analysis.stats import interval
 from recall.inputs.keystrokes import TypingRow
-from recall.render.effort import LEGEND_CHAR_PX, k_curve
+from recall.render.effort import LEGEND_CHAR_PX, effort_html, k_curve, render_effort
 
 BIND = TypedSequence("gin", "prefix", "bind", ("b", "bi", "bin", "bind"))
 ANSWERS = {
@@ -166,3 +171,34 @@ def test_the_k_curve_s_legend_widens_for_a_base_label_so_no_label_is_cut_off():
     assert 'width="830"' in short  # the legend's least width
     text_x = float(re.search(rf'<text x="([\d.]+)" y="\d+">{re.escape(label)} ', long)[1])  # type: ignore[index]
     assert text_x + LEGEND_CHAR_PX * len(f"{label} (10.0% by 10)") <= width
+
+
+def test_the_typing_ceiling_has_a_95_percent_range_as_the_name_sets_and_flags_a_finder_beyond():
+    """issue 43: the typing ceiling's #1 and top 3 counts get the name sets' range (the
+    exact Poisson-binomial of each sequence's chance of getting there), shown in the report
+    and on the page, so a finder above it is flagged."""
+    sequences = [TypedSequence("gin", "prefix", f"bind{i}", ("b", "bi")) for i in range(10)]
+    halves = [Chances((0.25, 0.25), (1.0, 0.0)) for _ in sequences]  # #1 by bi: 1/2 each
+    ceiling = effort_run("ceiling", sequences, halves, {"gin": "go"}, ranged=True)
+    assert ceiling.counts.first_ci == interval([0.5] * 10) == (2, 8)  # Binomial(10, 1/2)
+    assert ceiling.counts.top3_ci == (10, 10)
+    assert ceiling.by_repo["gin"].first_ci == (2, 8)
+
+    def finder(label: str, hits: int) -> EffortRun:
+        reached = [certain(Reach(2 if i < hits else None, 1), 2) for i in range(10)]
+        return effort_run(label, sequences, reached, {"gin": "go"})
+
+    section = Effort(10, 20, 2, (finder("within", 8), finder("beyond", 9)), ceiling)
+    assert section.runs[0].counts.first_ci is None
+    text = render_effort(section, markdown=False)
+    rows: dict[str, str] = {}
+    for line in text:  # each label's first line: its row of the effort table
+        rows.setdefault(line.split()[0] if line.split() else "", line)
+    assert "5 (50.0%) [2-8]" in rows["ceiling"] and "10 (100.0%) [10-10]" in rows["ceiling"]
+    assert "9 (90.0%)^" in rows["beyond"] and "8 (80.0%)^" not in rows["within"]
+    assert any(line.startswith("^ above the ceiling's 95% range") for line in text)
+    assert "50.0 [20.0-80.0] / 1.50 / 35.0" in rows["gin"] and "90.0^ / 2.00" in rows["gin"]
+    page = "".join(effort_html(section.to_json()))
+    assert "<td>5 (50.0%) [2-8]</td>" in page and "<td>9 (90.0%)^</td>" in page
+    calm = render_effort(Effort(10, 20, 2, (finder("within", 8),), ceiling), markdown=True)
+    assert not any("^" in line for line in calm)

@@ -62,6 +62,9 @@ _Q = b'[engine]\nbin = ["f"]\nquery = ["{bin}", "{query}"]\n'
         (_Q + b'inputs = [""]\n', "inputs: an empty path names no file"),
         (_Q + b'toolchain = ["rustc"]\n', "toolchain must be a list of argv lists"),
         (_Q + b"toolchain = [[]]\n", "toolchain must be a list of argv lists"),
+        (_Q + b'compilers = "cc"\n', "compilers must be a list of strings"),
+        (_Q + b'compilers = ["/usr/bin/cc"]\n', "compilers: each must be a program's name"),
+        (_Q + b'compilers = [""]\n', "compilers: each must be a program's name"),
     ],
 )
 def test_bad_engine_names_file_and_key(text, message):

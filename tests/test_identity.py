@@ -7,13 +7,16 @@ import contextlib
 import json
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from conftest import ROOT, run_cli, tmpfs
 
+from recall.cache import key_digest
 from recall.finders.engine import resolve_engine
+from recall.inputs.corpus import load_pins
 from recall.running.identity import build_world
 
 FINDER = r"""
@@ -239,7 +242,39 @@ def test_the_fixed_base_cannot_be_passed(tmp_path):
     assert "pass_env: HOME is set by the harness" in proc.stderr
 
 
-def test_the_reference_finders_kept_results_are_keyed_by_the_cc_that_compiles_its_kernel():
-    world = build_world(resolve_engine("reference", ROOT))
-    (probe,) = world["toolchain"]
-    assert probe.startswith(("cc ", "gcc ", "clang"))  # `cc --version`, whichever compiler
+def test_a_compiler_is_known_by_its_content_in_the_kernel_cache_and_every_harness_key(
+    tmp_path, monkeypatch
+):
+    # the issue's case: cc replaced at the same path, answering --version alike, with
+    # other code: the kernel cache, the kept index and the kept results all see another
+    # compiler, through the one function recall.toolchain.compiler_identity
+    from recall.finders.reference import kernel
+    from recall.running.indexes import index_key
+    from recall.running.results_cache import run_key
+    from recall.toolchain import compiler_identity
+
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    cc = folder / "cc"
+    real = shutil.which("cc")
+    cc.write_text(f'#!/bin/sh\nexec {real} "$@"\n')
+    cc.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+    engine = resolve_engine("reference", ROOT)
+    pin = load_pins(ROOT / "corpus.json")["gin"]
+
+    def keys() -> tuple[str, ...]:
+        world = build_world(engine)
+        assert world["compilers"] == {"cc": compiler_identity("cc")}
+        return (
+            compiler_identity("cc"), kernel.cache_key(),
+            index_key("commit:x", engine, engine.index, pin, b"a\n", ROOT),
+            key_digest(run_key("commit:x", engine, {}, 5.0)),
+        )  # fmt: skip
+
+    before = keys()
+    version = subprocess.run([str(cc), "--version"], capture_output=True, text=True).stdout
+    cc.write_text(f'#!/bin/sh\n# another build of the same release\nexec {real} "$@"\n')
+    after = keys()
+    assert subprocess.run([str(cc), "--version"], capture_output=True, text=True).stdout == version
+    assert all(a != b for a, b in zip(before, after, strict=True)), (before, after)

@@ -3,6 +3,7 @@ anything it was made from differs, half written, or written into by the finder."
 
 import dataclasses
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -287,3 +288,85 @@ def test_recall_cache_lists_a_kept_index_and_prune_removes_it_once_unused(finder
     assert _entries(corpus) == []
     _run(finder, corpus, "file:one")
     assert _indexed(finder) == 2
+
+
+def test_an_engine_that_declares_its_index_inputs_is_known_by_those_files_alone(finder, corpus):
+    # index_inputs: the key holds the declared files' content, not the build's identity,
+    # so another build (a commit, a working tree) with those files alike reuses the index,
+    # and a change to one of them indexes anew
+    engine = ENGINE + 'index_inputs = ["index.py"]\n'
+    (finder / "recall.toml").write_text(engine)
+    _run(finder, corpus, "file:one")
+    (finder / "query.py").write_text(QUERY + "# not read by the index\n")
+    _run(finder, corpus, "file:two")
+    assert _indexed(finder) == 1 and len(_entries(corpus)) == 1
+    (finder / "index.py").write_text(INDEX + "# read by the index\n")
+    _run(finder, corpus, "file:three")
+    assert _indexed(finder) == 2 and len(_entries(corpus)) == 2
+    # a tree without a declared file (one older than the declaration) is known by its
+    # build again, as without index_inputs
+    (finder / "recall.toml").write_text(engine.replace('["index.py"]', '["index.py", "gone.py"]'))
+    _run(finder, corpus, "file:three")
+    _run(finder, corpus, "file:four")
+    assert _indexed(finder) == 4
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ('index_inputs = ["/etc/passwd"]', "must be a path or glob inside {tree}, relative to it"),
+        ('index_inputs = ["../x.py"]', "must be a path or glob inside {tree}, relative to it"),
+        ('index_inputs = ["{tree}/x.py"]', "must be a path or glob inside {tree}, relative to it"),
+        ('index_inputs = "x.py"', "index_inputs must be a list of strings"),
+    ],
+)
+def test_a_bad_index_inputs_is_one_line_naming_file_and_key(tmp_path, line, message):
+    engine = tmp_path / "engine.toml"
+    engine.write_text(ENGINE + line + "\n")
+    proc = run_cli("--engine", str(engine), "--repo", "gin", "--cache", str(tmp_path / "cache"),
+                   cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith(f"recall: {engine}: [engine] ") and message in proc.stderr
+    assert len(proc.stderr.splitlines()) == 1
+
+
+def test_index_inputs_without_index_cache_is_refused(tmp_path):
+    engine = tmp_path / "engine.toml"
+    engine.write_text(ENGINE.replace("index_cache = true\n", 'index_inputs = ["index.py"]\n'))
+    proc = run_cli("--engine", str(engine), "--repo", "gin", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr == f"recall: {engine}: [engine] index_inputs needs index_cache = true\n"
+
+
+@pytest.mark.slow
+def test_the_reference_finder_reindexes_for_a_change_it_reads_and_not_for_its_weights(
+    tmp_path, gin
+):
+    # the verdict loop: a one-line change in weights.py, which no index reads, reuses the
+    # kept index of the working tree; a change in store.py, which the index runs, does not
+    tree = tmp_path / "finder"
+    shutil.copytree(ROOT / "recall", tree / "recall", ignore=shutil.ignore_patterns("__pycache__"))
+    make_repo(tree, {"README": "a copy of recall, as a finder's working tree\n"})
+    cache = tmp_path / "cache"
+
+    def run() -> dict:
+        proc = run_cli(
+            "--finder", str(tree), "--cache", str(cache), "--repo", "gin", "--type", "abbr3",
+            "--json", cwd=ROOT,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)["runs"][0]
+
+    def entries() -> int:
+        return len([p for p in (cache / KIND).iterdir() if p.is_dir()])
+
+    first = run()
+    weights = tree / "recall" / "finders" / "reference" / "weights.py"
+    weights.write_text(weights.read_text().replace("BONUS_FIRST = 3.0", "BONUS_FIRST = -30.0"))
+    changed = run()
+    assert entries() == 1  # the same kept index, and new answers from the new weights
+    assert changed["first"] < first["first"]
+    store = tree / "recall" / "finders" / "reference" / "store.py"
+    store.write_text(store.read_text() + "# a line the index reads\n")
+    assert run()["first"] == changed["first"]
+    assert entries() == 2

@@ -21,7 +21,7 @@ from recall.inputs.queryset import QueryRow
 from recall.workflows.run import shard_rows
 
 SELECTION = ("--repo", "gin", "--repo", "pytest", "--repo", "tokio", "--type", "abbr3")
-SPLIT_SELECTION = ("--repo", "gin", "--repo", "tokio", "--type", "abbr3")  # two repos, two shards
+SPLIT_SELECTION = ("--repo", "gin", "--repo", "jquery", "--repo", "fmt", "--type", "abbr3")
 
 
 def test_every_repo_lands_in_exactly_one_shard_the_same_on_every_machine():
@@ -116,7 +116,8 @@ def test_shards_that_ran_other_code_or_another_selection_are_refused(shards):
 
 @pytest.fixture(scope="module")
 def holdout_shards(tmp_path_factory, real_cache) -> dict:
-    """The selection's holdout rows, run whole and in two shards (no baseline: cheaper)."""
+    """The selection's holdout rows (jquery's and fmt's, seen holdout corpora both), run
+    whole and in two shards (no baseline: cheaper)."""
     if mirror_dir() is None:
         pytest.skip("the offline corpus mirrors (../shared/corpora) are absent")
     tmp = tmp_path_factory.mktemp("holdout-shards")
@@ -142,10 +143,13 @@ def test_merged_shards_of_a_split_run_report_that_split_as_the_unsharded_run_doe
     report = json.loads(merged.stdout)
     assert report["split"] == whole["split"] == "holdout"
     assert _without_seconds(report) == _without_seconds(whole)
-    assert set(report["runs"][0]["by_repo"]) == {"gin", "tokio"}
+    assert set(report["runs"][0]["by_repo"]) == {"jquery", "fmt"}  # gin is a tune corpus
+    assert report["holdout"]["seen"]["corpora"] == ["jquery", "fmt"]
+    assert report["holdout"]["fresh"] == {"corpora": [], "n": 0, "margin": None}
 
     other = run_cli("merge", *paths, *SPLIT_SELECTION, "--split", "tune", "--cache", cache)
-    assert other.returncode == 2 and "its rows of" in other.stderr and other.stdout == ""
+    assert other.returncode == 2 and other.stdout == ""  # the tune side is gin's rows alone
+    assert other.stderr == "recall: merge: no file has repo gin: give every shard's file\n"
     data = orjson.loads(Path(paths[1]).read_bytes())
     data["selection"]["split"] = "tune"
     (tmp / "tune.json").write_bytes(orjson.dumps(data))

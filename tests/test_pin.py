@@ -59,7 +59,7 @@ def test_pin_of_a_new_repo_writes_the_pin_its_n_and_rows_that_derive_all_agrees_
     assert len({r.source for r in rows}) == 3 and {r.repo for r in rows} == {"demo"}
     assert f"{len(rows)} rows added, 0 removed, 0 kept" in proc.stdout.splitlines()[1]
     assert json.loads((where / "corpus.json").read_text()) == {
-        "demo": {"url": url, "sha": first, "language": "python"}
+        "demo": {"url": url, "sha": first, "language": "python", "split": "holdout"}
     }
     assert json.loads((where / "derive.json").read_text()) == {
         "repos": {"demo": {"n": 3, "seed": 1}}
@@ -93,6 +93,39 @@ def test_moving_a_pin_keeps_hand_rows_and_names_those_whose_target_is_gone(proje
         "  mod.old_helper_function\told_helper_function",
     ]
     assert json.loads((where / "derive.json").read_text())["repos"]["demo"]["n"] == 10
+
+
+@needs_ctags
+@pytest.mark.parametrize("side", ["tune", "holdout", "seen"])
+def test_a_new_corpus_joins_the_holdout_and_a_moved_pin_keeps_its_side(project, side):
+    """SPEC.md: a corpus pinned later joins the holdout and never leaves it; a pin moved to
+    a new sha (or pinned again at its own, in another set) is the same corpus, on its side."""
+    tmp, url, first, second = project
+    where = tmp / "project"
+    old = {"url": url, "sha": first, "language": "python", "split": side}
+    (where / "corpus.json").write_text(json.dumps({"old": old}))
+    assert _pin(where, "demo", url, first, "--n", "2").returncode == 0
+    assert _pin(where, "old", url, second, "--n", "2").returncode == 0
+    assert _pin(where, "old", url, second, "--queries", "typed").returncode == 0
+    pins = json.loads((where / "corpus.json").read_text())
+    assert pins == {"old": {**old, "sha": second}, "demo": {**old, "split": "holdout"}}
+
+
+@needs_ctags
+def test_a_repo_new_to_a_set_samples_with_the_seed_its_repos_share(project):
+    """The typed set's repos share seed 2 and the path set's seed 3: a repo pinned into one
+    of them later samples with that seed, not the default set's 1."""
+    tmp, url, first, _ = project
+    where = tmp / "project"
+    (where / "corpus.json").write_text(
+        json.dumps({"old": {"url": url, "sha": first, "language": "python"}})
+    )
+    (where / "derive-typed.json").write_text(
+        json.dumps({"recipes": "typed", "repos": {"old": {"n": 1, "seed": 2}}})
+    )
+    assert _pin(where, "demo", url, first, "--queries", "typed", "--n", "2").returncode == 0
+    repos = json.loads((where / "derive-typed.json").read_text())["repos"]
+    assert repos == {"old": {"n": 1, "seed": 2}, "demo": {"n": 2, "seed": 2}}
 
 
 @needs_ctags

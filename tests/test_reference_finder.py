@@ -162,10 +162,10 @@ def test_the_compiled_kernel_ranks_gin_byte_for_byte_as_the_numpy_ranker_did(gin
     import hashlib
 
     from recall.finders.reference.rank import Finder
-    from recall.finders.reference.store import build, load
+    from recall.finders.reference.store import Index, build
 
     build(gin.path, "go", tmp_path / "gin.db")
-    finder = Finder(load(tmp_path / "gin.db"))
+    finder = Finder(Index(tmp_path / "gin.db"))
     rows = [line.split("\t") for line in GOLDEN.read_text().splitlines()]
     assert len(rows) > 900
     changed = [
@@ -176,10 +176,12 @@ def test_the_compiled_kernel_ranks_gin_byte_for_byte_as_the_numpy_ranker_did(gin
     assert changed == []
 
 
-def test_the_compiled_kernel_is_kept_in_the_users_cache_dir_never_beside_the_code(tmp_path):
-    # the finder runs from a tree under test, which it must not write into: the kernel it
-    # compiles (when indexing, or on first use) goes to recall's folder under
-    # XDG_CACHE_HOME, and is reused
+def test_the_index_compiles_the_kernel_into_the_users_cache_dir_and_a_query_compiles_nothing(
+    tmp_path,
+):
+    # the finder runs from a tree under test, which it must not write into: the kernel the
+    # index compiles goes to recall's folder under XDG_CACHE_HOME, and the index carries
+    # it, so a query (whose start-up is the queries' time) needs no compiler and no cache
     tree = tmp_path / "tree"
     shutil.copytree(ROOT / "recall", tree / "recall", ignore=shutil.ignore_patterns("__pycache__"))
     (tmp_path / "src").mkdir()
@@ -189,63 +191,154 @@ def test_the_compiled_kernel_is_kept_in_the_users_cache_dir_never_beside_the_cod
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     db = str(tmp_path / "m.db")
     before = sorted(p.relative_to(tree) for p in tree.rglob("*"))
-    built = []
-    for args in (["index", str(tmp_path / "src"), "--language", "python"], ["query", "tesflo"]):
-        proc = subprocess.run(
-            [sys.executable, "-P", "-m", "recall.finders.reference", *args, "--db", db],
-            capture_output=True, text=True, env=env, timeout=300,
-        )  # fmt: skip
-        assert proc.returncode == 0, proc.stderr
-        built.append(sorted((tmp_path / "cache").rglob("kernel-*.so")))
+    index = ["index", str(tmp_path / "src"), "--language", "python"]
+    proc = subprocess.run(
+        [sys.executable, "-P", "-m", "recall.finders.reference", *index, "--db", db],
+        capture_output=True, text=True, env=env, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert len(list((tmp_path / "cache" / "recall" / "kernel").glob("*/kernel.so"))) == 1
+    shutil.rmtree(tmp_path / "cache")
+    env["PATH"] = str(tmp_path)  # no cc, no cache: the query loads the index's library
+    proc = subprocess.run(
+        [sys.executable, "-P", "-m", "recall.finders.reference", "query", "tesflo", "--db", db],
+        capture_output=True, text=True, env=env, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("test_float_limits\t")
-    # indexing compiles it, before any query (set-up, off the queries' clock), and the
-    # query loads that one
-    assert len(built[0]) == 1 and built[0][0].parent == tmp_path / "cache" / "recall" / "kernel"
-    assert built[1] == built[0]
+    assert not (tmp_path / "cache").exists()
     assert sorted(p.relative_to(tree) for p in tree.rglob("*")) == before
 
 
-def test_a_finder_without_a_c_compiler_says_so_in_one_line(tmp_path, db):
+def test_an_index_without_a_c_compiler_says_so_in_one_line(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "RECALL_KERNEL_CACHE"}
     env.update(PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(tmp_path / "cache"))
-    env["PATH"] = str(tmp_path)  # no cc there
+    tools = tmp_path / "bin"  # git and ctags, but no cc
+    tools.mkdir()
+    for program in ("git", "ctags"):
+        (tools / program).symlink_to(shutil.which(program) or program)
+    env["PATH"] = str(tools)
     proc = subprocess.run(
-        [sys.executable, "-P", "-m", "recall.finders.reference", "query", "tesflo", "--db",
-         str(db)], capture_output=True, text=True, env=env, timeout=120,
+        [sys.executable, "-P", "-m", "recall.finders.reference", "index", str(tmp_path),
+         "--language", "python", "--db", str(tmp_path / "x.db")],
+        capture_output=True, text=True, env=env, timeout=120,
     )  # fmt: skip
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
-        "recall.finders.reference: the reference finder compiles kernel.c on first use and "
+        "recall.finders.reference: the reference finder compiles kernel.c when it indexes and "
         "needs a C compiler: no `cc` on PATH (install gcc)"
     ]
+    assert not (tmp_path / "x.db").exists()
 
 
 def test_the_arrays_built_a_few_names_at_a_time_equal_those_built_at_once(monkeypatch):
-    # the ranker builds its arrays CHUNK names at a time: where a run of names ends must
-    # show nowhere, in the codes, word starts, skip costs, offsets or masks
+    # the arrays are built CHUNK names at a time: where a run of names ends must show
+    # nowhere, in the codes, word starts, offsets, masks or bit sets
     import numpy as np
 
-    from recall.finders.reference import rank
+    from recall.finders.reference import arrays
 
     names = [f"{w}_{v}Name{k}" for k in range(500) for w, v in (("test", "ÉtéFoo"), ("x", "ab"))]
     names += ["", "__", "HTTPServer", "naïve_café", "Ωmega2go"]
-    whole = rank.Ranker(names)
-    monkeypatch.setattr(rank, "CHUNK", 997)
-    chunked = rank.Ranker(names)
-    for field in ("codes", "starts", "through", "offsets", "lengths", "masks"):
-        assert np.array_equal(getattr(chunked.packed, field), getattr(whole.packed, field)), field
-    assert whole.packed.through.dtype == np.float32 and whole.packed.codes.size > 1000
+    whole = arrays.name_arrays(names)
+    monkeypatch.setattr(arrays, "CHUNK", 997)
+    chunked = arrays.name_arrays(names)
+    assert sorted(whole) == sorted(chunked)
+    for field, array in whole.items():
+        assert np.array_equal(chunked[field], array) and chunked[field].dtype == array.dtype, field
+    assert whole["codes"].size > 1000
 
 
-def test_a_damaged_kernel_in_the_cache_is_built_again(tmp_path, monkeypatch, db):
-    monkeypatch.setenv("RECALL_KERNEL_CACHE", str(tmp_path))
-    assert finder("query", "tesflo", "--db", str(db)).returncode == 0
-    (built,) = tmp_path.glob("kernel-*.so")
-    built.write_bytes(b"not a library")
-    proc = finder("query", "tesflo", "--db", str(db))
+def test_the_skip_costs_the_kernel_computes_are_the_running_sums_the_numpy_ranker_made():
+    # each character's skip cost is summed, in float64, over every character of every
+    # name in order, and a name's are that sum less its value at the name's start, in
+    # float32: the kernel computes them when it opens the names (they depend on the
+    # weights, which the index must not), exactly as NumPy's cumsum did
+    import numpy as np
+
+    from recall.finders.reference import rank, weights
+
+    names = [f"{w}Vowels{k}_aeiou" for k in range(3000) for w in ("test", "xyz", "")] + ["", "é"]
+    ranker = rank.Ranker(names)
+    codes = ranker.arrays["codes"]
+    vowel = np.isin(codes, [ord(v) for v in "aeiou"])
+    step = np.where(vowel, weights.SKIP_VOWEL, weights.SKIP_OTHER)
+    run = np.cumsum(np.concatenate(([0.0], step)), dtype=np.float64)
+    start = run[ranker.arrays["offsets"]]
+    owner = np.repeat(np.arange(len(names)), ranker.arrays["lengths"])
+    expected = (run[1:] - start[owner]).astype(np.float32)
+    got = np.array(ranker.kernel.through(codes.size), dtype=np.float32)
+    assert got.tobytes() == expected.tobytes()
+
+
+def test_a_damaged_kernel_in_the_cache_is_one_warning_line_and_compiled_again(tmp_path):
+    # the compiled kernel is an entry of recall's cache: its digest is checked when it is
+    # read, so a library copied over it is dropped, with one line naming it, not loaded
+    from recall.finders.reference import kernel
+
+    env = {**os.environ, "RECALL_KERNEL_CACHE": str(tmp_path / "kernels")}
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "m.py").write_text(SOURCE)
+    index = ["index", str(source), "--language", "python", "--db", str(tmp_path / "m.db")]
+
+    def run() -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "recall.finders.reference", *index], capture_output=True,
+            text=True, env={**env, "PYTHONPATH": str(ROOT)}, timeout=300,
+        )  # fmt: skip
+
+    assert run().returncode == 0
+    (built,) = (tmp_path / "kernels").glob(f"*/{kernel.LIBRARY}")
+    good = built.read_bytes()
+    other = tmp_path / "other.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(other), "-x", "c", "-"],
+                   input="int rk_version(void) { return 3; }\n", text=True, check=True)  # fmt: skip
+    built.write_bytes(other.read_bytes())
+    proc = run()
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith("test_float_limits\t")
-    assert built.read_bytes()[:4] == b"\x7fELF"
+    assert proc.stderr.splitlines() == [
+        f"recall: warning: cache entry {built.parent} does not match its digest (edited on "
+        "disk?): dropped, made again"
+    ]
+    assert built.read_bytes() == good
+    query = finder("query", "tesflo", "--db", str(tmp_path / "m.db"))
+    assert query.returncode == 0 and query.stdout.startswith("test_float_limits\t")
+
+
+@pytest.mark.parametrize(
+    ("damage", "said"),
+    [
+        ("kernel", "its compiled kernel does not match its digest (index again)"),
+        ("source", "its kernel was compiled from another kernel.c (index again with this finder)"),
+    ],
+)
+@needs_ctags
+def test_an_index_whose_kernel_is_not_this_kernel_c_s_is_refused_before_any_query(
+    tmp_path, db, damage, said
+):
+    # the library an index carries is loaded by every query process: a byte of it changed,
+    # or a library compiled from another kernel.c (an index made by other code), is one
+    # line naming the index, never a query answered by it
+    import orjson
+
+    from recall.finders.reference.store import MAGIC, Index
+
+    copy = tmp_path / "copy.db"
+    data = bytearray(db.read_bytes())
+    index = Index(db)
+    if damage == "kernel":
+        data[index._sections["kernel"][2] + 100] ^= 0xFF
+    else:
+        start = len(MAGIC) + 8
+        table = orjson.loads(bytes(data[start : index._first]).rstrip(b"\0"))
+        table["meta"]["kernel source"] = "0" * 64
+        text = orjson.dumps(table)
+        data[start : start + len(text)] = text
+    copy.write_bytes(bytes(data))
+    proc = finder("query", "--batch", "--db", str(copy), stdin='{"query": "tesflo"}\n')
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == f"recall.finders.reference: {copy}: {said}\n"
 
 
 def test_an_unwritable_kernel_cache_is_one_line_naming_it(tmp_path, monkeypatch):
@@ -255,9 +348,154 @@ def test_an_unwritable_kernel_cache_is_one_line_naming_it(tmp_path, monkeypatch)
     blocker = tmp_path / "file"
     blocker.write_text("")
     monkeypatch.setenv("RECALL_KERNEL_CACHE", str(blocker / "kernels"))
-    kernel.library.cache_clear()
+    with pytest.raises(RecallError, match=f"cannot write the compiled kernel into {blocker}"):
+        kernel.build()
+
+
+def test_a_query_process_imports_neither_numpy_nor_rapidfuzz(db):
+    # a query process's start-up counts in its queries' time: it maps the index and
+    # loads the kernel the index carries, and every rule runs in the kernel
+    code = (
+        "import sys\n"
+        "from recall.finders.reference.__main__ import main\n"
+        f"main(['query', 'tesflo', '--db', {str(db)!r}, '--json'])\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'numpy', 'rapidfuzz', 'sqlite3'}))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-P", "-c", code], capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    answer, imported = proc.stdout.splitlines()
+    assert json.loads(answer)[0]["name"] == "test_float_limits"
+    assert imported == "[]"
+
+
+# `cc` stand-ins, each on PATH for a whole run: one that exits 0 and writes nothing, one
+# that compiles something else (a library without the kernel's functions)
+SILENT_CC = "#!/bin/sh\nexit 0\n"
+OTHER_CC = (
+    "#!/bin/sh\n"
+    'for a; do case "$prev" in -o) out="$a";; esac; prev="$a"; done\n'
+    '[ -n "$out" ] || exit 0\n'
+    'printf "int rk_version(void) { return 3; }\\n" | {real} -shared -fPIC -x c -o "$out" -\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("script", "said"),
+    [
+        (SILENT_CC, "cc exited 0 but wrote no library"),
+        (OTHER_CC, "the compiled kernel has no rk_check (not built from this kernel.c)"),
+    ],
+)
+@needs_ctags
+@pytest.mark.slow
+def test_a_compiler_that_makes_no_kernel_stops_the_run_in_one_line_before_any_query(
+    tmp_path, script, said
+):
+    from conftest import run_cli
+
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    (folder / "cc").write_text(script.replace("{real}", shutil.which("cc") or "cc"))
+    (folder / "cc").chmod(0o755)
+    path = f"{folder}{os.pathsep}{os.environ['PATH']}"
+    proc = run_cli("--repo", "gin", "--no-cache", "--json", env={"PATH": path})
+    assert proc.returncode == 2, proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("recall: ") and said in line, line
+    assert proc.stdout == ""
+
+
+# Runs the finder's index as `python -m recall.finders.reference` would, noting every file
+# it opens (Python's audit hook) and every module it imports, then leaves as it does.
+AUDITED = """
+import os, runpy, sys
+read = set()
+def note(event, args):
+    if event == "open" and isinstance(args[0], (str, bytes)):
+        read.add(os.fsdecode(args[0]))
+sys.addaudithook(note)
+def leave(status, _exit=os._exit):
+    read.update(m.__file__ for m in list(sys.modules.values()) if getattr(m, "__file__", None))
+    with open(os.environ["AUDIT_OUT"], "w") as out:
+        out.write("\\n".join(sorted(read)))
+    _exit(status)
+os._exit = leave
+sys.argv = ["recall.finders.reference", *sys.argv[1:]]
+runpy.run_module("recall.finders.reference", run_name="__main__", alter_sys=True)
+"""
+
+
+@needs_ctags
+def test_the_presets_index_inputs_are_every_file_of_the_tree_its_index_reads(tmp_path, gin):
+    # a kept index is known by the files it declares (docs/engines.md): they must be all
+    # the index command imports or reads in the tree, or a change to one it leaves out
+    # would reuse an index made by other code; and only those, or a change of weights.py
+    # would index again for nothing
+    from recall.finders.engine import load_preset
+
+    engine = load_preset("reference")
+    declared = {p for pattern in engine.index_inputs for p in ROOT.glob(pattern)}
+    assert declared and all(p.is_file() for p in declared)
+    out = tmp_path / "opened.txt"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "AUDIT_OUT": str(out),
+           "RECALL_KERNEL_CACHE": str(tmp_path / "kernels")}  # fmt: skip
+    index = ["index", str(gin.path), "--language", "go", "--db", str(tmp_path / "gin.db")]
+    proc = subprocess.run([sys.executable, "-P", "-c", AUDITED, *index], capture_output=True,
+                          text=True, env=env, timeout=600)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    read = set()
+    for line in out.read_text().splitlines():
+        path = Path(line)
+        if path.is_relative_to(ROOT / "recall"):
+            if path.parent.name == "__pycache__":  # a module's cached bytecode: its source
+                path = path.parent.parent / f"{path.name.split('.')[0]}.py"
+            read.add(path)
+    assert read == declared, (sorted(read - declared), sorted(declared - read))
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["query", "tesflo", "--db", "x.db", "--json", "--limit", "5"],
+        ["query", "--batch", "--db", "x.db"],
+        ["query", "--db", "x.db", "tes flo", "--limit", "0"],
+        ["query", "--db", "x.db"],
+        ["query", "-tesflo", "--db", "x.db"],
+        ["query", "--db=x.db", "q"],
+        ["query", "q", "--db", "x.db", "--limit", "five"],
+        ["query", "q", "r", "--db", "x.db"],
+        ["query", "q", "--db"],
+        ["query", "q", "--db", "x.db", "--help"],
+        ["index", "src", "--language", "python", "--db", "x.db"],
+    ],
+)
+def test_a_query_read_without_argparse_is_read_as_argparse_reads_it(argv, capsys):
+    # the query process reads its plain command line by hand (argparse costs some
+    # milliseconds of its start-up): what it reads is argparse's reading, and anything
+    # else is left to argparse, refusal and usage line included
+    from recall.finders.reference.__main__ import _parser, _plain_query
+
+    plain = _plain_query(argv)
     try:
-        with pytest.raises(RecallError, match=f"cannot write the compiled kernel into {blocker}"):
-            kernel.library()
-    finally:
-        kernel.library.cache_clear()
+        parsed = vars(_parser().parse_args(argv))
+    except SystemExit:
+        parsed = None
+    if plain is not None:
+        assert vars(plain) == parsed
+    capsys.readouterr()
+
+
+def test_qualified_parts_split_as_the_qualifier_expression_does():
+    import random
+    import re
+
+    from recall.finders.reference.rank import qualified_parts
+
+    generator = random.Random(35)
+    for _ in range(3000):
+        text = "".join(generator.choice("ab:.#") for _ in range(generator.randint(0, 12)))
+        expected = [p for p in re.split(r"::|[.#]", text) if p]
+        assert qualified_parts(text) == expected, text

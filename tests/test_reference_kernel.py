@@ -1,8 +1,8 @@
 """The reference finder's compiled kernel (kernel.c through kernel.py) and the small pure
 helpers of its ranking, against plain Python definitions of what they compute."""
 
-import bisect
 import hashlib
+import itertools
 import random
 import subprocess
 
@@ -11,6 +11,7 @@ import pytest
 from conftest import ROOT
 
 from recall.finders.reference import kernel, rank
+from recall.finders.reference.chars import squash
 from recall.inputs.symbols import checkout_symbols, distinct_names
 
 QUERY_SETS = ("queries.tsv", "typed.tsv", "typing.tsv")
@@ -45,37 +46,22 @@ def gin_queries() -> list[str]:
     return sorted(set(rows)) + EXTRA
 
 
-def arguments(text: str) -> tuple:
-    """What Ranker.score passes the kernel for a query."""
-    query = rank.parse_query(text)
-    q = query.chars
-    bits = [rank._char_bit(ord(c)) for c in q]
-    qmask = qtwice = 0
-    for bit in bits:
-        qmask |= bit
-    for c in {c for c in q if q.count(c) > 1}:
-        qtwice |= rank._char_bit(ord(c))
-    codes = np.array([ord(c) for c in q], dtype=np.int32)
-    stars = np.array(query.star_before, dtype=np.bool_)
-    cuts = [i for i in range(1, len(q)) if query.star_before[i]]
-    seg = np.array([0, *cuts, len(q)], dtype=np.int64)
-    return query, codes, stars, seg, qmask, qtwice, np.array(bits, dtype=np.uint64)
-
-
 def kernel_answers(ranker: rank.Ranker, queries: list[str]) -> str:
-    """A digest of every match, raw score, exact name and near name of the queries."""
+    """A digest of every match, raw score, exact name and near name of the queries, and
+    of the merged scores."""
     digest = hashlib.sha256()
+    args = kernel.QueryArgs()
     for text in queries:
-        query, codes, stars, seg, qmask, qtwice, bits = arguments(text)
+        query = rank.parse_query(text)
         if not query.chars:
             continue
-        ids, raw, exact = kernel.match(
-            codes, stars, seg, query.is_glob, qmask, qtwice, ranker.packed
-        )
-        digest.update(ids.tobytes() + raw.tobytes() + exact.tobytes())
+        kept = rank.query_args(query, args)
+        ids, raw, exact = ranker.kernel.match(args)
+        digest.update(repr((ids, raw, exact)).encode())
         if len(query.chars) >= 2:
-            near = kernel.near(codes, bits, qmask, qtwice, ranker.packed)
-            digest.update(near.tobytes())
+            digest.update(repr(ranker.kernel.near(args)).encode())
+        digest.update(repr(sorted(zip(*ranker.kernel.score(args), strict=True))).encode())
+        del kept
     return digest.hexdigest()
 
 
@@ -84,23 +70,26 @@ def test_match_and_near_find_exactly_the_names_a_plain_definition_does(gin_ranke
     # the character-set masks, the twice masks and the byte scans only skip work: the
     # names matched are the subsequence ones (for a glob, its segments in order), those
     # near lack at most one query character in order, and exact ones have its letters
-    names = [rank.squash(n) for n in gin_ranker.names]
+    names = [squash(n) for n in gin_ranker.names]
+    args = kernel.QueryArgs()
     for text in gin_queries()[::7] + EXTRA:
-        query, codes, stars, seg, qmask, qtwice, bits = arguments(text)
+        query = rank.parse_query(text)
         q = query.chars
         if not q:
             continue
-        ids, _raw, exact = kernel.match(codes, stars, seg, query.is_glob, qmask, qtwice,
-                                        gin_ranker.packed)  # fmt: skip
+        kept = rank.query_args(query, args)
+        ids, _raw, exact = gin_ranker.kernel.match(args)
         held = [i for i, n in enumerate(names) if is_subsequence(q, n)]
         if query.is_glob:
-            parts = [q[a:b] for a, b in zip(seg[:-1].tolist(), seg[1:].tolist(), strict=True)]
+            cuts = [0, *(i for i in range(1, len(q)) if query.star_before[i]), len(q)]
+            parts = [q[a:b] for a, b in itertools.pairwise(cuts)]
             held = [i for i in held if _glob_holds(parts, names[i])]
-        assert ids.tolist() == held, text
-        assert exact.tolist() == [i for i, n in enumerate(names) if n == q], text
+        assert ids == held, text
+        assert exact == [i for i, n in enumerate(names) if n == q], text
         if len(q) >= 2:
-            near = kernel.near(codes, bits, qmask, qtwice, gin_ranker.packed)
-            assert near.tolist() == [i for i, n in enumerate(names) if is_near(q, n)], text
+            near = gin_ranker.kernel.near(args)
+            assert near == [i for i, n in enumerate(names) if is_near(q, n)], text
+        del kept
 
 
 def _glob_holds(parts: list[str], text: str) -> bool:
@@ -124,85 +113,121 @@ def test_each_build_of_the_kernel_scores_every_gin_query_alike(
     expected = kernel_answers(gin_ranker, queries)
     monkeypatch.setenv("RECALL_KERNEL_CACHE", str(tmp_path))
     monkeypatch.setattr(kernel, "FLAGS", (*kernel.FLAGS, *variant.split()))
-    kernel.library.cache_clear()
-    try:
-        assert kernel_answers(gin_ranker, queries) == expected
-    finally:
-        kernel.library.cache_clear()
+    assert kernel_answers(rank.Ranker(gin_ranker.names), queries) == expected
 
 
 def test_the_kernel_compiles_without_a_warning(tmp_path):
-    command = kernel.compile_command(kernel.SOURCE, tmp_path / "kernel.so")
+    command = kernel.compile_command(kernel.SOURCE, str(tmp_path / "kernel.so"))
     proc = subprocess.run([*command, "-Wall", "-Wextra"], capture_output=True, text=True)
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
 
 
-def test_rows_make_the_json_list_of_the_ids_in_their_order_growing_the_buffer():
-    texts = [b'{"name":"a"}', b'{"name":"bb"}', b'{"name":"\xc3\xa9"}']
-    rows = kernel.Rows(np.frombuffer(b"".join(texts), np.uint8),
-                       np.cumsum([len(t) for t in texts]))  # fmt: skip
-    assert rows.json(np.array([], np.int64)) == b"[]"
-    assert rows.json(np.array([2, 0])) == b'[{"name":"\xc3\xa9"},{"name":"a"}]'
-    rows.buffer = np.empty(3, np.uint8)  # smaller than any answer: grown, then written
-    ids = np.array([1, 1, 0, 2] * 10)
-    assert rows.json(ids) == b"[" + b",".join(texts[i] for i in ids.tolist()) + b"]"
+def plain_osa(a: str, b: str) -> int:
+    """The optimal string alignment distance by its table: insert, delete, substitute, or
+    swap two neighbours, no character edited twice."""
+    d = [[i + j if not i or not j else 0 for j in range(len(b) + 1)] for i in range(len(a) + 1)]
+    for i in range(1, len(a) + 1):
+        for j in range(1, len(b) + 1):
+            change = d[i - 1][j - 1] + (a[i - 1] != b[j - 1])
+            d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, change)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                d[i][j] = min(d[i][j], d[i - 2][j - 2] + 1)
+    return d[len(a)][len(b)]
 
 
-def test_best_first_orders_as_the_lexsort_of_rounded_values_then_ties():
+def test_the_typo_distance_is_the_optimal_string_alignment_rapidfuzz_gave(gin_ranker):
+    # the bit-parallel form for texts of up to 64 characters and the table past them, each
+    # against the plain table and RapidFuzz's OSA (what the NumPy ranker called), on
+    # random texts over a few letters (so swaps and repeats are common) and wide ones
+    from rapidfuzz.distance import OSA
+
+    generator = random.Random(35)
+    alphabet = "abcé_\u03a9"
+    lib = gin_ranker.kernel.lib
+    for _ in range(3000):
+        a = "".join(generator.choice(alphabet) for _ in range(generator.randint(1, 70)))
+        b = "".join(generator.choice(alphabet) for _ in range(generator.randint(0, 70)))
+        if generator.random() < 0.5:  # near each other: a swap, an edit
+            b = list(a)
+            k = generator.randrange(len(b))
+            b[k : k + 2] = b[k : k + 2][::-1]
+            b = "".join(b[: generator.randint(len(b) - 1, len(b))])
+        cutoff = generator.choice((1, 2, 100))
+        pa, pb = a.encode("utf-32-le"), b.encode("utf-32-le")
+        got = lib.rk_osa(pa, len(a), pb, len(b), cutoff)
+        truth = plain_osa(a, b)
+        assert got == (truth if truth <= cutoff else cutoff + 1), (a, b, cutoff)
+        assert got == OSA.distance(a, b, score_cutoff=cutoff), (a, b, cutoff)
+
+
+def test_the_order_is_the_lexsort_of_rounded_values_then_ties():
     generator = np.random.default_rng(35)
-    for size in (0, 1, 7, 500):
+    names = [f"name{k}" for k in range(600)]
+    ranker = rank.Ranker(names)
+    ties = ranker.arrays["tie_rank"]
+    for size in (0, 1, 7, 33, 500):
+        ids = generator.permutation(len(names))[:size]
         values = np.round(generator.uniform(-3, 3, size), generator.integers(1, 9))
         values[: size // 3] = 0.5  # many equal values: the tie order decides
         if size:
             values[-1] = -0.0
-        ties = generator.permutation(size).astype(np.int64)
-        expected = np.lexsort((ties, -np.round(values, 6)))
-        assert rank.best_first(values, ties, 10).tolist() == expected.tolist()
-    huge = np.array([1e12, -1e12, 1e12])  # past the integer key: sorted by lexsort itself
-    assert rank.best_first(huge, np.array([2, 0, 1]), 10).tolist() == [2, 0, 1]
+        expected = ids[np.lexsort((ties[ids], -np.round(values, 6)))]
+        assert ranker.kernel.order(ids.tolist(), values.tolist(), 0) == expected.tolist()
+        assert ranker.kernel.order(ids.tolist(), values.tolist(), 5) == expected[:5].tolist()
+    huge = [1e12, -1e12, 1e12]  # past the integer key: the pairs themselves are compared
+    expected = np.array([3, 1, 2])[np.lexsort((ties[[3, 1, 2]], -np.round(huge, 6)))]
+    assert ranker.kernel.order([3, 1, 2], huge, 0) == expected.tolist()
 
 
-def test_sorted_text_bisects_as_bisect_does_on_the_list():
+def test_prefixes_are_the_names_whose_lowercase_form_starts_with_the_query():
+    # the sorted lowercased names are bisected in UTF-8's byte order, which is the code
+    # points' order: every name that starts with the query, and no other, scores at least
+    # PREFIX (only a prefix or the exact name does: alignments stay below 1.2)
     generator = random.Random(35)
-    for _ in range(200):
-        count = generator.randint(0, 150)
-        stems = ["a", "ab", "b", "é", "zz", ""]
-        words = sorted(
-            generator.choice(stems) + str(generator.randint(0, 40)) for _ in range(count)
+    stems = ["a", "ab", "b", "é", "zz", "Ab", "\U0001f600"]
+    for _ in range(30):
+        names = sorted(
+            {generator.choice(stems) + str(generator.randint(0, 40)) for _ in range(150)}
         )
-        buffer, ends = rank.SortedText.arrays(words)
-        text = rank.SortedText(buffer.tobytes(), ends)
-        for probe in ["", "a", "a1", "ab3", "b", "zz9", "é", "~", "a\U0010ffff", "0"]:
-            assert text.bisect_left(probe) == bisect.bisect_left(words, probe), (words, probe)
+        ranker = rank.Ranker(names)
+        for probe in ["a1", "ab3", "zz9", "é1", "ab", "b2", "\U0001f6001", "a\U0010ffff"]:
+            ids, values = ranker.score(rank.parse_query(probe))
+            pairs = zip(ids.tolist(), values.tolist(), strict=True)
+            scored = {i for i, v in pairs if v >= rank.PREFIX}
+            starting = {i for i, n in enumerate(names) if n.lower().startswith(probe.lower())}
+            assert scored == starting, (names, probe)
 
 
 @pytest.mark.slow
-def test_the_index_keeps_the_arrays_a_finder_would_build_and_a_finder_ranks_alike(gin, tmp_path):
-    from recall.finders.reference.store import build, load
+def test_the_index_keeps_the_arrays_a_finder_would_build(gin, tmp_path):
+    from recall.finders.reference.arrays import name_arrays
+    from recall.finders.reference.store import Index, build
 
-    build(gin.path, "go", tmp_path / "kept.db", derive=rank.index_arrays)
-    build(gin.path, "go", tmp_path / "bare.db")
-    kept, bare = load(tmp_path / "kept.db"), load(tmp_path / "bare.db")
-    assert kept.derived is not None and bare.derived is None
-    built = rank.index_arrays(bare.names)
-    assert sorted(kept.derived) == sorted(built)
-    for key, array in built.items():
-        assert np.array_equal(kept.derived[key], array) and kept.derived[key].dtype == array.dtype
-    finders = rank.Finder(kept), rank.Finder(bare)
-    for query in [*gin_queries()[::25], "Context.JSON", "gin.New", ""]:
-        assert finders[0].search_json(query, 0) == finders[1].search_json(query, 0), query
+    build(gin.path, "go", tmp_path / "gin.db")
+    index = Index(tmp_path / "gin.db")
+    names = [index.name(i) for i in range(index.counts["names"])]
+    for key, array in name_arrays(names).items():
+        assert bytes(index.array(key)) == array.tobytes(), key
 
 
 def test_an_index_of_another_schema_is_refused_naming_what_to_do(tmp_path):
     import sqlite3
 
     from recall.errors import RecallError
-    from recall.finders.reference.store import load
+    from recall.finders.reference.store import MAGIC, Index
 
     db = tmp_path / "old.db"
     con = sqlite3.connect(db)
     con.executescript("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
-                      "INSERT INTO meta VALUES ('schema', '1');")  # fmt: skip
+                      "INSERT INTO meta VALUES ('schema', '2');")  # fmt: skip
     con.close()
-    with pytest.raises(RecallError, match=f"^{db}: index schema '1', expected '2' \\(index again"):
-        load(db)
+    older = f"^{db}: an index of an older finder \\(SQLite\\), expected schema 3 \\(index again"
+    with pytest.raises(RecallError, match=older):
+        Index(db)
+    table = b'{"meta": {"schema": 4}, "sections": {}}'
+    db.write_bytes(MAGIC + (len(MAGIC) + 8 + len(table)).to_bytes(8, "little") + table)
+    with pytest.raises(RecallError, match=f"^{db}: index schema 4, expected 3 \\(index again"):
+        Index(db)
+    db.write_bytes(b"not an index at all")
+    with pytest.raises(RecallError, match=f"^{db}: not a finder index$"):
+        Index(db)

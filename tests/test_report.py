@@ -8,6 +8,7 @@ from recall.analysis.ceiling import RowCeiling
 from recall.analysis.ceiling import summary as ceiling_summary
 from recall.analysis.model import (
     AgainstCeiling,
+    Margin,
     QueryResult,
     Report,
 )
@@ -264,6 +265,61 @@ def test_the_html_page_has_every_diff_whole_with_its_verdict_and_gains():
     assert "<h3>Gained #1: 30</h3>" in page and page.count("<td>q29</td>") == 0
     assert page.count('<td class="text">q29</td>') == 1  # the gain, whole: no cap in HTML
     assert "verdict (McNemar&#x27;s exact test, two-sided, alpha 0.05): #1 improved" in page
+
+
+def test_a_holdout_report_names_its_fresh_and_seen_corpora_and_the_first_finders_margins():
+    """issue 43: --split holdout names its corpora, and on the fresh ones apart from the
+    seen ones the first finder's #1 against the best other's, paired by row."""
+    pins = {
+        "okio": Pin("okio", "https://h/okio.git", "a" * 40, "kotlin", "holdout"),
+        "fmt": Pin("fmt", "https://h/fmt.git", "b" * 40, "c++", "seen"),
+    }
+    rows = [QueryRow("okio", f"q{i}", "abbr3", f"name{i}") for i in range(10)]
+    rows += [QueryRow("fmt", f"f{i}", "abbr3", f"fmt{i}") for i in range(4)]
+    hit = {  # which rows each finder puts #1
+        "reference": set(range(8)) | {10, 11},
+        "fzf": set(range(2, 7)) | {10, 11, 12},
+        "fzy": set(range(6)) | {9},
+    }
+    runs = [
+        run_result(label, [ranked(r.source, [r.source] if i in hits else ["x"])
+                           for i, r in enumerate(rows)])
+        for label, hits in hit.items()
+    ]  # fmt: skip
+    report = analyse(
+        {}, pins, rows, runs, baseline=False, cases=[], case_results=[() for _ in runs],
+        regress=None, accepted=None, explain_flags=[],
+        ceiling=ceiling_summary(rows, {}, {"okio": "kotlin", "fmt": "c++"}), split="holdout",
+    )  # fmt: skip
+    fresh, seen = report.holdout.fresh, report.holdout.seen
+    assert (fresh.corpora, fresh.n, seen.corpora, seen.n) == (("okio",), 10, ("fmt",), 4)
+    # fresh: reference 8 of 10, fzy 7 (the best other), fzf 5; the rows differ on 6, 7
+    # (reference's) and 9 (fzy's): differences 1, 1, -1 and seven 0s, mean 0.1, sample
+    # variance 2.9 / 9, SE sqrt(0.322 / 10) = 0.180
+    assert fresh.margin == Margin("reference", "fzy", 10, 80.0, 70.0, 10.0, 18.0)
+    assert seen.margin == Margin("reference", "fzf", 4, 50.0, 75.0, -25.0, 25.0)
+    line = (
+        "fresh holdout: okio (10 sourced rows); #1 reference 80.0% against fzy 70.0%, "
+        "margin +10.0 points (paired SE 18.0)"
+    )
+    assert line in render(report).splitlines()
+    assert f"- {line}" in render(report, markdown=True).splitlines()
+    assert f"<p>{line}</p>" in render_html(report.to_json())
+    assert report.to_json()["holdout"]["seen"]["margin"]["points"] == -25.0
+    alone = analyse(
+        {}, pins, rows, runs[:1], baseline=False, cases=[], case_results=[()],
+        regress=None, accepted=None, explain_flags=[],
+        ceiling=ceiling_summary(rows, {}, {"okio": "kotlin", "fmt": "c++"}), split="holdout",
+    )  # fmt: skip
+    assert alone.holdout.fresh.margin is None
+    assert "seen holdout: fmt (4 sourced rows)" in render(alone).splitlines()
+    whole = analyse(
+        {}, pins, rows, runs, baseline=False, cases=[], case_results=[() for _ in runs],
+        regress=None, accepted=None, explain_flags=[],
+        ceiling=ceiling_summary(rows, {}, {"okio": "kotlin", "fmt": "c++"}),
+    )  # fmt: skip
+    assert whole.holdout is None and "holdout" not in whole.to_json()
+    assert "holdout:" not in render(whole)
 
 
 def test_an_error_many_queries_got_is_said_once_with_those_queries():

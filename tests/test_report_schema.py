@@ -24,7 +24,7 @@ VALIDATOR = jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text()))
 TOP_KEYS = {
     "schema", "meta", "corpus", "queries", "sourced", "runs", "ceiling", "unknown_sources", "split",
 }  # fmt: skip
-OPTIONAL_TOP_KEYS = {"diff", "diffs", "regress", "bench", "misses", "effort"}
+OPTIONAL_TOP_KEYS = {"diff", "diffs", "regress", "bench", "misses", "effort", "holdout"}
 GIN_ABBR3 = ("--repo", "gin", "--type", "abbr3")
 
 
@@ -152,6 +152,15 @@ def test_the_model_s_every_part_validates_errors_misses_bench_and_regress_rows(r
                                "rank": None, "first": None}]  # fmt: skip
     assert data["bench"]["ratios"][0]["median"] == 2.0
     assert isinstance(report, Report)
+    held = {"gin": dataclasses.replace(pins["gin"], split="holdout")}
+    holdout = analyse(
+        meta, held, rows, runs, baseline=False, cases=[], case_results=[(), ()], regress=None,
+        accepted=None, explain_flags=[], ceiling=ceiling_summary(rows, {}, {}), split="holdout",
+    )  # fmt: skip
+    data = _valid(holdout.to_json())
+    assert data["corpus"]["gin"]["split"] == "holdout"
+    assert data["holdout"]["fresh"]["margin"]["other"] == "new"
+    assert data["holdout"]["seen"] == {"corpora": [], "n": 0, "margin": None}
 
 
 def test_a_kept_report_of_schema_1_is_refused_naming_the_file_and_the_schema(tmp_path):

@@ -129,11 +129,19 @@ def test_reports_over_different_query_sets_are_refused():
 
 def test_a_page_of_one_split_says_so_and_reports_of_other_splits_are_not_one_page():
     holdout = json.loads(json.dumps(ENTRIES))
+    views = {
+        "fresh": {"corpora": ["okio", "telescope"], "n": 8, "margin": None},
+        "seen": {"corpora": [], "n": 0, "margin": None},
+    }
     for entry in holdout:
         entry["report"]["split"] = "holdout"
+        entry["report"]["holdout"] = views
     check_comparable(holdout)
     page = render_results(holdout, HOST)
-    assert "over the committed query set (its holdout split, `--split holdout`" in page
+    assert (
+        "over the committed query set (its holdout split, `--split holdout`: docs/queries.md; "
+        "fresh holdout okio, telescope; seen holdout none):"
+    ) in page
     assert "split" not in render_results(ENTRIES, HOST).split("## Overall")[0]
     with pytest.raises(RecallError, match="fzf: its report shows the whole set's rows"):
         check_comparable([holdout[0], ENTRIES[1]])

@@ -1,4 +1,3 @@
-import hashlib
 import json
 import sys
 from pathlib import Path
@@ -265,30 +264,38 @@ def test_labeled_engines_keep_the_working_tree_first_unless_no_candidate(finder,
         assert mixed.stderr.startswith("recall: --no-candidate leaves the working tree's build")
 
 
-def test_split_holdout_runs_only_the_holdout_rows_and_every_report_says_so(
+def test_split_holdout_runs_only_the_holdout_corpora_and_every_report_says_so(
     finder, real_cache, gin, tmp_path
 ):
+    """The split is whole corpora, each pin's side in corpus.json: with gin held out, its
+    every row is the holdout's, the tune side has none, and every report names it."""
     _repo, path = finder
     every = [r for r in read_queries(ROOT / "queries.tsv") if (r.repo, r.type) == ("gin", "abbr3")]
-    sealed = [r for r in every if hashlib.sha256(f"gin\0{r.source}".encode()).digest()[0] < 77]
-    assert 0 < len(sealed) < len(every)
+    pins = json.loads((ROOT / "corpus.json").read_text())
+    pins["gin"]["split"] = "holdout"
+    held = tmp_path / "corpus.json"
+    held.write_text(json.dumps(pins))
     page = tmp_path / "report.html"
-    flags = ("--split", "holdout", "--misses", "--no-regress")
+    flags = ("--corpus", str(held), "--split", "holdout", "--misses", "--no-regress")
     proc = _run(path, real_cache, *flags, "--json", "--html", str(page))
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
-    assert report["split"] == "holdout"
+    assert report["split"] == "holdout" and report["corpus"]["gin"]["split"] == "holdout"
     schema = json.loads((ROOT / "docs" / "report.schema.json").read_text())
     jsonschema.Draft202012Validator(schema).validate(report)
-    assert report["queries"] == report["sourced"] == report["runs"][0]["n"] == len(sealed)
-    assert {m["source"] for m in report["misses"]} <= {r.source for r in sealed}
-    heading = f"recall: {len(sealed)} sourced queries of {len(sealed)} (the holdout split)"
-    assert heading in _run(path, real_cache, *flags).stdout.splitlines()
+    assert report["queries"] == report["sourced"] == report["runs"][0]["n"] == len(every)
+    assert report["holdout"]["fresh"] == {"corpora": ["gin"], "n": len(every), "margin": None}
+    heading = f"recall: {len(every)} sourced queries of {len(every)} (the holdout split)"
+    text = _run(path, real_cache, *flags).stdout.splitlines()
+    assert heading in text and f"fresh holdout: gin ({len(every)} sourced rows)" in text
     assert f"## {heading}" in _run(path, real_cache, *flags, "--markdown").stdout.splitlines()
     assert f"<h1>{heading}</h1>" in page.read_text()
+    assert "<p>seen holdout: none (0 sourced rows)</p>" in page.read_text()
+    none = _run(path, real_cache, "--corpus", str(held), "--split", "tune")
+    assert none.returncode == 2 and "no rows match the selection" in none.stderr
 
     tune = json.loads(_run(path, real_cache, "--split", "tune", "--json").stdout)
-    assert tune["split"] == "tune" and tune["sourced"] == len(every) - len(sealed)
+    assert tune["split"] == "tune" and tune["sourced"] == len(every) and "holdout" not in tune
     whole = _run(path, real_cache, "--json")
     assert json.loads(whole.stdout)["split"] is None
     assert json.loads(whole.stdout)["sourced"] == len(every)

@@ -20,6 +20,7 @@ from recall.analysis.stats import (
     median_p90,
     ndcg_at_10,
     paired_bootstrap,
+    paired_se,
     reciprocal_rank,
     sign_test,
 )
@@ -400,3 +401,14 @@ def test_a_p_value_below_a_floats_range_is_shown_as_a_bound_not_as_zero():
     assert sig.mcnemar_p == 0.0  # 2 / 2**1600 underflows
     assert "McNemar (#1) p<1e-300" in sig.summary() and "p=0;" not in sig.summary()
     assert sig.first.phrase() == "#1 regressed (0 gained, 1600 lost, p<1e-300)"
+
+
+def test_the_paired_standard_error_is_the_spread_of_the_row_differences_in_points():
+    # differences 1, 1, -1 and seven 0s: mean 0.1, sample variance 2.9 / 9
+    a = [True] * 8 + [False, False]
+    b = [True] * 6 + [False, False, False, True]
+    assert paired_se(a, b) == pytest.approx(100 * (2.9 / 9 / 10) ** 0.5)
+    assert paired_se(a, a) == 0.0  # the same outcome on every row: no doubt at all
+    assert paired_se([True], [False]) == 0.0  # one row: no spread to measure
+    with pytest.raises(ValueError, match="differ in length"):
+        paired_se(a, b[:3])

@@ -155,3 +155,50 @@ def test_a_name_inside_an_anonymous_c_struct_has_no_owner(tmp_path):
         "config": "",
         "port": "config",
     }
+
+
+@needs_ctags
+def test_a_kotlin_corpus_has_no_package_lambda_or_local_as_a_name_but_its_properties(tmp_path):
+    """docs/queries.md: ctags tags a Kotlin lambda as a method `<lambda>`, its parameters as
+    methods inside it, a function's `val`s as constants, and the package clause of every
+    file: none is a definition anyone navigates to. A class's property is."""
+    (tmp_path / "Clock.kt").write_text(
+        "package okio\n\n"
+        "object WasiClock {\n"
+        "  val nanosPerSecond = 1_000_000_000L\n"
+        "  fun now(): Long {\n"
+        "    val returnPointer = 8\n"
+        "    withScopedMemoryAllocator { allocator ->\n"
+        "      val errno = allocator.allocate(returnPointer)\n"
+        "    }\n"
+        "    return 0L\n"
+        "  }\n"
+        "}\n"
+    )
+    scopes = {s.name: s.scope for s in extract(tmp_path, "kotlin")}
+    assert scopes == {
+        "WasiClock": "okio",
+        "nanosPerSecond": "okio.WasiClock",
+        "now": "okio.WasiClock",
+    }
+
+
+@needs_ctags
+def test_a_lua_function_is_named_by_its_last_part_owned_by_its_table_and_no_index_is_a_name(
+    tmp_path,
+):
+    """docs/queries.md: ctags names a Lua function by its whole table path; the name is the
+    last part (owned by the table before it), and a function stored at a table index
+    (`mod[k]`) has no name anyone types."""
+    (tmp_path / "actions.lua").write_text(
+        "local actions = {}\n"
+        "function actions.move_selection_next(bufnr) end\n"
+        "function histories.History:get_next(line) end\n"
+        "local function get_term_id(win) end\n"
+        "function mod[k](...) end\n"
+        "return actions\n"
+    )
+    scopes = {s.name: s.scope for s in extract(tmp_path, "lua")}
+    assert scopes == {
+        "move_selection_next": "actions", "get_next": "histories.History", "get_term_id": "",
+    }  # fmt: skip

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from recall.analysis.model import CeilingCounts, CeilingSummary, LeftOut
+from recall.analysis.stats import interval, standard_error
 from recall.inputs.derive import NameSource, eligible
 from recall.inputs.queryset import QueryRow
 from recall.inputs.recipes import (
@@ -217,50 +218,6 @@ def row_ceilings(
             if found:
                 result[row] = row_ceiling(found)
     return result
-
-
-# The interval's level: the central 95% of the count a finder as good as the model would get.
-LEVEL = 0.95
-
-
-def count_distribution(chances: Iterable[float]) -> np.ndarray:
-    """P(count = c) for c = 0..n, where row i is a hit with chance p_i, independently (the
-    Poisson-binomial distribution), by adding one row at a time. Rows certain to hit or to
-    miss only shift or keep it, so they cost nothing."""
-    sure = never = 0
-    dist = np.ones(1)
-    for p in chances:
-        if p >= 1.0:
-            sure += 1
-        elif p <= 0.0:
-            never += 1
-        else:
-            grown = np.zeros(len(dist) + 1)
-            grown[:-1] += dist * (1.0 - p)
-            grown[1:] += dist * p
-            dist = grown
-    return np.concatenate([np.zeros(sure), dist, np.zeros(never)])
-
-
-def standard_error(chances: Iterable[float]) -> float:
-    """The spread of the count around its expectation sum(p): sqrt(sum p(1 - p))."""
-    return float(np.sqrt(sum(p * (1.0 - p) for p in chances)))
-
-
-def interval(chances: Iterable[float], level: float = LEVEL) -> tuple[int, int]:
-    """The central `level` range [low, high] of the count, exactly: low the largest count
-    with at most (1 - level) / 2 of the chance below it, high the smallest with at most that
-    above it. A finder as good
-    as the model lands in it at least `level` of the time; any finder, since none can beat
-    the model's best ranking row by row, lands above high at most (1 - level) / 2 of it."""
-    dist = count_distribution(chances)
-    tail = (1.0 - level) / 2
-    below = np.cumsum(dist)  # P(count <= c)
-    above = 1.0 - below  # P(count > c)
-    slack = 1e-12  # float sums must not move a bound across an exact tail
-    low = int(np.searchsorted(below, tail - slack, side="right"))
-    high = int(np.argmax(above <= tail - slack))
-    return low, high
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from recall.analysis.stats import ALPHA, VERDICT_TEST, Verdict, mcnemar_exact
+from recall.analysis.stats import ALPHA, VERDICT_TEST, Verdict, interval, mcnemar_exact
 
 CURVE = tuple(range(1, 11))  # k of the k-curve: the share at #1 within k keystrokes
 VISIBLE = 3  # the top 3: what a picker shows without scrolling
@@ -102,7 +102,8 @@ class EffortCounts:
     keystrokes on average (of those that reach it; None when none does), the k-curve
     (percent at #1 within k keystrokes, k = 1..10), and the keystrokes saved against
     typing each whole name (a sequence that never reaches #1 saves none). A finder's counts
-    are whole; the ceiling's are expected counts (sums of chances, rounded to 0.01)."""
+    are whole; the ceiling's are expected counts (sums of chances, rounded to 0.01), with
+    the 95% range of each count, as the name sets' ceilings have (None for a finder's)."""
 
     n: int
     first: float
@@ -115,6 +116,8 @@ class EffortCounts:
     typed: int
     saved_pct: float
     curve: tuple[float, ...]
+    first_ci: tuple[int, int] | None = None
+    top3_ci: tuple[int, int] | None = None
 
     def to_json(self) -> dict:
         return {
@@ -122,7 +125,19 @@ class EffortCounts:
             "first_keys": self.first_keys, "top3": self.top3, "top3_pct": self.top3_pct,
             "top3_keys": self.top3_keys, "saved": self.saved, "typed": self.typed,
             "saved_pct": self.saved_pct, "curve": list(self.curve),
+            "first_ci": list(self.first_ci) if self.first_ci else None,
+            "top3_ci": list(self.top3_ci) if self.top3_ci else None,
         }  # fmt: skip
+
+    def above(self, ceiling: EffortCounts | None) -> tuple[bool, bool]:
+        """Whether this finder's #1 and top 3 counts are above the ceiling's 95% range on
+        the same sequences: more than chance gives any finder under the typing model."""
+        if ceiling is None:
+            return False, False
+        return (
+            ceiling.first_ci is not None and self.first > ceiling.first_ci[1],
+            ceiling.top3_ci is not None and self.top3 > ceiling.top3_ci[1],
+        )
 
 
 def _pct(part: float, whole: float) -> float:
@@ -141,8 +156,10 @@ def _mean_step(chances: list[tuple[float, ...]]) -> tuple[float, float | None]:
     return reached, (round(keys / reached, 2) if reached > 1e-9 else None)
 
 
-def counts(pairs: list[tuple[TypedSequence, Chances]]) -> EffortCounts:
-    """The numbers of a group of sequences from their chances."""
+def counts(pairs: list[tuple[TypedSequence, Chances]], *, ranged: bool = False) -> EffortCounts:
+    """The numbers of a group of sequences from their chances; ranged: with the 95% range
+    of the #1 and top 3 counts (the ceiling's), each sequence getting there with the sum
+    of its chances, independently: the name sets' ceilings' method (stats.interval)."""
     n = len(pairs)
     first, first_keys = _mean_step([c.first for _s, c in pairs])
     top3, top3_keys = _mean_step([c.top3 for _s, c in pairs])
@@ -157,6 +174,8 @@ def counts(pairs: list[tuple[TypedSequence, Chances]]) -> EffortCounts:
         top3=_count(top3), top3_pct=_pct(top3, n), top3_keys=top3_keys,
         saved=_count(saved), typed=typed, saved_pct=_pct(saved, typed),
         curve=tuple(_pct(sum(sum(c.first[:k]) for _s, c in pairs), n) for k in CURVE),
+        first_ci=interval(sum(c.first) for _s, c in pairs) if ranged else None,
+        top3_ci=interval(sum(c.top3) for _s, c in pairs) if ranged else None,
     )  # fmt: skip
 
 
@@ -182,18 +201,20 @@ class EffortRun:
 
 
 def effort_run(
-    label: str, sequences: list[TypedSequence], chances: list[Chances], languages: dict[str, str]
-) -> EffortRun:
+    label: str, sequences: list[TypedSequence], chances: list[Chances],
+    languages: dict[str, str], *, ranged: bool = False,
+) -> EffortRun:  # fmt: skip
+    """One finder's effort (or, ranged, the ceiling's) overall and by group."""
     pairs = list(zip(sequences, chances, strict=True))
 
     def by(key: Callable[[TypedSequence], str]) -> dict[str, EffortCounts]:
         groups: dict[str, list[tuple[TypedSequence, Chances]]] = {}
         for pair in pairs:
             groups.setdefault(key(pair[0]), []).append(pair)
-        return {name: counts(group) for name, group in groups.items()}
+        return {name: counts(group, ranged=ranged) for name, group in groups.items()}
 
     return EffortRun(
-        label, counts(pairs), by(lambda s: s.kind), by(lambda s: s.repo),
+        label, counts(pairs, ranged=ranged), by(lambda s: s.kind), by(lambda s: s.repo),
         by(lambda s: languages[s.repo]),
     )  # fmt: skip
 
@@ -366,7 +387,13 @@ def counts_from_json(data: dict) -> EffortCounts:
         first_keys=data["first_keys"], top3=data["top3"], top3_pct=data["top3_pct"],
         top3_keys=data["top3_keys"], saved=data["saved"], typed=data["typed"],
         saved_pct=data["saved_pct"], curve=tuple(data["curve"]),
+        first_ci=_range(data.get("first_ci")), top3_ci=_range(data.get("top3_ci")),
     )  # fmt: skip
+
+
+def _range(value: list | None) -> tuple[int, int] | None:
+    """A kept report's range back (reports kept before ranges have none)."""
+    return (value[0], value[1]) if value else None
 
 
 def run_from_json(data: dict, label: str | None = None) -> EffortRun:

@@ -136,7 +136,7 @@ def effort(
             )
             for label, mine in zip(labels, reaches, strict=True)
         ),
-        ceiling=effort_run("ceiling", made, best, languages),
+        ceiling=effort_run("ceiling", made, best, languages, ranged=True),
         diffs=diffs,
         left_out=tuple(
             LeftOutSequence(s.repo, s.kind, s.source, s.queries[-1])

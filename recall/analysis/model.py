@@ -320,7 +320,8 @@ class Diff:
 class AgainstCeiling:
     """One finder on exactly the rows a ceiling covers: its #1 and top 10 there, and
     whether each is above the ceiling's 95% range (more than chance lets any finder get
-    under the recipes' choice model: the model is wrong for those rows)."""
+    under the recipes' choice model: the model is wrong for those rows, or the finder's
+    order suits this one sample)."""
 
     label: str
     first: int
@@ -522,6 +523,56 @@ class UnknownSources:
 
 
 @dataclass(frozen=True)
+class Margin:
+    """The first finder's #1 against the best of the others (by #1) on the same rows, in
+    points, with the standard error of the difference paired by row (stats.paired_se)."""
+
+    label: str
+    other: str
+    n: int
+    first_pct: float
+    other_pct: float
+    points: float
+    se: float
+
+    def to_json(self) -> dict:
+        return {
+            "label": self.label, "other": self.other, "n": self.n, "first_pct": self.first_pct,
+            "other_pct": self.other_pct, "points": self.points, "se": self.se,
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class HoldoutView:
+    """One view of the holdout a --split holdout report ran: its corpora (whole, as the
+    pins' sides say: docs/queries.md), their sourced rows, and the margin (None with one
+    finder, or no sourced row)."""
+
+    corpora: tuple[str, ...]
+    n: int
+    margin: Margin | None
+
+    def to_json(self) -> dict:
+        return {
+            "corpora": list(self.corpora), "n": self.n,
+            "margin": self.margin.to_json() if self.margin else None,
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Holdout:
+    """The holdout's two views: the fresh corpora, which no tuning has read, and the seen
+    ones, held out but read while tuning; each apart, since only the fresh one says what
+    a finder does on code no one has seen."""
+
+    fresh: HoldoutView
+    seen: HoldoutView
+
+    def to_json(self) -> dict:
+        return {"fresh": self.fresh.to_json(), "seen": self.seen.to_json()}
+
+
+@dataclass(frozen=True)
 class Report:
     """Everything a run reports. `diffs` holds each candidate's diff against the baseline
     (empty without one); the JSON's `diff` is the first of them, as the contract names it."""
@@ -542,6 +593,7 @@ class Report:
         None  # a typing set's keystrokes to the name (recall/analysis/effort.py)
     )
     judgments: Judged | None = None  # a judgments set's agreement (recall/analysis/judgments.py)
+    holdout: Holdout | None = None  # --split holdout: its corpora and margins
 
     @property
     def is_loss(self) -> bool:
@@ -581,4 +633,6 @@ class Report:
             out["effort"] = self.effort.to_json()
         if self.judgments is not None:
             out["judgments"] = self.judgments.to_json()
+        if self.holdout is not None:
+            out["holdout"] = self.holdout.to_json()
         return out

@@ -22,7 +22,10 @@ from recall.analysis.model import (
     Errored,
     ErrorRow,
     Gained,
+    Holdout,
+    HoldoutView,
     Lost,
+    Margin,
     Miss,
     OffCorpusRow,
     QueryResult,
@@ -35,9 +38,16 @@ from recall.analysis.model import (
 )
 from recall.analysis.regress import Case, broken, has_locations
 from recall.analysis.regress import summarize as summarize_regress
-from recall.analysis.stats import better, compare, mean_ndcg_at_10, mean_reciprocal_rank
+from recall.analysis.stats import (
+    better,
+    compare,
+    mean_ndcg_at_10,
+    mean_reciprocal_rank,
+    paired_se,
+)
 from recall.inputs.corpus import Pin
 from recall.inputs.queryset import QueryRow
+from recall.inputs.sides import HOLDOUT, SEEN
 
 OFF_CORPUS_SHOWN = 5  # rows quoted of a run's answers that named nothing in the corpus
 
@@ -320,4 +330,34 @@ def analyse(
         misses=misses(rows, runs[-1]) if show_misses else None,
         unknown_sources=unknown_sources,
         split=split,
+        holdout=holdout(rows, runs, pins) if split == HOLDOUT else None,
     )
+
+
+def holdout(rows: list[QueryRow], runs: list[RunResult], pins: dict[str, Pin]) -> Holdout:
+    """The corpora of each view of the holdout among the rows, and on each the first
+    run's margin over the best of the others."""
+
+    def view(side: str) -> HoldoutView:
+        corpora = tuple(name for name, pin in pins.items() if pin.split == side)
+        picked = [i for i, row in enumerate(rows) if row.sourced and row.repo in corpora]
+        present = tuple(name for name in corpora if any(rows[i].repo == name for i in picked))
+        return HoldoutView(present, len(picked), margin(picked, runs))
+
+    return Holdout(fresh=view(HOLDOUT), seen=view(SEEN))
+
+
+def margin(picked: list[int], runs: list[RunResult]) -> Margin | None:
+    """The first run's #1 on the picked rows against the best other run's (the first of
+    them on a tie), paired by row; None with one run or no row."""
+    if len(runs) < 2 or not picked:
+        return None
+    firsts = [[run.results[i].rank == 1 for i in picked] for run in runs]
+    best = max(range(1, len(runs)), key=lambda k: (sum(firsts[k]), -k))
+    n = len(picked)
+    first_pct, other_pct = 100.0 * sum(firsts[0]) / n, 100.0 * sum(firsts[best]) / n
+    return Margin(
+        label=runs[0].label, other=runs[best].label, n=n, first_pct=round(first_pct, 1),
+        other_pct=round(other_pct, 1), points=round(first_pct - other_pct, 1),
+        se=round(paired_se(firsts[0], firsts[best]), 1),
+    )  # fmt: skip

@@ -17,7 +17,7 @@ A rank is the 1-based position of the intended name, or None when it was not fou
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -170,6 +170,22 @@ def better(new: Rank, base: Rank) -> bool:
     if new is None:
         return False
     return base is None or new < base
+
+
+def paired_se(a: Sequence[bool], b: Sequence[bool]) -> float:
+    """The standard error, in points, of the difference of two shares measured on the same
+    rows (a[i] and b[i] are row i's outcome for two finders): the spread of the per-row
+    differences over the square root of n. Paired, so the rows both get or both miss, most
+    of them, add nothing, and two finders close on every row are told apart."""
+    n = len(a)
+    if n != len(b):
+        raise ValueError(f"paired inputs differ in length: {n} vs {len(b)}")
+    if n < 2:
+        return 0.0
+    diffs = [int(x) - int(y) for x, y in zip(a, b, strict=True)]
+    mean = sum(diffs) / n
+    variance = sum((d - mean) ** 2 for d in diffs) / (n - 1)
+    return 100.0 * math.sqrt(variance / n)
 
 
 def shown_p(p: float) -> str:
@@ -425,3 +441,48 @@ def spearman_interval(rho: float, n: int, z: float = Z95) -> tuple[float, float]
     half = z * math.sqrt((1 + clipped * clipped / 2) / (n - 3))
     centre = math.atanh(clipped)
     return (math.tanh(centre - half), math.tanh(centre + half))
+
+
+# The ceilings' ranges (analysis/ceiling.py, and the typing set's in analysis/effort.py): the
+# central 95% of the count a finder as good as the model would get.
+LEVEL = 0.95
+
+
+def count_distribution(chances: Iterable[float]) -> np.ndarray:
+    """P(count = c) for c = 0..n, where row i is a hit with chance p_i, independently (the
+    Poisson-binomial distribution), by adding one row at a time. Rows certain to hit or to
+    miss only shift or keep it, so they cost nothing."""
+    sure = never = 0
+    dist = np.ones(1)
+    for p in chances:
+        if p >= 1.0:
+            sure += 1
+        elif p <= 0.0:
+            never += 1
+        else:
+            grown = np.zeros(len(dist) + 1)
+            grown[:-1] += dist * (1.0 - p)
+            grown[1:] += dist * p
+            dist = grown
+    return np.concatenate([np.zeros(sure), dist, np.zeros(never)])
+
+
+def standard_error(chances: Iterable[float]) -> float:
+    """The spread of the count around its expectation sum(p): sqrt(sum p(1 - p))."""
+    return float(np.sqrt(sum(p * (1.0 - p) for p in chances)))
+
+
+def interval(chances: Iterable[float], level: float = LEVEL) -> tuple[int, int]:
+    """The central `level` range [low, high] of the count, exactly: low the largest count
+    with at most (1 - level) / 2 of the chance below it, high the smallest with at most that
+    above it. A finder as good
+    as the model lands in it at least `level` of the time; any finder, since none can beat
+    the model's best ranking row by row, lands above high at most (1 - level) / 2 of it."""
+    dist = count_distribution(chances)
+    tail = (1.0 - level) / 2
+    below = np.cumsum(dist)  # P(count <= c)
+    above = 1.0 - below  # P(count > c)
+    slack = 1e-12  # float sums must not move a bound across an exact tail
+    low = int(np.searchsorted(below, tail - slack, side="right"))
+    high = int(np.argmax(above <= tail - slack))
+    return low, high

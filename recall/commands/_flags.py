@@ -83,12 +83,13 @@ def add_selection(parser: argparse.ArgumentParser) -> None:
 
 
 def add_split(parser: argparse.ArgumentParser) -> None:
-    from recall.inputs.queryset import SPLITS
+    from recall.inputs.sides import SPLITS
 
     parser.add_argument(
         "--split", choices=SPLITS,
-        help="only the sourced rows on this side of the tune/holdout split, by a hash of "
-        "(repo, source): docs/queries.md (default: every row)",
+        help="only the rows of the corpora on this side of the tune/holdout split, as each "
+        "pin's `split` in corpus.json says; holdout runs the fresh holdout and the seen "
+        "one, and the report names both: docs/queries.md (default: every row)",
     )  # fmt: skip
 
 

@@ -19,7 +19,8 @@ from recall.commands._flags import (
 )
 from recall.commands._output import output_of, print_history, print_report
 from recall.errors import RecallError
-from recall.inputs.queryset import SPLITS, query_set_path
+from recall.inputs.queryset import query_set_path
+from recall.inputs.sides import SPLITS
 from recall.running.results_cache import HISTORY_KIND, SAVED_KIND, read_saved
 from recall.workflows import history, history_shards
 from recall.workflows import run as running

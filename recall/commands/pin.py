@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import fcntl
 import json
 import os
@@ -48,6 +49,7 @@ from recall.inputs.queryset import (
     query_set_path,
     read_queries,
 )
+from recall.inputs.sides import HOLDOUT
 from recall.inputs.symbols import checkout_symbols
 from recall.terminal import shown
 
@@ -69,6 +71,13 @@ class PinChange:
 def intended_name(row: QueryRow) -> str:
     """A hand row has no source: the name it aims at is its query read as a (qualified) name."""
     return row.source or _QUALIFIER.split(row.query)[-1]
+
+
+def placed(pin: Pin, previous: Pin | None) -> Pin:
+    """The pin on its side of the split: a moved pin keeps its own, and a new corpus joins
+    the holdout (SPEC.md: a corpus pinned later joins the holdout and never leaves it),
+    so no command of recall ever moves a corpus to the tune side."""
+    return dataclasses.replace(pin, split=previous.split if previous else HOLDOUT)
 
 
 def derived_types(recipe_set: str) -> tuple[str, ...]:
@@ -143,6 +152,7 @@ def _pin_locked(
     it has worked, so a fault at any step leaves the three files as they were."""
     pins = load_pins(corpus) if corpus.exists() else {}
     previous = pins.get(pin.name)
+    pin = placed(pin, previous)
     new_pins = {**pins, pin.name: pin}
     settings_data: dict = (
         {"repos": {}} if recipes == "default" else {"recipes": recipes, "repos": {}}
@@ -151,7 +161,7 @@ def _pin_locked(
         load_settings(settings_path, new_pins)  # refuse a broken file before fetching
         settings_data = _read_json(settings_path)
     repos = settings_data["repos"]
-    entry = repos.get(pin.name) or {"n": DEFAULT_N, "seed": DEFAULT_SEED}
+    entry = repos.get(pin.name) or {"n": DEFAULT_N, "seed": set_seed(repos)}
     if n is not None:
         entry = {**entry, "n": n}
     new_settings = {**settings_data, "repos": {**repos, pin.name: entry}}
@@ -215,6 +225,7 @@ def _pin_typing(
     sources are the default set's first names."""
     pins = load_pins(corpus) if corpus.exists() else {}
     previous = pins.get(pin.name)
+    pin = placed(pin, previous)
     new_pins = {**pins, pin.name: pin}
     settings_data: dict = {"recipes": keystrokes.RECIPES, "repos": {}}
     if settings_path.exists():
@@ -254,6 +265,14 @@ def _pin_typing(
         pin, previous, added=len(fresh) - kept, removed=len(old) - kept, kept=kept, hand=0,
         stale=(),
     )  # fmt: skip
+
+
+def set_seed(repos: dict) -> int:
+    """The seed a repo new to a settings file samples with: the one its repos share (the
+    typed set's 2, the path set's 3), so that a set keeps one seed; else DEFAULT_SEED.
+    The settings file has been checked (load_settings): every entry holds a whole seed."""
+    seeds = {entry["seed"] for entry in repos.values()}
+    return seeds.pop() if len(seeds) == 1 else DEFAULT_SEED
 
 
 def _typing_entry(default_settings: Path, repo: str, pins: dict[str, Pin]) -> dict:

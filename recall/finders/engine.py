@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import os
 import re
 import tomllib
 from collections.abc import Mapping
@@ -81,6 +82,9 @@ class Engine:
     # the index argv writes the same {db} every time for the same build, corpus and names
     # (and nothing in it depends on where {db} is): kept under the cache and reused
     index_cache: bool = False
+    # files or globs (relative to {tree}) holding every file of the tree the index argv
+    # reads: a kept index is then known by their content, not the whole tree's
+    index_inputs: tuple[str, ...] = ()
     kind: str = "process"  # as written: process, python, node or lsp
     languages: tuple[str, ...] = ()  # the corpus languages it serves; () for all
     # names whose values the caller's environment gives the finder and its build; nothing
@@ -90,6 +94,8 @@ class Engine:
     inputs: tuple[str, ...] = ()
     # argv lists whose output says which toolchain builds it (`rustc --version`)
     toolchain: tuple[tuple[str, ...], ...] = ()
+    # programs on PATH that compile code the finder runs (`cc`), each known by its content
+    compilers: tuple[str, ...] = ()
     folder: str = ""  # the engine file's folder, which relative inputs start from
 
 
@@ -188,7 +194,7 @@ def parse_engine(data: bytes, source: str) -> Engine:
     file and the key: an engine is the only input that says what the harness will run,
     so a typo (an unknown key, a missing {query}, a NUL in an argument, a name both set
     and passed) must stop a run before any build rather than measure the wrong program.
-    The keys every kind may declare (pass_env, inputs, toolchain) are read first, and a
+    The keys every kind may declare (pass_env, inputs, toolchain, compilers) are read first, and a
     kind other than "process" then rewrites its own keys into a process table
     (_kind_table), so that every kind ends in the same checked argv lists; the digest is
     of the bytes as written, which the results cache keys runs by."""
@@ -208,7 +214,7 @@ def parse_engine(data: bytes, source: str) -> Engine:
         table = _kind_table(kind, table, source)
     known = {
         *_ARGV_KEYS, "cwd", "stdin", "env", "env_remove", "output", "no_match_exit", "batch_jobs",
-        "index_cache",
+        "index_cache", "index_inputs",
     }  # fmt: skip
     for key in table:
         if key not in known:
@@ -267,6 +273,16 @@ def parse_engine(data: bytes, source: str) -> Engine:
     if index_cache and not values.get("index") and not values.get("index_names"):
         raise RecallError(f"{source}: [engine] index_cache = true needs an index command")
     values["index_cache"] = index_cache
+    index_inputs = _string_list(table.get("index_inputs", []), source, "index_inputs")
+    for pattern in index_inputs:
+        if not pattern or os.path.isabs(pattern) or ".." in Path(pattern).parts or "{" in pattern:
+            raise RecallError(
+                f"{source}: [engine] index_inputs: {pattern!r} must be a path or glob inside "
+                "{tree}, relative to it"
+            )
+    if index_inputs and not index_cache:
+        raise RecallError(f"{source}: [engine] index_inputs needs index_cache = true")
+    values["index_inputs"] = tuple(index_inputs)
     query = values["query"]
     if not (isinstance(query, tuple) and any("{query}" in element for element in query)):
         raise RecallError(f"{source}: [engine] query must contain the placeholder {{query}}")
@@ -278,8 +294,8 @@ def parse_engine(data: bytes, source: str) -> Engine:
 
 
 def _declared(table: dict, source: str) -> dict[str, object]:
-    """pass_env, inputs and toolchain, which every kind of engine may declare, taken out
-    of table and checked."""
+    """pass_env, inputs, toolchain and compilers, which every kind of engine may declare,
+    taken out of table and checked."""
     found: dict[str, object] = {}
     names = table.pop("pass_env", [])
     for name in _string_list(names, source, "pass_env"):
@@ -301,6 +317,12 @@ def _declared(table: dict, source: str) -> dict[str, object]:
     if not isinstance(probes, list) or not all(isinstance(p, list) and p for p in probes):
         raise RecallError(f"{source}: [engine] toolchain must be a list of argv lists")
     found["toolchain"] = tuple(tuple(_string_list(p, source, "toolchain")) for p in probes)
+    compilers = _string_list(table.pop("compilers", []), source, "compilers")
+    if any(not name or "/" in name for name in compilers):
+        raise RecallError(
+            f'{source}: [engine] compilers: each must be a program\'s name on PATH, like "cc"'
+        )
+    found["compilers"] = tuple(dict.fromkeys(compilers))
     return found
 
 

@@ -40,7 +40,7 @@ APT_PACKAGES = {
 # library is not in its argv.
 ADAPTER_MODULES = {"recall.finders.kinds.frizbee": ("frizbee",)}
 # A module run with `-m` that starts programs of its own: the reference finder compiles
-# its kernel (kernel.c) with cc on first use.
+# its kernel (kernel.c) with cc when it indexes.
 MODULE_PROGRAMS = {"recall.finders.reference": ("cc",)}
 # A module's distribution where the names differ.
 DISTRIBUTIONS = {"jedi_language_server": "jedi-language-server"}

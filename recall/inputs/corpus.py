@@ -27,6 +27,7 @@ from recall.cache import FolderEntry, sole_user
 from recall.errors import RecallError
 from recall.files import read_input
 from recall.inputs.languages import LANGUAGES
+from recall.inputs.sides import SIDES, TUNE
 
 FROZEN_DATE = "2000-01-01T00:00:00Z"
 FROZEN_EPOCH = 946684800
@@ -53,8 +54,18 @@ class Pin:
     url: str
     sha: str
     language: str
+    # Its side of the split (recall/inputs/sides.py). A pin without the field predates the
+    # rule and is `tune`; `recall pin` writes it, puts a new corpus on the holdout side
+    # and never moves a pin's side.
+    split: str = TUNE
 
     def as_json(self) -> dict[str, str]:
+        """The pin as corpus.json holds it."""
+        return {**self.identity(), "split": self.split}
+
+    def identity(self) -> dict[str, str]:
+        """What the checkout, and so every answer, depends on: the keys of kept indexes
+        and results hold this, not the side, which changes no answer."""
         return {"url": self.url, "sha": self.sha, "language": self.language}
 
 
@@ -107,8 +118,13 @@ def validate_pin(path: Path, name: str, fields: object) -> Pin:
     if not isinstance(fields, dict):
         raise RecallError(f"{where}: expected an object with url, sha and language")
     for key in fields:
-        if key not in ("url", "sha", "language"):
+        if key not in ("url", "sha", "language", "split"):
             raise RecallError(f"{where}: unknown field {key!r}")
+    split = fields.get("split", TUNE)
+    if split not in SIDES:
+        raise RecallError(
+            f"{where}: field 'split' must be one of {', '.join(SIDES)}, got {split!r}"
+        )
     for key in ("url", "sha", "language"):
         if key not in fields:
             raise RecallError(f"{where}: missing field {key!r}")
@@ -127,7 +143,7 @@ def validate_pin(path: Path, name: str, fields: object) -> Pin:
             f"{where}: field 'language' must be one of {', '.join(sorted(LANGUAGES))}, "
             f"got {language!r}"
         )
-    return Pin(name=name, url=url, sha=sha, language=language)
+    return Pin(name=name, url=url, sha=sha, language=language, split=split)
 
 
 def select_pins(pins: dict[str, Pin], names: list[str] | None, source: Path) -> list[Pin]:

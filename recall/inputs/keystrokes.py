@@ -33,7 +33,7 @@ import orjson
 from recall.errors import RecallError
 from recall.files import read_input
 from recall.inputs.derive import NameSource, RepoSettings, sample_names
-from recall.inputs.queryset import HAND, QueryRow, split_of
+from recall.inputs.queryset import HAND, QueryRow
 from recall.inputs.recipes import words
 
 HEADER = ("repo", "sequence", "step", "query", "source")
@@ -195,10 +195,11 @@ def check_typing_sources(
 
 
 def select_typing(
-    rows: list[TypingRow], repos: list[str] | None, kinds: list[str] | None, split: str | None
-) -> list[TypingRow]:
-    """The steps of the --repo, --type (a sequence kind) and --split selection; a sequence
-    is on its name's side of the split, as every row derived from that name is."""
+    rows: list[TypingRow], repos: list[str] | None, kinds: list[str] | None,
+    split: set[str] | None,
+) -> list[TypingRow]:  # fmt: skip
+    """The steps of the --repo, --type (a sequence kind) and --split selection (split:
+    queryset.split_repos's repos of the side, whole corpora as in every set)."""
     for kind in kinds or []:
         if kind not in SEQUENCES:
             raise RecallError(f"--type: unknown sequence {kind!r} (one of {', '.join(SEQUENCES)})")
@@ -207,7 +208,7 @@ def select_typing(
         for r in rows
         if (not repos or r.repo in repos)
         and (not kinds or r.sequence in kinds)
-        and (split is None or split_of(r.repo, r.source) == split)
+        and (split is None or r.repo in split)
     ]
 
 

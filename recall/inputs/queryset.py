@@ -8,15 +8,15 @@ accepted cleanly, since editors add them without asking.
 from __future__ import annotations
 
 import hashlib
-import typing
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import TypeVar
 
 from recall.errors import RecallError
 from recall.files import read_input
 from recall.inputs.recipes import RECIPES, set_types
+from recall.inputs.sides import SPLITS, on_split
 
 HEADER = ("repo", "query", "type", "source")
 # The types of the recipes' two sets (recall.inputs.recipes, the one registry), in order.
@@ -162,46 +162,30 @@ def queries_digest(rows: list[QueryRow]) -> str:
     return hashlib.sha256(format_queries(rows)).hexdigest()
 
 
-# The sealed holdout (docs/DECISIONS.md states the discipline, docs/queries.md the rule).
-# A sourced row is on the holdout side when the first byte of sha256("repo\0source") is
-# below HOLDOUT_BYTES, so 77/256 = 30.1% of the names of a corpus, with every row derived
-# from a name (its abbr3, its typo, ...) on that name's side; else on the tune side.
-Split = Literal["tune", "holdout"]
-TUNE: Split = "tune"
-HOLDOUT: Split = "holdout"
-SPLITS: tuple[str, ...] = typing.get_args(Split)
-HOLDOUT_BYTES = 77
-# Corpora that are holdout whole: those of the nine-languages issue, pinned after the
-# reference finder was tuned on the first six, so that no tuning ever sees them.
-HOLDOUT_REPOS = frozenset({"redis", "commons-lang", "jquery", "fmt"})
-
-
-def split_of(repo: str, source: str) -> str | None:
-    """The side of the split a row of (repo, source) is on: `holdout` or `tune`, or None
-    for a hand row (no source), which is on neither side: it has no name to hash, and a
-    person picked it looking at rankings, so it is no sealed sample."""
-    if not source:
+def split_repos(sides: Mapping[str, str], split: str | None) -> set[str] | None:
+    """The repos whose rows --split runs, from each pin's side (recall/inputs/sides.py),
+    or None without --split: every repo. The split is by whole corpora, so a hand row
+    (no source) is on its corpus's side like the others."""
+    if split is None:
         return None
-    if repo in HOLDOUT_REPOS:
-        return HOLDOUT
-    digest = hashlib.sha256(f"{repo}\0{source}".encode()).digest()
-    return HOLDOUT if digest[0] < HOLDOUT_BYTES else TUNE
+    if split not in SPLITS:
+        raise RecallError(f"--split: unknown split {split!r} (one of {', '.join(SPLITS)})")
+    return {repo for repo, side in sides.items() if on_split(side, split)}
 
 
 def select(
     rows: list[QueryRow], repos: list[str] | None, types: list[str] | None,
-    split: str | None = None,
+    split: set[str] | None = None,
 ) -> list[QueryRow]:  # fmt: skip
-    """The rows of the --repo, --type and --split selection (None: every one)."""
+    """The rows of the --repo, --type and --split selection (None: every one); split is
+    split_repos's set of the side's repos."""
     for kind in types or []:
         if kind not in TYPES:
             raise RecallError(f"--type: unknown type {kind!r} (one of {', '.join(TYPES)})")
-    if split is not None and split not in SPLITS:
-        raise RecallError(f"--split: unknown split {split!r} (one of {', '.join(SPLITS)})")
     return [
         r
         for r in rows
         if (not repos or r.repo in repos)
         and (not types or r.type in types)
-        and (split is None or split_of(r.repo, r.source) == split)
+        and (split is None or r.repo in split)
     ]

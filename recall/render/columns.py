@@ -126,3 +126,37 @@ def bound_from_json(data: dict) -> Bound:
 
     return Bound(data["n"], data["first"], data["first_pct"], ci("first"),
                  data["top10"], data["top10_pct"], ci("top10"))  # fmt: skip
+
+
+def holdout_lines(holdout: dict) -> list[str]:
+    """A --split holdout report's corpora, fresh and seen, and on each the first finder's
+    margin over the best of the others (the JSON report's `holdout`): plain lines that
+    text, Markdown and HTML show alike, each escaping them for its medium."""
+    lines = []
+    for name in ("fresh", "seen"):
+        view = holdout[name]
+        line = f"{name} holdout: {', '.join(view['corpora']) or 'none'} ({view['n']} sourced rows)"
+        m = view["margin"]
+        if m is not None:
+            line += (
+                f"; #1 {m['label']} {m['first_pct']:.1f}% against {m['other']} "
+                f"{m['other_pct']:.1f}%, margin {m['points']:+.1f} points (paired SE {m['se']:.1f})"
+            )
+        lines.append(line)
+    return lines
+
+
+def split_note(report: dict) -> str:
+    """Which side of the tune/holdout split a page's reports ran, if one, with the
+    holdout's corpora, fresh and seen (docs/queries.md); empty for every row."""
+    split = report.get("split")
+    if not split:
+        return ""
+    note = f" (its {split} split, `--split {split}`: docs/queries.md"
+    holdout = report.get("holdout")
+    if holdout:
+        note += "; " + "; ".join(
+            f"{name} holdout {', '.join(holdout[name]['corpora']) or 'none'}"
+            for name in ("fresh", "seen")
+        )
+    return note + ")"

@@ -4,6 +4,8 @@ groups, and the sequences a candidate now needs more keystrokes for."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from recall.analysis.effort import (
     CHANGES_SHOWN,
     LEFT_OUT_SHOWN,
@@ -11,7 +13,10 @@ from recall.analysis.effort import (
     EffortChange,
     EffortCounts,
     EffortDiff,
+    EffortRun,
+    run_from_json,
 )
+from recall.render.columns import marked
 from recall.render.escape import html as _e
 from recall.render.escape import markdown as markdown_text
 from recall.render.svg import percent_grid, svg_start
@@ -28,25 +33,80 @@ LINE_COLORS = ("#08519c", "#e6550d", "#31a354", "#756bb1", "#de2d26", "#636363",
                "#bcbd22", "#8c564b", "#e377c2")  # fmt: skip
 CEILING_COLOR = "#969696"
 LEGEND_CHAR_PX = 7
+NOTE = (
+    "keys to #1 and keys to top 3 are the mean keystrokes of the sequences that get there; "
+    "saved is the keystrokes saved against typing each whole name (none where #1 never "
+    "comes); ceiling: the best any finder can expect under the typing model, the k names a "
+    "prefix could be typing toward each as likely, so the source is #1 with chance 1/k "
+    "(docs/queries.md); its counts are expectations, and [low-high] is the 95% range of the "
+    "count a finder as good as the model gets on these sequences"
+)
+ABOVE_NOTE = (
+    "^ above the ceiling's 95% range on the same sequences: more than chance gives any "
+    "finder under the typing model, so either that model is wrong for them or the "
+    "finder's order suits this one sample (a lean the sample favours, or tuning on it): "
+    "docs/queries.md"
+)
+EFFORT_HEADER = [
+    "sequences", "#1 reached", "keys to #1", "top 3 reached", "keys to top 3", "saved",
+]  # fmt: skip
+CELL = "#1% / keys to #1 / saved%"
+GROUPS = (("sequence", "by_sequence"), ("repo", "by_repo"), ("language", "by_language"))
+# One colour a line of the k-curve, the ceiling's dashed grey.
+LINE_COLORS = ("#08519c", "#e6550d", "#31a354", "#756bb1", "#de2d26", "#636363", "#17becf",
+               "#bcbd22", "#8c564b", "#e377c2")  # fmt: skip
+CEILING_COLOR = "#969696"
+LEGEND_CHAR_PX = 7
 
 
 def _keys(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
-def _cells(c: EffortCounts) -> list[str]:
+def _reached(count: float, pct: float, ci: tuple[int, int] | None, above: bool) -> str:
+    """A count reached, its percent, and the ceiling's range or a finder's mark above it."""
+    shown = f"{count} ({pct:.1f}%)"
+    if ci is not None:
+        shown += f" [{ci[0]}-{ci[1]}]"
+    return marked(shown, above)
+
+
+def _cells(c: EffortCounts, ceiling: EffortCounts | None) -> list[str]:
+    """A finder's (or, against None, the ceiling's) row of the effort table."""
     if not c.n:  # a ceiling of no sequence (every one left out): no numbers to show
         return ["0", *["-"] * (len(EFFORT_HEADER) - 1)]
+    first, top3 = c.above(ceiling)
     return [
-        str(c.n), f"{c.first} ({c.first_pct:.1f}%)", _keys(c.first_keys),
-        f"{c.top3} ({c.top3_pct:.1f}%)", _keys(c.top3_keys), f"{c.saved_pct:.1f}%",
+        str(c.n), _reached(c.first, c.first_pct, c.first_ci, first), _keys(c.first_keys),
+        _reached(c.top3, c.top3_pct, c.top3_ci, top3), _keys(c.top3_keys),
+        f"{c.saved_pct:.1f}%",
     ]  # fmt: skip
 
 
-def _cell(c: EffortCounts | None) -> str:
+def _cell(c: EffortCounts | None, ceiling: EffortCounts | None) -> str:
+    """One group's numbers of a finder (or, against None, of the ceiling, with its #1
+    range in percent)."""
     if c is None:
         return "-"
-    return f"{c.first_pct:.1f} / {_keys(c.first_keys)} / {c.saved_pct:.1f}"
+    first = f"{c.first_pct:.1f}"
+    if c.first_ci is not None and c.n:
+        first += f" [{100.0 * c.first_ci[0] / c.n:.1f}-{100.0 * c.first_ci[1] / c.n:.1f}]"
+    first = marked(first, c.above(ceiling)[0])
+    return f"{first} / {_keys(c.first_keys)} / {c.saved_pct:.1f}"
+
+
+def _rows(effort: Effort) -> list[tuple[EffortRun, EffortRun | None]]:
+    """Each finder with the ceiling it is judged against, then the ceiling itself."""
+    return [*((run, effort.ceiling) for run in effort.runs), (effort.ceiling, None)]
+
+
+def _any_above(effort: Effort) -> bool:
+    pairs = [(run.counts, effort.ceiling.counts) for run in effort.runs]
+    for _title, key in GROUPS:
+        ceilings = getattr(effort.ceiling, key)
+        pairs += [(c, ceilings.get(name)) for run in effort.runs
+                  for name, c in getattr(run, key).items()]  # fmt: skip
+    return any(any(c.above(ceiling)) for c, ceiling in pairs)
 
 
 def _heading(text: str, markdown: bool) -> list[str]:
@@ -59,37 +119,44 @@ def _said(text: str, markdown: bool) -> str:
 
 def render_effort(effort: Effort, markdown: bool) -> list[str]:
     """The effort section's lines: the table, the k-curve, the groups, the diffs."""
-    rows = [*effort.runs, effort.ceiling]
+    rows = _rows(effort)
     out = _heading(
         f"Keystrokes to the name: {effort.sequences} typing sequences, {effort.steps} steps, "
         f"{effort.prompts} distinct queries",
         markdown,
     )
-    out += numbers_table(["finder", *EFFORT_HEADER], [[r.label, *_cells(r.counts)] for r in rows],
-                    markdown)  # fmt: skip
-    note = (
-        "keys to #1 and keys to top 3 are the mean keystrokes of the sequences that get there; "
-        "saved is the keystrokes saved against typing each whole name (none where #1 never "
-        "comes); ceiling: the best any finder can expect under the typing model, the k names a "
-        "prefix could be typing toward each as likely, so the source is #1 with chance 1/k "
-        "(docs/queries.md); its counts are expectations"
-    )
-    out += ["", note]
+    body = [[r.label, *_cells(r.counts, c.counts if c else None)] for r, c in rows]
+    out += numbers_table(["finder", *EFFORT_HEADER], body, markdown)
+    out += ["", NOTE]
+    if _any_above(effort):
+        out += ["", ABOVE_NOTE] if markdown else [ABOVE_NOTE]
     out += _heading("Share of sequences at #1 within k keystrokes (%)", markdown)
-    body = [[r.label, *(f"{p:.1f}" if r.counts.n else "-" for p in r.counts.curve)] for r in rows]
+    body = [
+        [r.label, *(f"{p:.1f}" if r.counts.n else "-" for p in r.counts.curve)] for r, _c in rows
+    ]
     out += numbers_table(["finder", *(f"k={k}" for k in range(1, 11))], body, markdown)
     for title, key in GROUPS:
         out += _heading(f"Keystrokes by {title}", markdown)
         out += [f"each cell: {CELL}", ""] if markdown else [f"each cell: {CELL}"]
-        body = [
-            [name, str(n), *(_cell(getattr(r, key).get(name)) for r in rows)]
-            for name, n in _groups([{g: c.n for g, c in getattr(r, key).items()} for r in rows])
-        ]  # fmt: skip
-        out += numbers_table([title, "n", *(r.label for r in rows)], body, markdown)
+        out += numbers_table(
+            [title, "n", *(r.label for r, _c in rows)], _group_rows(rows, key), markdown
+        )
     out += _left_out(effort, markdown)
     for d in effort.diffs:
         out += render_effort_diff(d, markdown)
     return out
+
+
+def _group_rows(rows: list[tuple[EffortRun, EffortRun | None]], key: str) -> list[list[str]]:
+    """One row a group (a sequence type, a repo, a language): its n and each finder's
+    cell, judged against the ceiling's cell of that group."""
+    of_rows = [{g: c.n for g, c in getattr(r, key).items()} for r, _c in rows]
+    return [
+        [name, str(n),
+         *(_cell(getattr(r, key).get(name), getattr(c, key).get(name) if c else None)
+           for r, c in rows)]
+        for name, n in _groups(of_rows)
+    ]  # fmt: skip
 
 
 def _groups(of_rows: list[dict[str, int]]) -> list[tuple[str, int]]:
@@ -207,7 +274,7 @@ def k_curve(runs: list[dict], ceiling: dict | None) -> str:
     return "".join(parts)
 
 
-def _html_table(head: list[str], rows: list[list[object]], text: int = 1) -> str:
+def _html_table(head: list[str], rows: Sequence[Sequence[object]], text: int = 1) -> str:
     cls = ' class="text"'
     out = ["<table><tr>", *(f"<th{cls if i < text else ''}>{_e(h)}</th>" for i, h in
                             enumerate(head)), "</tr>"]  # fmt: skip
@@ -218,41 +285,28 @@ def _html_table(head: list[str], rows: list[list[object]], text: int = 1) -> str
     return "".join(out)
 
 
-def _json_cells(c: dict) -> list[object]:
-    if not c["n"]:  # a ceiling of no sequence (every one left out): no numbers to show
-        return [0, *["-"] * (len(EFFORT_HEADER) - 1)]
-    return [
-        c["n"], f"{c['first']} ({c['first_pct']:.1f}%)", _keys(c["first_keys"]),
-        f"{c['top3']} ({c['top3_pct']:.1f}%)", _keys(c["top3_keys"]), f"{c['saved_pct']:.1f}%",
-    ]  # fmt: skip
-
-
-def _json_cell(c: dict | None) -> str:
-    return "-" if c is None else f"{c['first_pct']:.1f} / {_keys(c['first_keys'])} / " \
-        f"{c['saved_pct']:.1f}"  # fmt: skip
-
-
 def effort_html(effort: dict) -> list[str]:
-    """The effort section of the HTML page."""
-    rows = [*effort["runs"], effort["ceiling"]]
+    """The effort section of the HTML page, from the JSON report's `effort` (a report kept
+    before the ceiling had ranges shows none)."""
+    model = Effort(
+        effort["sequences"], effort["steps"], effort["prompts"],
+        tuple(run_from_json(run) for run in effort["runs"]), run_from_json(effort["ceiling"]),
+    )  # fmt: skip
+    rows = _rows(model)
+    body = [[r.label, *_cells(r.counts, c.counts if c else None)] for r, c in rows]
     out = [
         f"<h2>Keystrokes to the name: {_e(effort['sequences'])} typing sequences, "
         f"{_e(effort['steps'])} steps, {_e(effort['prompts'])} distinct queries</h2>",
-        _html_table(["finder", *EFFORT_HEADER], [[r["label"], *_json_cells(r)] for r in rows]),
-        "<p>keys to #1 and to top 3: the mean keystrokes of the sequences that get there; "
-        "saved: the keystrokes saved against typing each whole name; ceiling: the best any "
-        "finder can expect under the typing model (docs/queries.md).</p>",
+        _html_table(["finder", *EFFORT_HEADER], body),
+        f"<p>{_e(NOTE)}</p>",
+        *([f"<p>{_e(ABOVE_NOTE)}</p>"] if _any_above(model) else []),
         "<h2>Share of sequences at #1 within k keystrokes</h2>",
         k_curve(effort["runs"], effort["ceiling"] if effort["ceiling"]["n"] else None),
     ]
     for title, key in GROUPS:
-        body = [
-            [name, n, *(_json_cell(r[key].get(name)) for r in rows)]
-            for name, n in _groups([{g: c["n"] for g, c in r[key].items()} for r in rows])
-        ]
         out += [
             f"<h2>Keystrokes by {_e(title)}</h2><p>each cell: {_e(CELL)}</p>",
-            _html_table([title, "n", *(r["label"] for r in rows)], body),
+            _html_table([title, "n", *(r.label for r, _c in rows)], _group_rows(rows, key)),
         ]
     left_out = effort.get("left_out") or {"count": 0, "first": []}
     if left_out["count"]:

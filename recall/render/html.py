@@ -26,6 +26,7 @@ from recall.render.columns import (
     cells,
     counts_from_json,
     expected,
+    holdout_lines,
     left_aligned,
 )
 from recall.render.effort import effort_html
@@ -140,8 +141,8 @@ def _ceiling_table(title: str, by: dict) -> str:
 ABOVE_NOTE = (
     f"{ABOVE} and the columns above it: a finder's #1 or top 10 above the ceiling's 95% "
     "range on the same rows, more than chance gives any finder under the recipes' choice "
-    "model: that model is wrong for those rows, and the ceiling is no bound there "
-    "(docs/queries.md)."
+    "model: either that model is wrong for those rows, or the finder's order suits this "
+    "one sample, a lean the sample favours or tuning on it (docs/queries.md)."
 )
 
 
@@ -422,6 +423,8 @@ def render_html(report: dict) -> str:
     efforts = (effort or {}).get("diffs") or [None] * len(diffs)
     out += [_verdict_box(d, e) for d, e in zip(diffs, efforts, strict=True)]  # first: the answer
     out += [_judged_box(d) for d in (judgments or {}).get("diffs", [])]
+    if report.get("holdout"):  # --split holdout: its corpora, fresh and seen, and margins
+        out += [f"<p>{_e(line)}</p>" for line in holdout_lines(report["holdout"])]
     if judgments:  # its rows are candidates: the agreement, no sourced counts
         out += judgments_html(judgments)
         out.append(_seconds_table(runs))

@@ -31,6 +31,7 @@ from recall.render.columns import (
     bound_of,
     ceiling_cells,
     cells,
+    holdout_lines,
     marked,
 )
 from recall.render.commandline import explain_command
@@ -125,8 +126,9 @@ def _ceiling_note(c: CeilingCounts, runs: tuple[RunSummary, ...], markdown: bool
 
 ABOVE_NOTE = (
     f"{ABOVE} above the ceiling's 95% range on the same rows: more than chance gives any "
-    "finder under the recipes' choice model, so that model is wrong for those rows and "
-    "the ceiling is no bound there (docs/queries.md)"
+    "finder under the recipes' choice model, so either that model is wrong for those rows "
+    "or the finder's order suits this one sample (a lean the sample favours, or tuning on "
+    "it): docs/queries.md"
 )
 
 
@@ -230,13 +232,14 @@ def _counts_head(report: Report, markdown: bool) -> list[str]:
     if _any_above(top):
         out += ["", ABOVE_NOTE] if markdown else [ABOVE_NOTE]
     out += _left_out(top, markdown)
-    return out + _unknown_sources(report, markdown)
+    return out + _holdout(report, markdown) + _unknown_sources(report, markdown)
 
 
 def _typing_head(report: Report, effort: Effort, markdown: bool) -> list[str]:
     """A typing run's effort first, then each binary's seconds: its steps are prompts with
     no source of their own, so the sourced counts and their groups would be empty tables."""
     out = [f"the {report.split} split"] if report.split else []
+    out += _holdout(report, markdown)
     return out + render_effort(effort, markdown) + _seconds(report, markdown)
 
 
@@ -245,6 +248,15 @@ def _seconds(report: Report, markdown: bool) -> list[str]:
     out = _heading("Seconds", markdown)
     body = [[run.label, f"{run.index_s:.1f}", f"{run.query_s:.1f}"] for run in report.runs]
     return out + table(["binary", "index s", "query s"], body, markdown, right=[False, True, True])
+
+
+def _holdout(report: Report, markdown: bool) -> list[str]:
+    """A --split holdout report's corpora and margins (docs/queries.md: the fresh holdout
+    is the one no tuning has read; the seen one is a second view)."""
+    if report.holdout is None:
+        return []
+    lines = [_said(line, markdown) for line in holdout_lines(report.holdout.to_json())]
+    return ["", *lines] if not markdown else ["", *(f"- {line}" for line in lines)]
 
 
 def _render_regress(report: Report, markdown: bool) -> list[str]:

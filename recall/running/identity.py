@@ -25,6 +25,7 @@ from recall.finders.kinds import HARNESS_ROOT
 from recall.inputs.corpus import Pin
 from recall.inputs.paths import LISTING, PATHS, domain_of
 from recall.inputs.queryset import JUDGED, QueryRow, queries_digest
+from recall.toolchain import compiler_identity
 
 PROBE_TIMEOUT_S = 60.0  # a toolchain probe prints a version; a minute is ample
 
@@ -186,7 +187,7 @@ def data_key(pins: dict[str, Pin], rows: list[QueryRow]) -> dict:
     domain = domain_of(rows)
     used = sorted({r.repo for r in rows}) if domain != JUDGED else []
     key = {
-        "pins": {repo: pins[repo].as_json() for repo in used},
+        "pins": {repo: pins[repo].identity() for repo in used},
         "queries": queries_digest(rows),
     }
     if domain == PATHS:  # the candidates are the paths the listing rule keeps
@@ -206,11 +207,12 @@ def file_identity(path: Path) -> str:
 
 
 def build_world(engine: Engine) -> dict[str, object]:
-    """What outside the tree decides a build: its environment as declared
-    (engine.build_env), the content of the program the build command starts (from PATH:
-    make, cargo, cc; or by its path), and the output of the engine's `toolchain` probes (`rustc
-    --version`), run in that environment. Empty for an engine without a build."""
-    if not engine.build and not engine.toolchain:
+    """What outside the tree decides a build, or code compiled as the finder runs: its
+    environment as declared (engine.build_env), the content of the program the build
+    command starts (from PATH: make, cargo, cc; or by its path), the output of the engine's
+    `toolchain` probes (`rustc --version`), run in that environment, and the content of
+    each of its `compilers` (recall.toolchain). Empty for an engine with none of these."""
+    if not engine.build and not engine.toolchain and not engine.compilers:
         return {}
     env = build_env(engine, os.environ)
     programs = {}
@@ -220,7 +222,28 @@ def build_world(engine: Engine) -> dict[str, object]:
         if path and os.path.isfile(path):
             programs[program] = program_identity(path)
     probes = [_probe(argv, tuple(sorted(env.items())), engine.source) for argv in engine.toolchain]
-    return {"build env": env, "build programs": programs, "toolchain": probes}
+    world: dict[str, object] = {"build env": env, "build programs": programs, "toolchain": probes}
+    if engine.compilers:
+        world["compilers"] = {
+            name: compiler_identity(name, env.get("PATH")) for name in engine.compilers
+        }
+    return world
+
+
+def index_input_files(engine: Engine, tree: Path) -> dict[str, str] | None:
+    """The engine's declared index_inputs in tree, each file by content (by its path
+    relative to tree); None if a pattern names no file there (a tree older than the
+    declaration: its index is then known by the whole tree, as without one)."""
+    found: dict[str, str] = {}
+    for pattern in engine.index_inputs:
+        matches = sorted(
+            Path(p) for p in globmod.glob(str(tree / pattern), recursive=True) if os.path.isfile(p)
+        )
+        if not matches:
+            return None
+        for path in matches:
+            found[path.relative_to(tree).as_posix()] = program_identity(str(path))
+    return found
 
 
 @functools.cache

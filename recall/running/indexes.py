@@ -4,10 +4,13 @@ indexing again.
 
 A kept index stands in for running the index argv, so it is known by everything that
 could change what that argv writes: the build (its cache identity, as a result's key
-has it; for a working tree, its content: build.tree_identity), the engine description
-and its index argv, the corpus pin, the names file, ctags's identity and Python's version, and
-the environment, programs, files and packages the engine runs (identity.environment_key),
-and the world its build ran in (identity.build_world). It is one entry of recall.cache:
+has it; for a working tree, its content: build.tree_identity), or, for an engine that
+declares the files of the tree its index reads (`index_inputs`), those files' content
+alone; the engine description and its index argv (`index_names` for a names list
+alone), the corpus pin (none for a names list alone: its names are all it has), the
+names file, ctags's identity and Python's version, and the environment, programs, files
+and packages the engine runs (identity.environment_key), and the world its build ran in,
+its compilers included (identity.build_world). It is one entry of recall.cache:
 indexed in the session, copied into a temporary folder beside the entry, then renamed
 into place with its digest, under the entry's lock; a failed index is never kept, and
 a kept one edited on disk is dropped and made again. Each session gets its own copy, so
@@ -29,25 +32,29 @@ from recall.errors import RecallError
 from recall.finders.engine import Engine
 from recall.inputs.corpus import Pin
 from recall.inputs.symbols import ctags_identity
-from recall.running.identity import build_world, environment_key
+from recall.running.identity import build_world, environment_key, index_input_files
 
 KIND = "indexes"  # <cache>/indexes/<key>/db, as `recall cache` lists it
 MARKER = ".recall-indexed"  # written last, inside the entry: a folder without it is not one
-FORMAT = 2  # bump when what a kept index holds or how it is keyed changes
+FORMAT = 3  # bump when what a kept index holds or how it is keyed changes
 
 
 def index_key(
-    build: str, engine: Engine, argv: tuple[str, ...], pin: Pin | None, names: bytes
+    build: str, engine: Engine, argv: tuple[str, ...], pin: Pin | None, names: bytes, tree: Path
 ) -> str:
-    """The entry of an index of build made by argv (its `index`, or for a names list
-    alone its `index_names`) on pin (None: the names list is all there is), whose names
-    file holds names."""
+    """The entry of an index of build (its tree at tree) made by argv (its `index`, or for
+    a names list alone its `index_names`) on pin (None: the names list is all there is),
+    whose names file holds names. An engine that declares index_inputs is known by those
+    files' content in tree, not by the build (a commit, or the whole working tree), unless
+    one of its patterns names no file there."""
+    declared = index_input_files(engine, tree) if engine.index_inputs else None
     key = {
         "format": FORMAT,
-        "build": build,
+        "build": build if declared is None else "index_inputs",
+        "index inputs": declared,
         "engine": engine.digest,
         "index": list(argv),
-        "pin": pin.as_json() if pin else None,
+        "pin": pin.identity() if pin else None,
         "names": hashlib.sha256(names).hexdigest(),
         "ctags": ctags_identity(),
         "python": platform.python_version(),

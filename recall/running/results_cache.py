@@ -22,7 +22,7 @@ from recall.files import read_input, write_atomic
 from recall.finders.engine import Engine
 from recall.inputs.queryset import QueryRow
 from recall.inputs.symbols import ctags_identity
-from recall.running.identity import environment_key
+from recall.running.identity import build_world, environment_key
 
 # Bump when what a stored result means changes (ranking rule, fields, parsing, or what
 # a run must pass before it is stored: 2 checks every source against its corpus's names;
@@ -45,6 +45,7 @@ def run_key(identity: str, engine: Engine, asked: dict, timeout: float) -> dict:
         "python": platform.python_version(),
         "timeout": timeout,
         "environment": environment_key(engine),
+        "build world": build_world(engine),
     }
 
 

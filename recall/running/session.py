@@ -138,7 +138,7 @@ class Session:
         self._kept: KeptIndex | None = None
         if build is not None and self.engine.index_cache and corpus.cache is not None:
             pin = corpus.checkout.pin if corpus.checkout else None
-            key = index_key(build, self.engine, self._index, pin, listed)
+            key = index_key(build, self.engine, self._index, pin, listed, binary.tree)
             self._kept = KeptIndex(corpus.cache, key)
 
     def _kind_env(self) -> dict[str, str]:

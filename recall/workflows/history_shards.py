@@ -123,7 +123,7 @@ def meta(plan: Plan) -> dict:
         "timeout": plan.timeout,
         "build_timeout": plan.build_timeout,
         "allow_empty": plan.allow_empty,
-        "pins": {repo: plan.pins[repo].as_json() for repo in repos},
+        "pins": {repo: plan.pins[repo].identity() for repo in repos},
     }
 
 
@@ -269,7 +269,7 @@ def merge(paths: list[Path], pins: dict[str, Pin], rows: list[QueryRow], corpus:
     ran = first.meta.get("pins")
     if not isinstance(ran, dict):
         raise RecallError(f"merge {paths[0]}: meta.pins must be an object")
-    moved = [repo for repo in ran if repo not in pins or pins[repo].as_json() != ran[repo]]
+    moved = [repo for repo in ran if repo not in pins or pins[repo].identity() != ran[repo]]
     if moved:
         raise RecallError(
             f"merge {paths[0]}: ran other data than {corpus} has now "

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from recall.errors import RecallError
-from recall.inputs.queryset import Split
+from recall.inputs.sides import Split
 from recall.running.build import BUILD_TIMEOUT_S, check_build_timeout
 from recall.running.session import check_timeout
 

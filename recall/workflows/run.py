@@ -65,6 +65,7 @@ from recall.inputs.queryset import (
     query_set_path,
     read_queries,
     select,
+    split_repos,
 )
 from recall.inputs.suite import CORPUS, Located, locate, packaged
 from recall.inputs.symbols import checkout_symbols, ctags_identity, ctags_version
@@ -538,12 +539,13 @@ def selected_rows(
         judgments = read_judgments(path)
         rows = judged_rows(judgments)
         return Selected(rows, rows, judgments=tuple(judgments))
+    side = split_repos({name: pin.split for name, pin in pins.items()}, split)
     if not keystrokes.is_typing_file(path):
         all_rows = read_queries(path, set(pins))
-        return Selected(all_rows, select(all_rows, repos, types, split))
+        return Selected(all_rows, select(all_rows, repos, types, side))
     if bench:
         raise RecallError(f"--bench: {path} is a typing set, with no hand rows to time")
-    steps = keystrokes.select_typing(keystrokes.read_typing(path, set(pins)), repos, types, split)
+    steps = keystrokes.select_typing(keystrokes.read_typing(path, set(pins)), repos, types, side)
     rows = keystrokes.prompts(steps)
     return Selected(rows, rows, tuple(steps))
 

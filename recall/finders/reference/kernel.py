@@ -1,278 +1,322 @@
-"""The compiled inner loop of the ranker (kernel.c), built on first use and called here.
+"""The compiled kernel (kernel.c): built when the finder indexes, carried in the index,
+loaded by each query process, and called here through ctypes.
 
-rank.py keeps the names as flat arrays (each name's folded codes, word starts and running
-skip costs, concatenated, with offsets), so memory follows the names' total length.
-kernel.c walks them in one pass per query: for each name the character-set masks, the
-subsequence (for a glob, the segments in order) and the alignment, where NumPy needed a
-padded matrix per bucket and Python a loop per name. Its float operations are NumPy's,
-in float32 and in the same order, so rankings are byte-identical to the NumPy ranker.
-It also copies an answer's rows (kept in the index as JSON) into one list (Rows).
-
-The C file is compiled with the C compiler on PATH (`cc`), once per content of kernel.c,
-its flags and the weights, into RECALL_KERNEL_CACHE, else recall's folder in the user's
-cache dir (under XDG_CACHE_HOME, which the harness points into each run's own folder):
-never beside this file, since the finder runs from a tree under test that it must not
-write into. A compile takes a fraction of a second; loading the result, a millisecond.
-The `index` command compiles it, so that a run's query processes, whose time is the
-queries' time, only load it; with a kept index (no `index` process), the first one builds.
+kernel.c holds every rule of the query (rank.py says which applies with what text) over
+the names' flat arrays (arrays.py), so a query is one call and the query process imports
+neither NumPy nor RapidFuzz. It is compiled with the C compiler on PATH (`cc`) by the
+`index` command, into the kernel cache (RECALL_KERNEL_CACHE, else recall's folder in the
+user's cache dir: under XDG_CACHE_HOME, which the harness points into each session's own
+folder), an entry of recall.cache known by kernel.c, its flags, the machine and the
+compiler's content (recall.toolchain), and checked against its digest when read. The
+index then carries the library's bytes, so a query process (whose start-up counts in the
+queries' time) compiles nothing, hashes no compiler and finds no cache: it loads the
+library from the index through an anonymous file, checked to be the library this
+kernel.c makes (its interface version and every function this module calls) before any
+query. The weights are passed at run time, so the library depends on kernel.c and the
+compiler alone.
 """
 
 from __future__ import annotations
 
 import ctypes
-import functools
 import hashlib
+import mmap
 import os
-import platform
-import shutil
-import subprocess
-import tempfile
-from pathlib import Path
-
-import numpy as np
 
 from recall.errors import RecallError
-from recall.finders.reference import weights
 
-SOURCE = Path(__file__).with_name("kernel.c")
-# -ffp-contract=off: no fused multiply-add, so each float32 operation rounds as NumPy's.
+SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernel.c")
+# -ffp-contract=off: no fused multiply-add, so each float operation rounds as NumPy's did
 FLAGS = ("-O2", "-fPIC", "-shared", "-std=c11", "-ffp-contract=off")
-WEIGHTS = (
-    "BASE", "BONUS_FIRST", "BONUS_WORD", "BONUS_CONSEC", "BONUS_END", "GAP_OPEN", "VOWEL_HOP",
-    "TAIL_JUMP", "SKIP_WORD", "SKIP_VOWEL", "SKIP_OTHER", "SKIP_LEAD", "SKIP_TRAIL",
-    "TRAIL_WORD", "STAR_FACTOR", "NEG",
+LIBS = ("-lm",)
+VERSION = 4  # kernel.c's rk_version(): the interface below
+LIBRARY = "kernel.so"  # the file inside a kernel cache entry
+MARKER = ".recall-compiled"
+
+_I = ctypes.c_int64
+_P = ctypes.c_void_p
+_D = ctypes.c_double
+_MIN = -(2**63)  # kernel.c's INT64_MIN: memory ran out
+
+
+class Weights(ctypes.Structure):
+    """kernel.c's rk_weights: the alignment's weights (weights.py) and the merged scale's
+    (rank.py)."""
+
+    _fields_ = [
+        *((name, _D) for name in (
+            "base", "bonus_first", "bonus_word", "bonus_consec", "bonus_end", "gap_open",
+            "vowel_hop", "tail_jump", "skip_word", "skip_vowel", "skip_other", "skip_lead",
+            "skip_trail", "trail_word", "star_factor", "neg", "exact_case", "exact_lower",
+            "exact_squashed", "typo_one", "typo_short", "typo_two", "prefix", "weak",
+        )),
+        *((name, _I) for name in ("typo_long", "weak_cap", "weak_when")),
+    ]  # fmt: skip
+
+
+# kernel.c's rk_names: each field a count (_I) or an array's address (_P), in its order
+NAMES_FIELDS = (
+    ("count", _I), ("chars", _I), ("offsets", _P), ("lengths", _P), ("codes", _P),
+    ("bytes", _P), ("starts", _P), ("masks", _P), ("sets", _P), ("twice_sets", _P),
+    ("by_length", _P), ("length_masks", _P), ("length_starts", _P), ("lengths_count", _I),
+    ("lower", _P), ("lower_size", _I), ("lower_ends", _P), ("lower_order", _P), ("lower_rank", _P),
+    ("names", _P), ("names_size", _I), ("name_ends", _P), ("tie_rank", _P), ("rows", _P),
+    ("rows_size", _I), ("row_ends", _P),
 )  # fmt: skip
 
-# Packed.bytes holds each code below this as itself and every other as this one, which no
-# query of one-byte characters holds: so such a query matches bytes as it matches codes.
-BYTE_OTHER = 255
-# Bytes after the last name's, which the kernel's 16-byte loads may read (15 at most).
-PAD = 64
 
-_P = ctypes.c_void_p
-_I = ctypes.c_int64
+ARRAYS = tuple(name for name, kind in NAMES_FIELDS if kind is _P)
 
 
-def cache_dir() -> Path:
-    """Where compiled kernels are kept."""
-    chosen = os.environ.get("RECALL_KERNEL_CACHE")
-    if chosen:
-        return Path(chosen)
-    from platformdirs import user_cache_dir
+class Names(ctypes.Structure):
+    """kernel.c's rk_names: the addresses of the names' arrays and their sizes."""
 
-    return Path(user_cache_dir("recall")) / "kernel"
+    _fields_ = list(NAMES_FIELDS)
 
 
-def compile_command(source: Path, target: Path) -> list[str]:
-    """The compiler's argv: the weights go in as -D definitions, repr() being exact."""
-    defines = [f"-D{name}={float(getattr(weights, name))!r}" for name in WEIGHTS]
-    return ["cc", *FLAGS, *defines, "-o", str(target), str(source)]
+class QueryArgs(ctypes.Structure):
+    """kernel.c's rk_query: one query's texts, each rule's own (rank.query_args)."""
+
+    _fields_ = [
+        ("chars", ctypes.c_char_p), ("m", _I), ("star", ctypes.c_char_p),
+        ("is_glob", ctypes.c_int32), ("typo_text", ctypes.c_char_p), ("typo_len", _I),
+        ("typo_chars", ctypes.c_char_p), ("typo_chars_len", _I),
+        ("prefix", ctypes.c_char_p), ("prefix_len", _I), ("exact", ctypes.c_char_p),
+        ("exact_len", _I), ("exact_lower", ctypes.c_char_p), ("exact_lower_len", _I),
+    ]  # fmt: skip
 
 
-@functools.cache
-def library() -> ctypes.CDLL:
-    """The compiled kernel, built first if this content has not been built before."""
-    source = SOURCE.read_bytes()
-    key = hashlib.sha256(
-        b"\0".join([source, platform.machine().encode(), _compiler().encode(),
-                    *map(str.encode, compile_command(Path("kernel.c"), Path("kernel.so")))])
-    ).hexdigest()[:20]  # fmt: skip
-    folder = cache_dir()
-    target = folder / f"kernel-{key}.so"
-    if not target.is_file():
-        _build(folder, target)
+_OUT_I = ctypes.POINTER(ctypes.POINTER(_I))
+_OUT_D = ctypes.POINTER(ctypes.POINTER(_D))
+_OUT_F = ctypes.POINTER(ctypes.POINTER(ctypes.c_float))
+# every function this module calls: (result, arguments)
+FUNCTIONS: dict[str, tuple[object, list[object]]] = {
+    "rk_version": (_I, []),
+    "rk_check": (ctypes.c_char_p, [ctypes.POINTER(Names)]),
+    "rk_open": (_P, [ctypes.POINTER(Names), ctypes.POINTER(Weights)]),
+    "rk_close": (None, [_P]),
+    "rk_search": (_I, [_P, ctypes.POINTER(QueryArgs), _I, _P, _I]),
+    "rk_answer": (_I, [_P, _P, _I]),
+    "rk_score": (_I, [_P, ctypes.POINTER(QueryArgs), _OUT_I, _OUT_D]),
+    "rk_order": (_I, [_P, _P, _P, _I, _I, _P]),
+    "rk_match": (_I, [_P, ctypes.POINTER(QueryArgs), _OUT_I, _OUT_F, _OUT_I, ctypes.POINTER(_I)]),
+    "rk_near": (_I, [_P, ctypes.POINTER(QueryArgs), _OUT_I]),
+    "rk_through": (ctypes.POINTER(ctypes.c_float), [_P]),
+    "rk_osa": (_I, [_P, _I, _P, _I, _I]),
+}
+
+
+def address_of(buffer: mmap.mmap | bytearray) -> int:
+    """The address of a writable buffer's first byte (an mmap, a bytearray)."""
+    return ctypes.addressof(ctypes.c_char.from_buffer(buffer))
+
+
+def source_digest() -> str:
+    """What a library is made from besides the compiler: kernel.c, its flags and
+    libraries. An index records it, and a query process refuses an index whose library
+    was made from another."""
+    with open(SOURCE, "rb") as handle:
+        source = handle.read()
+    return hashlib.sha256(b"\0".join([source, *(f.encode() for f in (*FLAGS, *LIBS))])).hexdigest()
+
+
+def compile_command(source: str, target: str) -> list[str]:
+    return ["cc", *FLAGS, "-o", target, source, *LIBS]
+
+
+def load(data: bytes, origin: str) -> ctypes.CDLL:
+    """The library whose bytes are data (origin names where they came from, for errors),
+    checked to be this kernel.c's: anything else is a RecallError, before any query."""
     try:
-        lib = ctypes.CDLL(str(target))
-    except OSError:  # not a library (damaged in the cache): built again, once
-        _build(folder, target)
-        lib = ctypes.CDLL(str(target))
-    lib.rk_match.restype = _I
-    lib.rk_match.argtypes = [_P, _P, ctypes.c_int32, _P, _P, _I, ctypes.c_int32, _I,
-                             ctypes.c_uint64, ctypes.c_uint64, _P, _P, _I, *[_P] * 6, _I, _P,
-                             _P, _P, _P]  # fmt: skip
-    lib.rk_near.restype = _I
-    lib.rk_near.argtypes = [_P, _P, ctypes.c_int32, _P, _I, ctypes.c_uint64, ctypes.c_uint64,
-                            _P, _P, _I, *[_P] * 5, _I, _P]  # fmt: skip
-    lib.rk_rows.restype = _I
-    lib.rk_rows.argtypes = [_P, _P, _P, _I, _P, _I]
+        lib = _open_library(data)
+    except OSError as exc:
+        raise RecallError(f"{origin}: the compiled kernel is not a library: {exc}") from None
+    for name, (result, arguments) in FUNCTIONS.items():
+        try:
+            function = getattr(lib, name)
+        except AttributeError:
+            raise RecallError(
+                f"{origin}: the compiled kernel has no {name} (not built from this kernel.c)"
+            ) from None
+        function.restype = result
+        function.argtypes = arguments
+    if lib.rk_version() != VERSION:
+        raise RecallError(
+            f"{origin}: the compiled kernel is version {lib.rk_version()}, this kernel.py "
+            f"calls version {VERSION}"
+        )
     return lib
 
 
-def _compiler() -> str:
-    """The cc on PATH as its file (path, size, mtime): a library another compiler built is
-    not this one's, and a stat costs nothing beside a `cc --version` at every start."""
-    found = shutil.which("cc")
-    if found is None:
-        return "none"
-    real = os.path.realpath(found)
-    stat = os.stat(real)
-    return f"{real}:{stat.st_size}:{stat.st_mtime_ns}"
+def _open_library(data: bytes) -> ctypes.CDLL:
+    """data loaded as a library from an anonymous file (Linux's memfd), or, where there is
+    none or it may not be mapped executable, from a temporary file removed once loaded."""
+    if hasattr(os, "memfd_create"):
+        fd = os.memfd_create("recall-kernel", os.MFD_CLOEXEC)
+        try:
+            _write_all(fd, data)
+            return ctypes.CDLL(f"/proc/self/fd/{fd}")
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+    import tempfile
+
+    fd, path = tempfile.mkstemp(prefix="recall-kernel-", suffix=".so")
+    try:
+        _write_all(fd, data)
+        return ctypes.CDLL(path)
+    finally:
+        os.close(fd)
+        os.unlink(path)
 
 
-def _build(folder: Path, target: Path) -> None:
-    """Compile kernel.c into target, through a temporary file renamed into place, so a
-    failed or concurrent build never leaves a half-written library to load."""
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def cache_dir() -> str:
+    """Where compiled kernels are kept."""
+    chosen = os.environ.get("RECALL_KERNEL_CACHE")
+    if chosen:
+        return chosen
+    from platformdirs import user_cache_dir
+
+    return os.path.join(user_cache_dir("recall"), "kernel")
+
+
+def cache_key() -> str:
+    """A compiled kernel's entry in the kernel cache: what it is made from (source_digest),
+    the machine, and the compiler on PATH by its content (recall.toolchain, the identity
+    the harness keys kept indexes and results by)."""
+    import platform
+
+    from recall.toolchain import compiler_identity
+
+    parts = [source_digest(), platform.machine(), compiler_identity("cc")]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:24]
+
+
+def build() -> bytes:
+    """The library this kernel.c makes with the cc on PATH, as bytes: from the kernel cache
+    (its digest checked), else compiled into it. Checked by load() before it is kept, so
+    a compiler that writes nothing, or something that is not this kernel, fails here with
+    one line, before any index is written or any query runs."""
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    from recall.cache import FolderEntry
+
     if shutil.which("cc") is None:
         raise RecallError(
-            f"the reference finder compiles {SOURCE.name} on first use and needs a C "
+            "the reference finder compiles kernel.c when it indexes and needs a C "
             "compiler: no `cc` on PATH (install gcc)"
         )
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".kernel-", suffix=".so", dir=folder)
-    except OSError as exc:
-        raise RecallError(f"cannot write the compiled kernel into {folder}: {exc}") from None
-    os.close(fd)
-    try:
+    key = cache_key()
+    folder = Path(cache_dir())
+
+    def make(tmp: Path) -> None:
+        target = tmp / LIBRARY
         proc = subprocess.run(
-            compile_command(SOURCE, Path(tmp)), capture_output=True, text=True, check=False
+            compile_command(SOURCE, str(target)), capture_output=True, text=True, check=False
         )
         if proc.returncode != 0:
             tail = proc.stderr.strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
             raise RecallError(f"compiling {SOURCE}: {tail[0]}")
-        os.replace(tmp, target)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
+        if not target.is_file() or not target.stat().st_size:
+            raise RecallError(f"compiling {SOURCE}: cc exited 0 but wrote no library")
+        load(target.read_bytes(), f"{SOURCE} compiled by cc")
+
+    entry = FolderEntry(folder.parent, folder.name, key, MARKER)
+    try:
+        made = entry.get(make, "kernel.c compiled")
+        return (made / LIBRARY).read_bytes()
+    except OSError as exc:
+        raise RecallError(
+            f"cannot write the compiled kernel into {folder}: {exc.strerror or exc}"
+        ) from None
 
 
-def _ptr(array: np.ndarray) -> int:
-    return int(array.__array_interface__["data"][0])
+class Kernel:
+    """An open set of names (kernel.c's rk_open): the library, the names' arrays (whose
+    buffers `keep` holds alive: the addresses in names point into them) and the weights."""
 
+    def __init__(self, lib: ctypes.CDLL, names: Names, weights: Weights, keep: object) -> None:
+        problem = lib.rk_check(ctypes.byref(names))
+        if problem is not None:
+            raise RecallError(f"the names' arrays do not hold together: {problem.decode()}")
+        self.lib = lib
+        self._keep = keep
+        self._state = lib.rk_open(ctypes.byref(names), ctypes.byref(weights))
+        if not self._state:
+            raise MemoryError("the finder's kernel ran out of memory")
+        self._room(1 << 17)
+        self._ids = ctypes.POINTER(_I)()
+        self._values = ctypes.POINTER(_D)()
 
-def _one_byte(qcodes: np.ndarray) -> bool:
-    """Whether every query character is one byte of Packed.bytes (below BYTE_OTHER): only
-    then may the kernel compare bytes in place of codes."""
-    return bool(qcodes.size) and int(qcodes.max()) < BYTE_OTHER
+    def _room(self, size: int) -> None:
+        """A buffer of size bytes for the answers, and its address."""
+        self._out = bytearray(size)
+        self._address = address_of(self._out)
 
+    def search(self, query: QueryArgs, limit: int) -> memoryview:
+        """The query's JSON list of rows, best first (limit of them, 0 for all): a view of
+        the buffer the kernel wrote it into, valid until the next query (an answer is some
+        hundred kilobytes, copied once, into the line that sends it)."""
+        size = self.lib.rk_search(self._state, ctypes.byref(query), limit, self._address,
+                                  len(self._out))  # fmt: skip
+        if size < 0 and size != _MIN:
+            self._room(max(-size, 2 * len(self._out)))
+            size = self.lib.rk_answer(self._state, self._address, len(self._out))
+        if size < 0:
+            raise MemoryError("the finder's kernel ran out of memory")
+        return memoryview(self._out)[:size]
 
-def match(
-    qcodes: np.ndarray,
-    star_before: np.ndarray,
-    seg_starts: np.ndarray,
-    is_glob: bool,
-    qmask: int,
-    qtwice: int,
-    names: Packed,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every name that holds the query (as a subsequence, or the glob's segments in
-    order) and its raw alignment score, in name order; and the names whose letters and
-    digits are the query's exactly (a glob's included, whether the glob holds or not).
-    qmask has the bits of the query's characters, qtwice those of the ones it holds twice
-    or more (a name must hold them as often: Packed.twice_sets)."""
-    ids, raw, exact = names.out_ids, names.out_raw, names.out_exact
-    exacts = ctypes.c_int64(0)
-    qbytes = qcodes.astype(np.uint8)
-    found = library().rk_match(
-        _ptr(qcodes), _ptr(qbytes), _one_byte(qcodes), _ptr(star_before), _ptr(seg_starts),
-        seg_starts.size - 1, is_glob, qcodes.size, qmask, qtwice, *names.set_pointers,
-        *names.pointers[1:], names.width, _ptr(ids), _ptr(raw), _ptr(exact),
-        ctypes.addressof(exacts),
-    )  # fmt: skip
-    if found < 0:
-        raise MemoryError("the finder's kernel ran out of memory")
-    return ids[:found].copy(), raw[:found].copy(), exact[: exacts.value].copy()
+    def score(self, query: QueryArgs) -> tuple[list[int], list[float]]:
+        """The query's candidates and their scores, in no particular order."""
+        count = self.lib.rk_score(
+            self._state, ctypes.byref(query), ctypes.byref(self._ids), ctypes.byref(self._values)
+        )
+        if count < 0:
+            raise MemoryError("the finder's kernel ran out of memory")
+        return self._ids[:count], self._values[:count]
 
+    def order(self, ids: list[int], values: list[float], limit: int) -> list[int]:
+        """ids best first by their values (then the tie order), limit of them (0: all)."""
+        count = len(ids)
+        id_array, value_array = (_I * count)(*ids), (_D * count)(*values)
+        out = (_I * count)()
+        kept = self.lib.rk_order(self._state, id_array, value_array, count, limit, out)
+        return out[:kept]
 
-def near(
-    qcodes: np.ndarray, qbits: np.ndarray, qmask: int, qtwice: int, names: Packed
-) -> np.ndarray:
-    """The names that hold all but at most one of the query's characters in order, in
-    name order (qbits: each character's bit; qmask and qtwice as for match)."""
-    count = names.masks.size
-    ids = names.out_ids
-    qbytes = qcodes.astype(np.uint8)
-    found = library().rk_near(
-        _ptr(qcodes), _ptr(qbytes), _one_byte(qcodes), _ptr(qbits), qcodes.size, qmask, qtwice,
-        *names.set_pointers, *names.pointers[:5], count, _ptr(ids),
-    )  # fmt: skip
-    if found < 0:
-        raise MemoryError("the finder's kernel ran out of memory")
-    return ids[:found].copy()
+    def through(self, chars: int) -> list[float]:
+        """Each character's skip cost, as rk_open computed it."""
+        return self.lib.rk_through(self._state)[:chars]
 
-
-class Rows:
-    """Every name's answer row (UTF-8 JSON, concatenated in rows, uint8; ends: where each
-    one ends, int64), and a buffer kept for the lists made of them: an unlimited answer
-    is some hundred kilobytes, copied once out of the buffer."""
-
-    def __init__(self, rows: np.ndarray, ends: np.ndarray) -> None:
-        self.rows = np.ascontiguousarray(rows, dtype=np.uint8)
-        self.ends = np.ascontiguousarray(ends, dtype=np.int64)
-        self.buffer = np.empty(1 << 16, dtype=np.uint8)
-
-    def json(self, ids: np.ndarray) -> bytes:
-        """The JSON list of the rows of ids, in their order."""
-        ids = np.ascontiguousarray(ids, dtype=np.int64)
-        while True:
-            written = library().rk_rows(
-                _ptr(self.rows), _ptr(self.ends), _ptr(ids), ids.size, _ptr(self.buffer),
-                self.buffer.size,
-            )  # fmt: skip
-            if written >= 0:
-                return self.buffer[:written].tobytes()
-            self.buffer = np.empty(max(-written, 2 * self.buffer.size), dtype=np.uint8)
-
-
-def bit_sets(masks: np.ndarray) -> np.ndarray:
-    """For each of the 64 bits, the names whose mask has it, as a bitset over the names: a
-    word of 64 names, name i at bit i % 64 of word i // 64; the 64 sets one after another
-    (words each, flat, as an index keeps it). The kernel ANDs the sets of a query's bits,
-    a word at a time, where a pass would read every name's mask."""
-    count = masks.size
-    words = (count + 63) // 64
-    padded = np.zeros(words * 64, dtype=np.uint64)
-    padded[:count] = masks
-    out = np.empty((64, words), dtype=np.uint64)
-    for bit in range(64):
-        held = ((padded >> np.uint64(bit)) & np.uint64(1)).astype(np.uint8)
-        out[bit] = np.packbits(held, bitorder="little").view("<u8")
-    return out.reshape(-1)
-
-
-class Packed:
-    """The flat arrays the kernel walks; every array C-contiguous, of the dtype kernel.c
-    reads (a wrong one would be read as garbage, so they are converted here)."""
-
-    def __init__(
-        self,
-        codes: np.ndarray,
-        starts: np.ndarray,
-        through: np.ndarray,
-        offsets: np.ndarray,
-        lengths: np.ndarray,
-        masks: np.ndarray,
-        sets: np.ndarray,
-        twice_sets: np.ndarray,
-    ) -> None:
-        """sets and twice_sets: bit_sets() of the masks and of the bits of the characters
-        each name holds twice or more."""
-        self.codes = np.ascontiguousarray(codes, dtype=np.int32)
-        self.starts = np.ascontiguousarray(starts, dtype=np.uint8)
-        self.through = np.ascontiguousarray(through, dtype=np.float32)
-        self.offsets = np.ascontiguousarray(offsets, dtype=np.int64)
-        self.lengths = np.ascontiguousarray(lengths, dtype=np.int64)
-        self.masks = np.ascontiguousarray(masks, dtype=np.uint64)
-        words = (self.masks.size + 63) // 64
-        self.sets = np.ascontiguousarray(sets, dtype=np.uint64)
-        self.twice_sets = np.ascontiguousarray(twice_sets, dtype=np.uint64)
-        if self.sets.size != 64 * words or self.twice_sets.size != 64 * words:
-            raise ValueError(f"bit sets of 64 x {words} words expected for the names")
-        self.bytes = np.zeros(self.codes.size + PAD, dtype=np.uint8)
-        np.minimum(self.codes, BYTE_OTHER, out=self.bytes[: self.codes.size], casting="unsafe")
-        self.width = int(self.lengths.max(initial=0))
-        # Where the kernel writes its answers, one slot a name at most: kept, since fresh
-        # arrays of that size would be fresh pages, each faulted in at every query.
-        self.out_ids = np.empty(self.masks.size, np.int64)
-        self.out_raw = np.empty(self.masks.size, np.float32)
-        self.out_exact = np.empty(self.masks.size, np.int64)
-        # the names' addresses in the kernel's order: rk_match takes all but the masks,
-        # rk_near the first five
-        self.pointers = tuple(
-            _ptr(a)
-            for a in (
-                self.masks, self.offsets, self.lengths, self.codes, self.bytes, self.starts,
-                self.through,
-            )
+    def match(self, query: QueryArgs) -> tuple[list[int], list[float], list[int]]:
+        """The alignment's matches, their raw scores, and the exact names."""
+        raw = ctypes.POINTER(ctypes.c_float)()
+        exact = ctypes.POINTER(_I)()
+        exacts = _I()
+        found = self.lib.rk_match(
+            self._state, ctypes.byref(query), ctypes.byref(self._ids), ctypes.byref(raw),
+            ctypes.byref(exact), ctypes.byref(exacts),
         )  # fmt: skip
-        # the addresses of the bit sets and their words per bit, for rk_match and rk_near
-        self.set_pointers = (_ptr(self.sets), _ptr(self.twice_sets), words)
+        if found < 0:
+            raise MemoryError("the finder's kernel ran out of memory")
+        return self._ids[:found], raw[:found], exact[: exacts.value]
+
+    def near(self, query: QueryArgs) -> list[int]:
+        """The names that hold all but one of the query's characters in order."""
+        found = self.lib.rk_near(self._state, ctypes.byref(query), ctypes.byref(self._ids))
+        if found < 0:
+            raise MemoryError("the finder's kernel ran out of memory")
+        return self._ids[:found]
+
+    def __del__(self) -> None:
+        state, self._state = getattr(self, "_state", None), None
+        if state:
+            self.lib.rk_close(state)

@@ -30,7 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
-from recall.finders.reference.rank import Query, Ranker, parse_query, squash
+from recall.finders.reference.chars import squash
+from recall.finders.reference.rank import Query, Ranker, parse_query
 
 BASENAME = 0.6  # a term matched inside the stem or the basename, over one in the folders
 BASENAME_LEAST = 0.3  # ... for a match that aligns well there (a scattered one does not)
@@ -75,8 +76,10 @@ class _View:
 
     def by_path(self, query: Query) -> np.ndarray:
         """The ranker's score of query for every path, FLOOR where it does not match."""
-        scored = self.ranker.score(query)
-        return scored.dense(len(self.ranker.names), FLOOR)[self.of_path]
+        ids, values = self.ranker.score(query)
+        scores = np.full(len(self.ranker.names), FLOOR)
+        scores[ids] = values
+        return scores[self.of_path]
 
     def dense(self, query: Query) -> np.ndarray:
         """by_path without the near misses (a WEAK score is no match here)."""

@@ -1,124 +1,93 @@
-"""The finder's SQLite index: every definition extract() returns, as a query process reads
-it.
+"""The finder's index: one file that a query process maps and uses as it is.
 
-The catalog keeps the definitions in the sorted order of extract(), so the "first
-definition" of a name never depends on timing: the names, paths and scopes, each name's
-definitions and its answer row as JSON. Beside it the index keeps what the ranker derives
-from the names (rank.index_arrays). All of it is arrays, a few blobs: a batch process's
-start-up counts in the queries' time, and reading them takes milliseconds where building
-them took a tenth of a second on rails. The database is written to a temporary file
-beside the target and renamed into place, so a failed or interrupted index never leaves a
-file that a later query would trust.
+The `index` command writes every definition extract() returns as a catalog, in the sorted
+order of extract(), so the "first definition" of a name never depends on timing: the
+names, paths and scopes, each name's definitions and its answer row as JSON. The
+`index-names` command writes a names list alone the same way (the judgments set's
+candidates, with no corpus behind them): each name one definition with no file, line or
+scope, its answer row naming the name alone; the file is the same kind. Beside it the
+index keeps what the ranker derives from the names (arrays.py) and the compiled kernel
+(kernel.py), so a query process, whose start-up counts in the queries' time, builds
+nothing and imports no NumPy: it maps the file and hands the arrays' addresses to the
+kernel, which checks that they hold together (rk_check) before any query.
+
+Layout: MAGIC, the size of the table of contents (8 bytes, little-endian), the table
+(JSON: meta, and each section's dtype, item count, offset and size), then each section
+at a multiple of 64 bytes. The file is written to a temporary file beside the target and
+renamed into place, so a failed or interrupted index never leaves a file that a later
+query would trust.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import mmap
 import os
-import sqlite3
-import tempfile
-from array import array
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
+
+import orjson
 
 from recall.errors import RecallError
+from recall.finders.reference import kernel
 
+TYPE_CHECKING = False  # typing for the type checker alone: see recall/__init__.py
 if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Literal
+
     import numpy as np
 
-SCHEMA = 2
+MAGIC = b"recall-finder-index\n"
+SCHEMA = 3
+ALIGN = 64
+SQLITE = b"SQLite format 3\0"  # the indexes of schema 1 and 2
 
-_CREATE = """
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE arrays (key TEXT PRIMARY KEY, dtype TEXT NOT NULL, size INTEGER NOT NULL,
-                     data BLOB NOT NULL);
-"""
-# The arrays table holds the catalog (below) and what the ranker derives from the names
-# (rank.index_arrays): a query process reads them, a few blobs, instead of every row.
-_TEXTS = ("names", "paths", "scopes")  # lists of str, kept NUL-separated
-_CATALOG = ("path", "line", "scope", "start", "rows", "row_ends")
+# each section's item type, and the count its items must number (a meta count, or
+# "bytes": as many as the section holds)
+_NAMES, _CHARS, _DEFS, _WORDS = "names", "chars", "definitions", "words"
+SECTIONS: dict[str, tuple[str, str]] = {
+    "offsets": ("<i8", _NAMES), "lengths": ("<i8", _NAMES), "codes": ("<i4", _CHARS),
+    "bytes": ("|u1", "bytes"), "starts": ("|u1", _CHARS), "masks": ("<u8", _NAMES),
+    "sets": ("<u8", _WORDS), "twice_sets": ("<u8", _WORDS), "by_length": ("<i8", _NAMES),
+    "length_masks": ("<u8", _NAMES),
+    "length_starts": ("<i8", "lengths"), "lower": ("|u1", "bytes"),
+    "lower_ends": ("<i8", _NAMES), "lower_order": ("<i8", _NAMES),
+    "lower_rank": ("<i8", _NAMES), "names": ("|u1", "bytes"), "name_ends": ("<i8", _NAMES),
+    "tie_rank": ("<i8", _NAMES), "rows": ("|u1", "bytes"), "row_ends": ("<i8", _NAMES),
+    "path": ("<i4", _DEFS), "line": ("<i4", _DEFS), "scope": ("<i4", _DEFS),
+    "start": ("<i8", "names+1"), "paths": ("|u1", "bytes"), "scopes": ("|u1", "bytes"),
+    "kernel": ("|u1", "bytes"),
+}  # fmt: skip
+_ITEM = {"<i8": 8, "<u8": 8, "<i4": 4, "|u1": 1}
+_FORMAT: dict[str, Literal["q", "Q", "i", "B"]] = {"<i8": "q", "<u8": "Q", "<i4": "i", "|u1": "B"}
 
 
-@dataclass(frozen=True)
 class Definition:
     """Where a name is defined; scope is the enclosing owner as ctags reports it."""
 
-    path: str
-    line: int
-    scope: str
+    __slots__ = ("line", "path", "scope")
 
-
-class Catalog:
-    """The index as the ranker needs it: distinct names, in order of their first
-    definition, each with every definition (first by path and line).
-
-    Definitions are kept as arrays (a path and a scope as numbers into lists of the
-    distinct ones, a line), grouped by name, so that a million names take tens of bytes
-    each here rather than a list and an object per definition; definitions(i) builds
-    name i's Definition objects when they are asked for. derived holds what the ranker
-    derives from the names, as the index keeps it (None: the Finder builds it)."""
-
-    def __init__(
-        self,
-        texts: dict[str, list[str]],
-        arrays: Mapping[str, np.ndarray],
-        derived: dict[str, np.ndarray] | None = None,
-    ) -> None:
-        """texts: names, paths, scopes; arrays: per definition grouped by name, its path's
-        number, line and scope's number, and where each name's definitions start; and each
-        name's answer row at its first definition, as the finder prints it (rows, its
-        JSON concatenated as UTF-8, and row_ends, where each name's ends)."""
-        self.names = texts["names"]
-        self.paths = texts["paths"]
-        self.scopes = texts["scopes"]
-        self.path, self.line, self.scope, self.start, self.rows, self.row_ends = (
-            arrays[k] for k in _CATALOG
-        )
-        self.derived = derived
-
-    def first(self, i: int) -> tuple[str, int]:
-        """The path and line of name i's first definition."""
-        at = int(self.start[i])
-        return self.paths[self.path[at]], int(self.line[at])
-
-    def row(self, i: int) -> bytes:
-        """Name i's answer row at its first definition, as JSON."""
-        lo = int(self.row_ends[i - 1]) if i else 0
-        return self.rows[lo : int(self.row_ends[i])].tobytes()
-
-    def first_of(self, ids: np.ndarray) -> tuple[list[str], list[int]]:
-        """first() of many names at once: their paths and their lines."""
-        at = self.start[ids]
-        paths = self.paths
-        return [paths[p] for p in self.path[at].tolist()], self.line[at].tolist()
-
-    def definitions(self, i: int) -> list[Definition]:
-        """Every definition of name i, first by path and line."""
-        lo, hi = int(self.start[i]), int(self.start[i + 1])
-        return [
-            Definition(self.paths[p], line, self.scopes[s])
-            for p, line, s in zip(
-                self.path[lo:hi].tolist(),
-                self.line[lo:hi].tolist(),
-                self.scope[lo:hi].tolist(),
-                strict=True,
-            )
-        ]
+    def __init__(self, path: str, line: int, scope: str) -> None:
+        self.path, self.line, self.scope = path, line, scope
 
 
 def answer_row(name: str, path: str, line: int) -> bytes:
     """A name's row in the finder's JSON answer, at one of its definitions."""
-    import orjson
-
     return orjson.dumps({"name": name, "file": path, "line": line})
 
 
-def catalog_of(definitions: Iterable[tuple[str, str, int, str]], located: bool = True) -> Catalog:
-    """The catalog of (name, path, line, scope) definitions in index order; not located:
-    answer rows that name the name alone (a names list has no file or line to give)."""
+def catalog(
+    definitions: Iterable[tuple[str, str, int, str]], located: bool = True
+) -> tuple[dict[str, list[str]], dict[str, np.ndarray]]:
+    """The catalog of (name, path, line, scope) definitions in index order: the distinct
+    names (in order of their first definition), paths and scopes; and per definition,
+    grouped by name, its path's number, line and scope's number, where each name's
+    definitions start, and each name's answer row at its first definition (not located:
+    a row naming the name alone, since a names list has no file or line to give)."""
+    from array import array
+
     import numpy as np
-    import orjson
 
     names: dict[str, int] = {}
     paths: dict[str, int] = {}
@@ -136,34 +105,28 @@ def catalog_of(definitions: Iterable[tuple[str, str, int, str]], located: bool =
     path_at, line_at = path_of[order].astype(np.int32), line_of[order].astype(np.int32)
     path_list = list(paths)
     firsts = zip(names, path_at[start[:-1]].tolist(), line_at[start[:-1]].tolist(), strict=True)
-    rows = [
-        answer_row(n, path_list[p], k) if located else orjson.dumps({"name": n})
-        for n, p, k in firsts
-    ]
-    sizes = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
-    return Catalog(
-        {"names": list(names), "paths": path_list, "scopes": list(scopes)},
-        {
-            "path": path_at,
-            "line": line_at,
-            "scope": scope_of[order].astype(np.int32),
-            "start": start,
-            "rows": np.frombuffer(b"".join(rows), dtype=np.uint8),
-            "row_ends": np.cumsum(sizes, dtype=np.int64),
-        },
-    )
+    # appended as they are made: orjson's bytes keep a buffer of some kilobytes each, four
+    # gigabytes for a million rows held in a list
+    rows, row_ends = bytearray(), array("q")
+    for name, p, k in firsts:
+        rows += answer_row(name, path_list[p], k) if located else orjson.dumps({"name": name})
+        row_ends.append(len(rows))
+    texts = {"names": list(names), "paths": path_list, "scopes": list(scopes)}
+    arrays: dict[str, np.ndarray] = {
+        "path": path_at,
+        "line": line_at,
+        "scope": scope_of[order].astype(np.int32),
+        "start": start,
+        "rows": np.frombuffer(rows, dtype=np.uint8),
+        "row_ends": np.frombuffer(row_ends, dtype=np.int64),
+    }
+    return texts, arrays
 
 
-def build(
-    corpus: Path,
-    language: str,
-    db: Path,
-    derive: Callable[[list[str]], dict[str, np.ndarray]] | None = None,
-) -> int:
-    """Index every definition under corpus into db, with the catalog and, given derive,
-    derive(names) for the query processes to read; returns the number of rows."""
-    from recall.inputs.languages import LANGUAGES  # lazily: the query path never needs it
-    from recall.inputs.symbols import extract
+def build(corpus: Path, language: str, db: Path) -> int:
+    """Index every definition under corpus into db, with what the ranker derives from the
+    names and the compiled kernel; returns the number of definitions."""
+    from recall.inputs.languages import LANGUAGES
 
     if language not in LANGUAGES:
         raise RecallError(
@@ -171,105 +134,249 @@ def build(
         )
     if not corpus.is_dir():
         raise RecallError(f"{corpus}: not a directory")
+    library = kernel.build()  # first: a compiler that fails stops the index at once
+    from recall.inputs.symbols import extract
+
     symbols = extract(corpus, language)
-    catalog = catalog_of((s.name, s.path, s.line, s.scope) for s in symbols)
-    write(db, catalog, {"language": language, "corpus": str(corpus)}, str(corpus), derive)
-    return len(symbols)
+    texts, arrays = catalog((s.name, s.path, s.line, s.scope) for s in symbols)
+    del symbols
+    _index(db, texts, arrays, library, {"language": language, "corpus": str(corpus)}, str(corpus))
+    return int(arrays["path"].size)
 
 
-def build_names(
-    names: list[str], db: Path, derive: Callable[[list[str]], dict[str, np.ndarray]] | None = None
-) -> int:
-    """Index a names list alone into db (the judgments set's candidates: no corpus, so no
-    file or line), as build() indexes a corpus's definitions; returns the names."""
-    catalog = catalog_of(((name, "", 0, "") for name in names), located=False)
-    write(db, catalog, {"names": "list"}, "the names list", derive)
-    return len(catalog.names)
+def build_names(names_file: Path, db: Path) -> int:
+    """Index the names of names_file (one a line, verbatim; the judgments set's candidates:
+    no corpus, so no file, line or scope) into db, as build() indexes a corpus's
+    definitions; returns the number of names. The file is read here, not by the harness's
+    adapters' reader, so the index process imports nothing beyond what `index` does
+    (the preset's index_inputs)."""
+    library = kernel.build()
+    try:
+        text = names_file.read_bytes().decode("utf-8")  # bytes: no newline translated
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RecallError(f"{names_file}: cannot read: {exc}") from None
+    names = [line for line in text.split("\n") if line]  # a name may hold other separators
+    texts, arrays = catalog(((name, "", 0, "") for name in names), located=False)
+    _index(db, texts, arrays, library, {"names list": str(names_file)}, str(names_file))
+    return len(texts["names"])
 
 
-def write(
+def _index(
     db: Path,
-    catalog: Catalog,
-    meta: dict[str, str],
+    texts: dict[str, list[str]],
+    arrays: dict[str, np.ndarray],
+    library: bytes,
+    source: dict[str, str],
     where: str,
-    derive: Callable[[list[str]], dict[str, np.ndarray]] | None = None,
 ) -> None:
-    """The catalog (and derive(names)) into db, whole or not at all; where names the
-    input in an error."""
-    texts = {"names": catalog.names, "paths": catalog.paths, "scopes": catalog.scopes}
+    """The catalog with what the ranker derives from its names and the compiled kernel,
+    into db; source says in the meta what was indexed, where names it in an error."""
+    import numpy as np
+
+    from recall.finders.reference.arrays import name_arrays
+
     for key, items in texts.items():
         held = next((t for t in items if "\0" in t), None)
         if held is not None:
             raise RecallError(f"{where}: a NUL character in one of its {key}: {held!r}")
-    arrays = {
-        **{k: getattr(catalog, k) for k in _CATALOG},
-        **(derive(catalog.names) if derive else {}),
+    arrays.update(name_arrays(texts["names"]))
+    for key in ("paths", "scopes"):
+        arrays[key] = np.frombuffer("\0".join(texts[key]).encode("utf-8"), dtype=np.uint8)
+    arrays["kernel"] = np.frombuffer(library, dtype=np.uint8)
+    meta = {
+        "schema": SCHEMA,
+        **source,
+        "names": len(texts["names"]),
+        "paths": len(texts["paths"]),
+        "scopes": len(texts["scopes"]),
+        "definitions": int(arrays["path"].size),
+        "chars": int(arrays["codes"].size),
+        "kernel source": kernel.source_digest(),
+        "kernel sha256": hashlib.sha256(library).hexdigest(),
     }
+    _write(db, meta, arrays)
+
+
+def _write(db: Path, meta: dict[str, object], arrays: dict[str, np.ndarray]) -> None:
+    """The file: MAGIC, the table's size, the table, the sections; written beside db and
+    renamed into place."""
+    import tempfile
+
+    sections: dict[str, tuple[str, int, int, int]] = {}
+    at = 0
+    for name in SECTIONS:
+        array = arrays[name]
+        dtype = SECTIONS[name][0]
+        if array.dtype.str != dtype:
+            raise ValueError(f"section {name}: {array.dtype.str}, not {dtype}")
+        sections[name] = (dtype, int(array.size), at, int(array.nbytes))
+        at += -(-array.nbytes // ALIGN) * ALIGN
+    table = orjson.dumps({"meta": meta, "sections": sections})
+    head = len(MAGIC) + 8 + len(table)
+    first = -(-head // ALIGN) * ALIGN
     db.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{db.name}.", suffix=".tmp", dir=db.parent)
-    os.close(fd)
     try:
-        con = sqlite3.connect(tmp)
-        try:
-            con.executescript(_CREATE)
-            con.executemany(
-                "INSERT INTO meta VALUES (?, ?)",
-                [("schema", str(SCHEMA)), *meta.items(), ("derived", "yes" if derive else "no")],
-            )
-            con.executemany(
-                "INSERT INTO arrays VALUES (?, 'text', ?, ?)",
-                ((k, len(v), "\0".join(v).encode("utf-8")) for k, v in texts.items()),
-            )
-            con.executemany(
-                "INSERT INTO arrays VALUES (?, ?, ?, ?)",
-                ((k, a.dtype.str, a.size, a.tobytes()) for k, a in arrays.items()),
-            )
-            con.commit()
-        finally:
-            con.close()
+        with os.fdopen(fd, "wb") as out:
+            out.write(MAGIC + (first).to_bytes(8, "little") + table)
+            out.write(bytes(first - head))
+            for name, (_dtype, _count, _offset, size) in sections.items():
+                out.write(arrays[name].data)
+                out.write(bytes(-(-size // ALIGN) * ALIGN - size))
         os.replace(tmp, db)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
         raise
 
 
-def load(db: Path) -> Catalog:
-    """Read an index written by build(); a missing or foreign file is a RecallError."""
-    if not db.is_file():
-        raise RecallError(
-            f"{db}: no such index (run `python -m recall.finders.reference index` first)"
-        )
-    import numpy as np
+class Index:
+    """An index mapped from its file, its sections checked against its table; the
+    catalog as the owner rule and the text output need it (names, definitions, rows),
+    each read when it is asked for."""
 
-    try:
-        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    def __init__(self, db: Path) -> None:
+        self.db = db
         try:
-            meta = dict(con.execute("SELECT key, value FROM meta").fetchall())
-            if meta.get("schema") != str(SCHEMA):
-                raise RecallError(
-                    f"{db}: index schema {meta.get('schema')!r}, expected '{SCHEMA}' "
-                    "(index again with this finder)"
-                )
-            stored = con.execute("SELECT key, dtype, size, data FROM arrays").fetchall()
-        finally:
-            con.close()
-    except sqlite3.DatabaseError as exc:
-        raise RecallError(f"{db}: not a finder index ({exc})") from None
-    texts: dict[str, list[str]] = {}
-    arrays: dict[str, np.ndarray] = {}
-    for key, dtype, size, data in stored:
-        if dtype == "text":
-            items = data.decode("utf-8").split("\0") if size else []
-            if len(items) != size:
-                raise RecallError(f"{db}: its {key} hold {len(items)} texts, not {size}")
-            texts[key] = items
-            continue
-        kept = np.frombuffer(data, dtype=np.dtype(dtype))
-        if kept.size != size:
-            raise RecallError(f"{db}: its array {key} holds {kept.size} items, not {size}")
-        arrays[key] = kept
-    missing = [k for k in (*_TEXTS, *_CATALOG) if k not in texts and k not in arrays]
-    if missing:
-        raise RecallError(f"{db}: no {', '.join(missing)} in the index (index again)")
-    derived = {k: a for k, a in arrays.items() if k not in _CATALOG}
-    return Catalog(texts, arrays, derived if meta.get("derived") == "yes" else None)
+            with open(db, "rb") as handle:
+                head = handle.read(len(MAGIC) + 8)
+                if head[: len(SQLITE)] == SQLITE:
+                    raise RecallError(
+                        f"{db}: an index of an older finder (SQLite), expected schema "
+                        f"{SCHEMA} (index again with this finder)"
+                    )
+                if len(head) < len(MAGIC) + 8 or not head.startswith(MAGIC):
+                    raise RecallError(f"{db}: not a finder index")
+                first = int.from_bytes(head[len(MAGIC) :], "little")
+                table = handle.read(max(0, first - len(head)))
+                self._map = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_COPY)
+        except FileNotFoundError:
+            raise RecallError(
+                f"{db}: no such index (run `python -m recall.finders.reference index` first)"
+            ) from None
+        except (OSError, ValueError) as exc:
+            raise RecallError(f"{db}: cannot read the index: {exc}") from None
+        self.meta, self.counts, self._sections = self._table(table, first, len(self._map))
+        self._view = memoryview(self._map)
+        self._base = kernel.address_of(self._map)
+        self._first = first
+        self._texts: dict[str, list[str]] = {}
+
+    def _table(
+        self, table: bytes, first: int, size: int
+    ) -> tuple[dict[str, object], dict[str, int], dict[str, tuple[str, int, int, int]]]:
+        """The table of contents, each section checked to lie in the file, hold whole
+        items of its type, and number what the meta says."""
+        db = self.db
+        try:
+            parsed = orjson.loads(table.rstrip(b"\0"))
+            meta, listed = parsed["meta"], parsed["sections"]
+            schema = meta.get("schema")
+        except (orjson.JSONDecodeError, TypeError, KeyError, AttributeError):
+            raise RecallError(f"{db}: not a finder index (its table of contents)") from None
+        if schema != SCHEMA:
+            raise RecallError(
+                f"{db}: index schema {schema!r}, expected {SCHEMA} (index again with this finder)"
+            )
+        counts: dict[str, int] = {}
+        for key in (_NAMES, _CHARS, _DEFS, "paths", "scopes"):
+            value = meta.get(key)
+            if type(value) is not int or value < 0:
+                raise RecallError(f"{db}: not a finder index (its counts)")
+            counts[key] = value
+        counts[_WORDS] = 64 * ((counts[_NAMES] + 63) // 64)
+        counts["names+1"] = counts[_NAMES] + 1
+        sections: dict[str, tuple[str, int, int, int]] = {}
+        for name, (dtype, counted) in SECTIONS.items():
+            entry = listed.get(name) if isinstance(listed, dict) else None
+            if not (
+                isinstance(entry, list)
+                and len(entry) == 4
+                and entry[0] == dtype
+                and all(type(v) is int and v >= 0 for v in entry[1:])
+            ):
+                raise RecallError(f"{db}: no section {name} of {dtype} in the index (index again)")
+            _dtype, items, offset, nbytes = entry
+            expected = counts.get(counted, items)
+            if counted == "lengths":
+                expected = items if items >= 2 else -1
+            if (
+                items != expected
+                or nbytes != items * _ITEM[dtype]
+                or offset % ALIGN
+                or first + offset + nbytes > size
+            ):
+                raise RecallError(f"{db}: its section {name} does not fit its table (index again)")
+            sections[name] = (dtype, items, first + offset, nbytes)
+        if sections["bytes"][1] != counts[_CHARS] + 64:
+            raise RecallError(f"{db}: its section bytes does not fit its table (index again)")
+        return meta, counts, sections
+
+    def array(self, name: str) -> memoryview:
+        """A section as a memoryview of its items."""
+        dtype, _items, offset, nbytes = self._sections[name]
+        return self._view[offset : offset + nbytes].cast(_FORMAT[dtype])
+
+    def address(self, name: str) -> int:
+        return self._base + self._sections[name][2]
+
+    def names_struct(self) -> kernel.Names:
+        """The names' arrays as kernel.c's rk_names."""
+        fields = {name: self.address(name) for name in kernel.ARRAYS}
+        sizes = {name: self._sections[name][3] for name in ("lower", "names", "rows")}
+        fields.update(
+            count=self.counts[_NAMES], chars=self.counts[_CHARS],
+            lengths_count=self._sections["length_starts"][1], lower_size=sizes["lower"],
+            names_size=sizes["names"], rows_size=sizes["rows"],
+        )  # fmt: skip
+        return kernel.Names(**fields)
+
+    def library(self) -> bytes:
+        """The compiled kernel the index carries, checked against its digest and against
+        this kernel.c: a library of other code is refused, before any query."""
+        data = bytes(self.array("kernel"))
+        if hashlib.sha256(data).hexdigest() != self.meta.get("kernel sha256"):
+            raise RecallError(
+                f"{self.db}: its compiled kernel does not match its digest (index again)"
+            )
+        if self.meta.get("kernel source") != kernel.source_digest():
+            raise RecallError(
+                f"{self.db}: its kernel was compiled from another kernel.c (index again with "
+                "this finder)"
+            )
+        return data
+
+    def name(self, i: int) -> str:
+        ends = self.array("name_ends")
+        return bytes(self.array("names")[ends[i - 1] if i else 0 : ends[i]]).decode("utf-8")
+
+    def row(self, i: int) -> bytes:
+        """Name i's answer row at its first definition, as JSON."""
+        ends = self.array("row_ends")
+        return bytes(self.array("rows")[ends[i - 1] if i else 0 : ends[i]])
+
+    def _list(self, section: str) -> list[str]:
+        """The paths or the scopes, decoded on first use."""
+        if section not in self._texts:
+            data = bytes(self.array(section)).decode("utf-8")
+            items = data.split("\0") if self.counts[section] else []
+            if len(items) != self.counts[section]:
+                raise RecallError(f"{self.db}: its {section} hold {len(items)} texts, not "
+                                  f"{self.counts[section]} (index again)")  # fmt: skip
+            self._texts[section] = items
+        return self._texts[section]
+
+    def definitions(self, i: int) -> list[Definition]:
+        """Every definition of name i, first by path and line."""
+        start = self.array("start")
+        lo, hi = start[i], start[i + 1]
+        paths, scopes = self._list("paths"), self._list("scopes")
+        return [
+            Definition(paths[p], line, scopes[s])
+            for p, line, s in zip(
+                self.array("path")[lo:hi].tolist(),
+                self.array("line")[lo:hi].tolist(),
+                self.array("scope")[lo:hi].tolist(),
+                strict=True,
+            )
+        ]

@@ -1,5 +1,6 @@
 """The alignment's weights, per matched or skipped character of a name's alphanumeric
-form: shared by rank.py, which merges the scores, and kernel.py, which aligns."""
+form: rank.py passes them to the kernel (kernel.c), which aligns, when a query process
+opens its index. No index reads them, so a change here indexes nothing."""
 
 BASE = 1.0  # every matched character
 BONUS_FIRST = 3.0  # the name's first character
