@@ -47,16 +47,6 @@ ABOVE_NOTE = (
     "finder's order suits this one sample (a lean the sample favours, or tuning on it): "
     "docs/queries.md"
 )
-EFFORT_HEADER = [
-    "sequences", "#1 reached", "keys to #1", "top 3 reached", "keys to top 3", "saved",
-]  # fmt: skip
-CELL = "#1% / keys to #1 / saved%"
-GROUPS = (("sequence", "by_sequence"), ("repo", "by_repo"), ("language", "by_language"))
-# One colour a line of the k-curve, the ceiling's dashed grey.
-LINE_COLORS = ("#08519c", "#e6550d", "#31a354", "#756bb1", "#de2d26", "#636363", "#17becf",
-               "#bcbd22", "#8c564b", "#e377c2")  # fmt: skip
-CEILING_COLOR = "#969696"
-LEGEND_CHAR_PX = 7
 
 
 def _keys(value: float | None) -> str:
