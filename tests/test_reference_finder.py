@@ -352,13 +352,13 @@ def test_an_unwritable_kernel_cache_is_one_line_naming_it(tmp_path, monkeypatch)
         kernel.build()
 
 
-def test_a_query_process_imports_neither_numpy_nor_rapidfuzz(db):
-    # a query process's start-up counts in its queries' time: it maps the index and
-    # loads the kernel the index carries, and every rule runs in the kernel
+def _query_imports(db: Path, query: str) -> tuple[list[dict], str]:
+    """A query process's answer (--json) and which of NumPy, RapidFuzz and sqlite3 it
+    imported, as a sorted list's text."""
     code = (
         "import sys\n"
         "from recall.finders.reference.__main__ import main\n"
-        f"main(['query', 'tesflo', '--db', {str(db)!r}, '--json'])\n"
+        f"main(['query', {query!r}, '--db', {str(db)!r}, '--json'])\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'numpy', 'rapidfuzz', 'sqlite3'}))"
     )
     proc = subprocess.run(
@@ -367,7 +367,14 @@ def test_a_query_process_imports_neither_numpy_nor_rapidfuzz(db):
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     answer, imported = proc.stdout.splitlines()
-    assert json.loads(answer)[0]["name"] == "test_float_limits"
+    return json.loads(answer), imported
+
+
+def test_a_query_process_imports_neither_numpy_nor_rapidfuzz(db):
+    # a query process's start-up counts in its queries' time: it maps the index and
+    # loads the kernel the index carries, and every rule runs in the kernel
+    answer, imported = _query_imports(db, "tesflo")
+    assert answer[0]["name"] == "test_float_limits"
     assert imported == "[]"
 
 
@@ -404,20 +411,9 @@ def test_a_names_list_is_indexed_verbatim_and_its_queries_import_no_numpy(tmp_pa
     db = tmp_path / "names.db"
     proc = finder("index-names", str(listed), "--db", str(db))
     assert proc.returncode == 0, proc.stderr
-    code = (
-        "import sys\n"
-        "from recall.finders.reference.__main__ import main\n"
-        f"main(['query', 'fobar', '--db', {str(db)!r}, '--json'])\n"
-        "print(sorted({m.split('.')[0] for m in sys.modules} & {'numpy', 'rapidfuzz', 'sqlite3'}))"
-    )
-    proc = subprocess.run(
-        [sys.executable, "-P", "-c", code], capture_output=True, text=True, timeout=120,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    answer, imported = proc.stdout.splitlines()
+    answer, imported = _query_imports(db, "fobar")
     assert imported == "[]"
-    found = [row["name"] for row in json.loads(answer)]
+    found = [row["name"] for row in answer]
     assert set(found) == {"foobar", "  foo bar ", "foo\rbar"}, found
     text = finder("query", "zzz", "--db", str(db))
     assert text.returncode == 0 and text.stdout == "zzz\n", text
