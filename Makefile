@@ -12,7 +12,7 @@ ARGS ?=
 # No "Entering directory" lines on stdout when make runs make.
 MAKEFLAGS += --no-print-directory
 
-.PHONY: recall fetch fetched results results-typed results-typing results-paths test test-fast test-install check derive-check clean bench wheel
+.PHONY: recall fetch fetched results results-typed results-typing results-paths results-judgments test test-fast test-install check derive-check clean bench wheel
 
 # stdout holds what the target is for (`make recall ARGS=--json > x.json` parses): the
 # venv's set-up and the corpora's fetch speak on stderr, each command echoed there (say).
@@ -42,21 +42,31 @@ recall: fetched
 	$(call say,$(BIN)/recall $(MIRROR_FLAG) $(if $(BASE),--base $(BASE)) $(ARGS))
 	@$(BIN)/recall $(MIRROR_FLAG) $(if $(BASE),--base $(BASE)) $(ARGS)
 
+# Where each results page keeps its finders' reports (--reports), which the judgments page
+# reads (build/ is git-ignored): `make results ARGS=--render-only` renders from them.
+REPORTS ?= build/reports
+SETS := default typed typing paths
+
 # Every peer finder and the reference finder over the whole query set: docs/RESULTS.md.
 results: fetched
-	$(BIN)/recall results $(MIRROR_FLAG) --out docs/RESULTS.md $(ARGS)
+	$(BIN)/recall results $(MIRROR_FLAG) --out docs/RESULTS.md --reports $(REPORTS)/default $(ARGS)
 
 # The same finders over the typed query set (docs/queries.md): docs/RESULTS-typed.md.
 results-typed: fetched
-	$(BIN)/recall results $(MIRROR_FLAG) --queries typed --out docs/RESULTS-typed.md $(ARGS)
+	$(BIN)/recall results $(MIRROR_FLAG) --queries typed --out docs/RESULTS-typed.md --reports $(REPORTS)/typed $(ARGS)
 
 # Keystrokes to the name (docs/queries.md, the typing set): docs/RESULTS-typing.md.
 results-typing: fetched
-	$(BIN)/recall results $(MIRROR_FLAG) --queries typing --out docs/RESULTS-typing.md $(ARGS)
+	$(BIN)/recall results $(MIRROR_FLAG) --queries typing --out docs/RESULTS-typing.md --reports $(REPORTS)/typing $(ARGS)
 
 # The file pickers over the path set (docs/queries.md): docs/RESULTS-paths.md.
 results-paths: fetched
-	$(BIN)/recall results $(MIRROR_FLAG) --queries paths --out docs/RESULTS-paths.md $(ARGS)
+	$(BIN)/recall results $(MIRROR_FLAG) --queries paths --out docs/RESULTS-paths.md --reports $(REPORTS)/paths $(ARGS)
+
+# Every finder that reads a names list over the maintainers' judgments, beside the other
+# pages' #1 shares (their kept reports: run those targets first): docs/RESULTS-judgments.md.
+results-judgments: fetched
+	$(BIN)/recall results $(MIRROR_FLAG) --queries judgments --out docs/RESULTS-judgments.md --reports $(REPORTS)/judgments $(foreach set,$(SETS),--set-reports $(set)=$(REPORTS)/$(set)) $(ARGS)
 
 # What the harness itself costs, then the reference finder against frizbee and on a
 # synthetic million names (benchmarks/reference.py); not part of `make test`.

@@ -268,7 +268,7 @@ def test_a_compiler_is_known_by_its_content_in_the_kernel_cache_and_every_harnes
         assert world["compilers"] == {"cc": compiler_identity("cc")}
         return (
             compiler_identity("cc"), kernel.cache_key(),
-            index_key("commit:x", engine, pin, b"a\n", ROOT),
+            index_key("commit:x", engine, engine.index, pin, b"a\n", ROOT),
             key_digest(run_key("commit:x", engine, {}, 5.0)),
         )  # fmt: skip
 

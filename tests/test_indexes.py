@@ -370,3 +370,46 @@ def test_the_reference_finder_reindexes_for_a_change_it_reads_and_not_for_its_we
     store.write_text(store.read_text() + "# a line the index reads\n")
     assert run()["first"] == changed["first"]
     assert entries() == 2
+
+
+@pytest.mark.slow
+def test_a_names_list_s_kept_index_is_known_by_its_names_and_the_declared_inputs(tmp_path):
+    # a judgments run keeps each candidate list's index (the reference finder's
+    # index-names) by the list's names, with no pin and not by the judgments rows, and, as
+    # the preset declares index_inputs, by those files of the tree alone: a change of
+    # weights.py reuses every list's kept index, one of store.py indexes each again
+    from recall.inputs.judgments import candidates, read_judgments
+
+    judged = ROOT / "tests" / "fixtures" / "zerobrane-judgments.tsv"
+    lists = len({tuple(names) for names in candidates(read_judgments(judged)).values()})
+    tree = tmp_path / "finder"
+    shutil.copytree(ROOT / "recall", tree / "recall", ignore=shutil.ignore_patterns("__pycache__"))
+    make_repo(tree, {"README": "a copy of recall, as a finder's working tree\n"})
+    cache = tmp_path / "cache"
+
+    def run(queries: Path = judged) -> dict:
+        proc = run_cli(
+            "--finder", str(tree), "--cache", str(cache), "--queries", str(queries), "--json",
+            cwd=ROOT,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)["judgments"]["runs"][0]
+
+    def entries() -> int:
+        return len([p for p in (cache / KIND).iterdir() if p.is_dir()])
+
+    first = run()
+    assert entries() == lists >= 2
+    fewer = tmp_path / "fewer.tsv"  # other rows, over lists the first run kept
+    fewer.write_text("".join(judged.read_text().splitlines(keepends=True)[:-1]))
+    assert run(fewer)["n"] == first["n"] - 1
+    assert entries() == lists
+    weights = tree / "recall" / "finders" / "reference" / "weights.py"
+    weights.write_text(weights.read_text().replace("BONUS_FIRST = 3.0", "BONUS_FIRST = -30.0"))
+    weighed = run()
+    assert entries() == lists  # the same kept indexes, and the answers of the new weights
+    assert weighed["ranks"] != first["ranks"]
+    store = tree / "recall" / "finders" / "reference" / "store.py"
+    store.write_text(store.read_text() + "# a line the index reads\n")
+    assert run() == weighed
+    assert entries() == 2 * lists

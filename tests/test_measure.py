@@ -319,3 +319,42 @@ def test_restarts_of_a_batch_process_are_counted_and_shown_in_every_report(tmp_p
     assert f"\n\n{line}\n" in merged.stdout
     text = run_cli("merge", str(saved), *common, cwd=world["finder"])
     assert f"\n\n{line}\n" in text.stdout
+
+
+BATCH_LISTS = r"""
+import sys, time
+names = open(sys.argv[2]).read().split("\n")
+if sys.argv[1] == "index":
+    if "bad" in names:
+        sys.exit("cannot index the list holding bad")
+    time.sleep(30)  # still indexing when the other list's index fails
+"""
+
+
+def test_the_first_failure_of_a_batch_run_is_its_error_not_a_process_it_had_killed(tmp_path):
+    """With --jobs 2 two lists index at once; when one index fails, the other's process is
+    killed (SIGKILL), and its death must not stand in for the cause (it did: `failed
+    (killed by signal SIGKILL)`, depending on which worker's error came first)."""
+    finder = tmp_path / "finder"
+    engine = (
+        "[engine]\n"
+        f'bin = ["{sys.executable}", "{{tree}}/lists.py"]\n'
+        'index = ["{bin}", "index", "{names}"]\n'
+        'query = ["{bin}", "query", "{names}", "{query}"]\n'
+        'batch = ["{bin}", "batch", "{names}"]\n'
+    )
+    make_repo(finder, {"lists.py": BATCH_LISTS, "recall.toml": engine})
+    judgments = tmp_path / "mine.tsv"
+    judgments.write_text(
+        "domain\tquery\tpreferred\tother\tsource\n"
+        "symbol\tq\tbad\tbadder\ta/b t\n"  # the lighter list (two names): it fails at once
+        "symbol\tr\tr1\tr2\ta/b t\nsymbol\tr\tr1\tr3\ta/b t\nsymbol\tr\tr2\tr3\ta/b t\n"
+    )
+    started = time.perf_counter()
+    proc = run_cli("--cache", str(tmp_path / "cache"), "--finder", str(finder), "--queries",
+                   str(judgments), "--jobs", "2")  # fmt: skip
+    assert proc.returncode == 2
+    line = proc.stderr.strip().splitlines()[-1]
+    assert line.startswith("recall: index judged-") and "failed (exit 1)" in line, line
+    assert "cannot index the list holding bad" in line and "SIGKILL" not in line
+    assert time.perf_counter() - started < 25  # the sleeping index was killed, not awaited

@@ -1,8 +1,8 @@
 """Every reader of a file the user names, given generated inputs (issue 42): the query set,
-the typing set, a saved run (`--against`), a run's shard and a history's shard (`merge`),
-an engine file, an accept file, a regress file and corpus.json. Each input is a real
-valid file (made by a real run on the tiny corpus) mutated by Hypothesis, or random bytes,
-given to the command line in this process. The property: a report (exit 0 or 1, JSON
+the typing set, the judgments set, a saved run (`--against`), a run's shard and a history's
+shard (`merge`), an engine file, an accept file, a regress file and corpus.json. Each input
+is a real valid file (made by a real run on the tiny corpus) mutated by Hypothesis, or
+random bytes, given to the command line in this process. The property: a report (exit 0 or 1, JSON
 that the schema holds, every count within what the input supports) or one `recall: ...`
 line with exit 2; never a traceback, a hang, another exit, or a number the input does not
 support (a saved #1 whose own top list puts another name first).
@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 
 from recall.analysis.effort import typed_sequences
 from recall.analysis.keystroke_ceiling import modelled
+from recall.inputs.judgments import contested, parse_judgments
 from recall.inputs.keystrokes import read_typing
 
 EXAMPLES = 100  # generated inputs a reader, each run
@@ -51,6 +52,11 @@ TYPING = (
     "tiny\tprefix\t1\tg\tgamma_delta\ntiny\tprefix\t2\tga\tgamma_delta\n"
     "tiny\tstarts\t1\te\tepsilon_value\ntiny\tstarts\t2\tev\tepsilon_value\n"
     "tiny\tprefix\t1\tb\tBetaClass\n"
+)
+JUDGMENTS = (
+    "domain\tquery\tpreferred\tother\tsource\n"
+    "symbol\tgd\tgamma_delta\tgd_x\ta/b t\nsymbol\tgd\tgamma_delta\t gd \ta/b t\n"
+    "path\tab\tlib/alpha.py\tlib/beta.py\tc/d u\nsymbol\tx\tx_y\tyx\tc/d u\n"
 )
 
 
@@ -81,6 +87,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> World:
     made = World(folder, suite["corpus"], suite["queries"], suite["cache"], suite["finder"],
                  folder / "saved.json", {})  # fmt: skip
     (folder / "typing.tsv").write_text(TYPING)
+    (folder / "judgments.tsv").write_text(JUDGMENTS)
     (folder / "accept.tsv").write_text("repo\tquery\tsource\ntiny\tta\tgamma_delta\n")
     (folder / "regress.tsv").write_text("repo\tquery\texpect\ntiny\tgadel\t^lib/gamma.py:1 \n")
     engine = ROOT / "recall" / "finders" / "presets" / "fzf.toml"
@@ -99,7 +106,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> World:
     )  # fmt: skip
     assert history.returncode == 0, history.stderr
     valid = {
-        "query set": made.queries, "typing set": folder / "typing.tsv", "saved run": made.saved,
+        "query set": made.queries, "typing set": folder / "typing.tsv",
+        "judgments set": folder / "judgments.tsv", "saved run": made.saved,
         "run shard": folder / "shard.json", "history shard": folder / "history.json",
         "engine file": engine, "accept file": folder / "accept.tsv",
         "regress file": folder / "regress.tsv", "corpus.json": made.corpus,
@@ -275,6 +283,19 @@ def _typing_holds(report: dict, given: Path) -> None:
         assert 0 <= run["first"] <= run["n"] and 0 <= run["top3"] <= run["n"], run
 
 
+def _judgments_holds(report: dict, given: Path) -> None:
+    """The judgments section: every pair of the file, each run's agreement within the
+    uncontested pairs, and its ranks one pair each."""
+    SCHEMA.validate(report)
+    pairs = parse_judgments(given.read_bytes(), str(given))
+    judged = report["judgments"]
+    assert len(judged["pairs"]) == len(pairs)
+    n = len(pairs) - len(contested(pairs))
+    for run in judged["runs"]:
+        assert 0 <= run["neither"] <= n - run["agree"] and run["agree"] <= run["n"] == n, run
+        assert len(run["ranks"]) == len(pairs)
+
+
 def _supported_firsts(saved: dict) -> int:
     """The #1s a saved run's last run supports: rank 1 of a sourced row whose own top
     list starts with its source."""
@@ -320,6 +341,7 @@ READERS = {
     "query set": Reader("text", lambda w, f: [*w.data(queries=f), *FZF, "--no-regress"],
                         _report_holds),
     "typing set": Reader("text", lambda w, f: [*w.data(queries=f), *FZF], _typing_holds),
+    "judgments set": Reader("text", lambda w, f: [*w.data(queries=f), *FZF], _judgments_holds),
     "saved run": Reader("json", lambda w, f: [*w.data(), *FZF, "--no-regress", "--against",
                                               str(f)], _saved_holds),
     "run shard": Reader("json", lambda w, f: ["merge", str(f), *w.data(), "--no-regress",

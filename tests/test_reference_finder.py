@@ -352,13 +352,13 @@ def test_an_unwritable_kernel_cache_is_one_line_naming_it(tmp_path, monkeypatch)
         kernel.build()
 
 
-def test_a_query_process_imports_neither_numpy_nor_rapidfuzz(db):
-    # a query process's start-up counts in its queries' time: it maps the index and
-    # loads the kernel the index carries, and every rule runs in the kernel
+def _query_imports(db: Path, query: str) -> tuple[list[dict], str]:
+    """A query process's answer (--json) and which of NumPy, RapidFuzz and sqlite3 it
+    imported, as a sorted list's text."""
     code = (
         "import sys\n"
         "from recall.finders.reference.__main__ import main\n"
-        f"main(['query', 'tesflo', '--db', {str(db)!r}, '--json'])\n"
+        f"main(['query', {query!r}, '--db', {str(db)!r}, '--json'])\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'numpy', 'rapidfuzz', 'sqlite3'}))"
     )
     proc = subprocess.run(
@@ -367,8 +367,72 @@ def test_a_query_process_imports_neither_numpy_nor_rapidfuzz(db):
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     answer, imported = proc.stdout.splitlines()
-    assert json.loads(answer)[0]["name"] == "test_float_limits"
+    return json.loads(answer), imported
+
+
+def test_a_query_process_imports_neither_numpy_nor_rapidfuzz(db):
+    # a query process's start-up counts in its queries' time: it maps the index and
+    # loads the kernel the index carries, and every rule runs in the kernel
+    answer, imported = _query_imports(db, "tesflo")
+    assert answer[0]["name"] == "test_float_limits"
     assert imported == "[]"
+
+
+@needs_ctags
+def test_a_names_list_s_index_ranks_its_names_as_a_corpus_index_ranks_the_same_names(db, tmp_path):
+    # index-names (the preset's index_names: the judgments set's candidates) writes the
+    # same kind of file as index, whose query path is the corpus index's: the same names
+    # get the same order (the tie order is of the names alone), its rows naming the name
+    from recall.finders.reference.store import MAGIC, SCHEMA, Index
+
+    corpus = Index(db)
+    names = sorted(corpus.name(i) for i in range(corpus.counts["names"]))
+    listed = tmp_path / "names.txt"
+    listed.write_text("".join(f"{n}\n" for n in names))
+    alone = tmp_path / "names.db"
+    proc = finder("index-names", str(listed), "--db", str(alone))
+    assert proc.returncode == 0, proc.stderr
+    assert alone.read_bytes().startswith(MAGIC)
+    index = Index(alone)
+    assert index.meta["schema"] == SCHEMA and index.counts["names"] == len(names) == 6
+    for query in ("tesflolim", "tstflt", "test_floa_tlimits", "tes*lim", "httser", "parcon"):
+        got = [json.loads(finder("query", query, "--db", str(d), "--json").stdout)
+               for d in (db, alone)]  # fmt: skip
+        assert [r["name"] for r in got[1]] == [r["name"] for r in got[0]], query
+        assert got[0] and all(set(r) == {"name"} for r in got[1]), query
+
+
+def test_a_names_list_is_indexed_verbatim_and_its_queries_import_no_numpy(tmp_path):
+    # the names file is read as bytes, split on newlines alone: a name keeps its spaces
+    # and a carriage return (no newline translation); the query process maps the index
+    # as it maps a corpus's, with no NumPy, and its text output is the name alone
+    listed = tmp_path / "names.txt"
+    listed.write_bytes(b"  foo bar \nfoo\rbar\nfoobar\nzzz\n")
+    db = tmp_path / "names.db"
+    proc = finder("index-names", str(listed), "--db", str(db))
+    assert proc.returncode == 0, proc.stderr
+    answer, imported = _query_imports(db, "fobar")
+    assert imported == "[]"
+    found = [row["name"] for row in answer]
+    assert set(found) == {"foobar", "  foo bar ", "foo\rbar"}, found
+    text = finder("query", "zzz", "--db", str(db))
+    assert text.returncode == 0 and text.stdout == "zzz\n", text
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [(None, "cannot read"), (b"ok\n\xff\n", "cannot read"), (b"a\0b\n", "a NUL character")],
+)
+def test_a_names_list_that_cannot_be_indexed_is_one_line_and_no_index(tmp_path, content, said):
+    listed = tmp_path / "names.txt"
+    if content is not None:
+        listed.write_bytes(content)
+    db = tmp_path / "names.db"
+    proc = finder("index-names", str(listed), "--db", str(db))
+    assert proc.returncode == 2, proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith(f"recall.finders.reference: {listed}: ") and said in line, line
+    assert not db.exists() and list(tmp_path.iterdir()) == ([listed] if content else [])
 
 
 # `cc` stand-ins, each on PATH for a whole run: one that exits 0 and writes nothing, one
@@ -428,22 +492,13 @@ runpy.run_module("recall.finders.reference", run_name="__main__", alter_sys=True
 """
 
 
-@needs_ctags
-def test_the_presets_index_inputs_are_every_file_of_the_tree_its_index_reads(tmp_path, gin):
-    # a kept index is known by the files it declares (docs/engines.md): they must be all
-    # the index command imports or reads in the tree, or a change to one it leaves out
-    # would reuse an index made by other code; and only those, or a change of weights.py
-    # would index again for nothing
-    from recall.finders.engine import load_preset
-
-    engine = load_preset("reference")
-    declared = {p for pattern in engine.index_inputs for p in ROOT.glob(pattern)}
-    assert declared and all(p.is_file() for p in declared)
-    out = tmp_path / "opened.txt"
+def _tree_files_read(tmp_path: Path, argv: list[str]) -> set[Path]:
+    """The files of recall's tree the finder's command argv opens or imports (a module's
+    cached bytecode counted as its source)."""
+    out = tmp_path / f"opened-{argv[0]}.txt"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "AUDIT_OUT": str(out),
            "RECALL_KERNEL_CACHE": str(tmp_path / "kernels")}  # fmt: skip
-    index = ["index", str(gin.path), "--language", "go", "--db", str(tmp_path / "gin.db")]
-    proc = subprocess.run([sys.executable, "-P", "-c", AUDITED, *index], capture_output=True,
+    proc = subprocess.run([sys.executable, "-P", "-c", AUDITED, *argv], capture_output=True,
                           text=True, env=env, timeout=600)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     read = set()
@@ -453,7 +508,32 @@ def test_the_presets_index_inputs_are_every_file_of_the_tree_its_index_reads(tmp
             if path.parent.name == "__pycache__":  # a module's cached bytecode: its source
                 path = path.parent.parent / f"{path.name.split('.')[0]}.py"
             read.add(path)
-    assert read == declared, (sorted(read - declared), sorted(declared - read))
+    return read
+
+
+@needs_ctags
+def test_the_presets_index_inputs_are_every_file_of_the_tree_its_index_reads(tmp_path, gin):
+    # a kept index is known by the files it declares (docs/engines.md): they must be all
+    # the index commands (`index` of a corpus, `index-names` of a names list: the preset's
+    # index and index_names) import or read in the tree, or a change to one it leaves out
+    # would reuse an index made by other code; and only those, or a change of weights.py
+    # would index again for nothing
+    from recall.finders.engine import load_preset
+
+    engine = load_preset("reference")
+    assert engine.index[1] == "index" and engine.index_names[1] == "index-names"
+    declared = {p for pattern in engine.index_inputs for p in ROOT.glob(pattern)}
+    assert declared and all(p.is_file() for p in declared)
+    index = ["index", str(gin.path), "--language", "go", "--db", str(tmp_path / "gin.db")]
+    names = tmp_path / "names.txt"
+    names.write_text("serve_forever\ntest_float_limits\n")
+    listed = ["index-names", str(names), "--db", str(tmp_path / "names.db")]
+    read, read_names = _tree_files_read(tmp_path, index), _tree_files_read(tmp_path, listed)
+    assert read | read_names == declared, (
+        sorted((read | read_names) - declared),
+        sorted(declared - read - read_names),
+    )
+    assert read_names <= read  # a names list needs nothing of the tree a corpus does not
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from recall.analysis.effort import Effort
+from recall.analysis.judgments import Judged
 from recall.analysis.stats import ALPHA, Significance
 
 TOP = 10  # the hits kept of each answer: enough for top-10 and for the report's examples
@@ -591,14 +592,21 @@ class Report:
     effort: Effort | None = (
         None  # a typing set's keystrokes to the name (recall/analysis/effort.py)
     )
+    judgments: Judged | None = None  # a judgments set's agreement (recall/analysis/judgments.py)
     holdout: Holdout | None = None  # --split holdout: its corpora and margins
 
     @property
     def is_loss(self) -> bool:
-        """What --fail-on-loss fails on: any diff's loss (Diff.is_loss), and for a typing
-        set any sequence's (EffortDiff.is_loss)."""
+        """What --fail-on-loss fails on: any diff's loss (Diff.is_loss), for a typing set
+        any sequence's (EffortDiff.is_loss), for a judgments set any judgment's
+        (JudgedDiff.is_loss)."""
         efforts = self.effort.diffs if self.effort else ()
-        return any(d.is_loss for d in self.diffs) or any(d.is_loss for d in efforts)
+        judged = self.judgments.diffs if self.judgments else ()
+        return (
+            any(d.is_loss for d in self.diffs)
+            or any(d.is_loss for d in efforts)
+            or any(d.is_loss for d in judged)
+        )
 
     def to_json(self) -> dict:
         out: dict = {
@@ -623,6 +631,8 @@ class Report:
             out["misses"] = [m.to_json() for m in self.misses]
         if self.effort is not None:
             out["effort"] = self.effort.to_json()
+        if self.judgments is not None:
+            out["judgments"] = self.judgments.to_json()
         if self.holdout is not None:
             out["holdout"] = self.holdout.to_json()
         return out

@@ -379,6 +379,70 @@ def median_p90(values: Sequence[float]) -> tuple[float, float]:
     return (float(median), float(p90))
 
 
+#: The normal quantile of the 95% intervals below (Wilson's, Fisher's z).
+Z95 = 1.959963984540054
+
+
+def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson's score interval of a proportion k/n, as fractions (0.0, 0.0 for n = 0).
+
+    Unlike the normal approximation it stays inside [0, 1] and keeps its coverage near a
+    share of 0 or 1 and for small n (a source project with 2 pairs), where agreement
+    shares of finders sit."""
+    if not 0 <= k <= n:
+        raise ValueError(f"need 0 <= k <= n, got k={k}, n={n}")
+    if n == 0:
+        return (0.0, 0.0)
+    p = k / n
+    denominator = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denominator
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def average_ranks(values: Sequence[float]) -> list[float]:
+    """1-based ranks of values, ties given the mean of the ranks they span."""
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    ranks = [0.0] * len(values)
+    start = 0
+    while start < len(order):
+        end = start
+        while end + 1 < len(order) and values[order[end + 1]] == values[order[start]]:
+            end += 1
+        for k in range(start, end + 1):
+            ranks[order[k]] = (start + end) / 2 + 1
+        start = end + 1
+    return ranks
+
+
+def spearman(x: Sequence[float], y: Sequence[float]) -> float | None:
+    """Spearman's rank correlation: Pearson's of the average ranks (ties allowed); None
+    where it is undefined (fewer than 3 values, or one side all equal)."""
+    if len(x) != len(y):
+        raise ValueError(f"paired inputs differ in length: {len(x)} vs {len(y)}")
+    if len(x) < 3:
+        return None
+    rx, ry = np.asarray(average_ranks(x)), np.asarray(average_ranks(y))
+    dx, dy = rx - rx.mean(), ry - ry.mean()
+    scale = math.sqrt(float((dx * dx).sum()) * float((dy * dy).sum()))
+    if scale == 0.0:
+        return None
+    return max(-1.0, min(1.0, float((dx * dy).sum()) / scale))
+
+
+def spearman_interval(rho: float, n: int, z: float = Z95) -> tuple[float, float] | None:
+    """The 95% interval of Spearman's rho over n pairs: Fisher's z transform with Bonett
+    and Wright's variance (1 + rho²/2) / (n - 3), which keeps its coverage for the rank
+    correlation where Fisher's own 1 / (n - 3) is too narrow (Bonett & Wright 2000,
+    Psychometrika 65:23-28). None for n <= 3, where it is undefined."""
+    if n <= 3:
+        return None
+    clipped = max(-0.999999, min(0.999999, rho))
+    half = z * math.sqrt((1 + clipped * clipped / 2) / (n - 3))
+    centre = math.atanh(clipped)
+    return (math.tanh(centre - half), math.tanh(centre + half))
+
+
 # The ceilings' ranges (analysis/ceiling.py, and the typing set's in analysis/effort.py): the
 # central 95% of the count a finder as good as the model would get.
 LEVEL = 0.95

@@ -26,7 +26,7 @@ from recall.inputs.derive import (
 )
 from recall.inputs.path_recipes import derive_all_paths, path_recipes
 from recall.inputs.paths import checkout_paths
-from recall.inputs.queryset import PATH_SET, QUERY_SETS, format_queries, read_queries
+from recall.inputs.queryset import DERIVED_SETS, PATH_SET, format_queries, read_queries
 from recall.inputs.symbols import checkout_symbols
 
 
@@ -73,7 +73,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     all_p.add_argument(
         "--settings", metavar="FILE",
         help="one query set's settings (default: every named set whose settings exist: "
-        + ", ".join(f"{q} from {d}" for q, d in QUERY_SETS.values()) + ")",
+        + ", ".join(f"{q} from {d}" for q, d in DERIVED_SETS.values()) + ")",
     )  # fmt: skip
     all_p.add_argument("--queries", metavar="FILE", help="that set's file (default: queries.tsv)")
     all_p.add_argument(
@@ -125,7 +125,7 @@ def _all(args: argparse.Namespace) -> int:
     if args.settings or args.queries:
         sets = [(Path(args.queries or "queries.tsv"), Path(args.settings or "derive.json"))]
     else:
-        named = [(Path(q), Path(d)) for q, d in QUERY_SETS.values()]
+        named = [(Path(q), Path(d)) for q, d in DERIVED_SETS.values()]
         sets = [(queries, settings) for queries, settings in named if settings.exists()]
         if not sets:  # else nothing is made or checked, and exit 0 says all is well
             raise RecallError(

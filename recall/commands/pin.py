@@ -35,13 +35,14 @@ from recall.inputs.derive import (
     name_source,
     read_recipe_set,
 )
+from recall.inputs.judgments import refuse_judgments
 from recall.inputs.path_recipes import derive_path_rows
 from recall.inputs.paths import checkout_paths
 from recall.inputs.queryset import (
+    DERIVED_SETS,
     DERIVED_TYPES,
     PATH_SET,
     PATH_TYPES,
-    QUERY_SETS,
     TYPED_TYPES,
     QueryRow,
     format_queries,
@@ -385,7 +386,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--settings", metavar="FILE",
         help="per-repo n and seed, and the recipes (default: the named set's own, "
-        + ", ".join(f"{d} for {name}" for name, (_q, d) in QUERY_SETS.items())
+        + ", ".join(f"{d} for {name}" for name, (_q, d) in DERIVED_SETS.items())
         + "; derive.json for a file)",
     )  # fmt: skip
     add_queries(p, "the query set to update, made with its settings' recipes; hand rows are kept")
@@ -395,7 +396,7 @@ def set_files(queries: str, settings: str | None) -> tuple[Path, Path]:
     """The query set's file and its derive settings: a committed set's name (`typed`)
     stands for its own pair, so its rows are made with its own recipes."""
     if settings is None:
-        named = QUERY_SETS.get(queries)
+        named = DERIVED_SETS.get(queries)
         settings = (
             named[1] if named and query_set_path(queries) == Path(named[0]) else "derive.json"
         )
@@ -406,6 +407,8 @@ def run(args: argparse.Namespace) -> int:
     locate_flags(args)
     corpus = Path(args.corpus)
     queries, settings = set_files(args.queries, args.settings)
+    if queries.exists():
+        refuse_judgments(queries, "recall pin")  # no corpus derives it: nothing to regenerate
     change = pin_repo(
         Pin(args.repo, args.url, args.sha, args.language), args.n,
         corpus=corpus, settings_path=settings, queries=queries,

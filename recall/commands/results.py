@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 
 from recall.commands._flags import add_common, add_split, tupled
-from recall.errors import EXIT_OK
+from recall.errors import EXIT_OK, RecallError
 from recall.files import target, write_atomic
+from recall.render.judgments_results import render_judgments_results
 from recall.render.results_page import render_results
 from recall.workflows import results_page as results
 from recall.workflows.options import ResultsOptions
@@ -45,6 +46,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="run nothing: render the page from the reports kept in --reports",
     )  # fmt: skip
     parser.add_argument(
+        "--set-reports", action="append", metavar="SET=DIR", type=_set_reports,
+        help="with --queries judgments: the folder where SET's results run kept its reports "
+        "(--reports DIR), whose #1 shares the page correlates with the agreement (repeatable; "
+        "SET one of default, typed, typing, paths)",
+    )  # fmt: skip
+    parser.add_argument(
         "--only", action="append", metavar="PRESET",
         help="run only the peers of this preset (repeatable), e.g. while trying a change",
     )  # fmt: skip
@@ -55,12 +62,21 @@ def run(args: argparse.Namespace) -> int:
     options = options_of(args)
     Path(options.out).parent.mkdir(parents=True, exist_ok=True)  # docs/ for a new page
     target(Path(options.out))  # a FIFO or a device there is refused before any work
+    from recall.workflows import results_judgments as judged
+
+    shares = {}
+    if results.is_judgments_set(options.queries):  # read before any peer runs
+        shares = judged.set_shares(options.sets, options.corpus)
+    elif options.sets:
+        raise RecallError("--set-reports: the sets' shares go on the judgments page alone")
     entries = results.peer_entries(options)
     results.check_comparable(entries)
     host = {**results.machine(), "jobs": results.measured_jobs(entries)}
     from recall.workflows.results_paths import is_paths_page, render_paths_page
 
-    if is_paths_page(entries):
+    if judged.is_judgments_page(entries):
+        page = render_judgments_results(entries, host, shares)
+    elif is_paths_page(entries):
         page = render_paths_page(entries, host)
     else:
         page = render_results(entries, host)
@@ -74,5 +90,13 @@ def options_of(args: argparse.Namespace) -> ResultsOptions:
     return ResultsOptions(
         corpus=args.corpus, queries=args.queries, cache=args.cache, mirror=args.mirror,
         split=args.split, jobs=args.jobs, reports=args.reports, render_only=args.render_only,
-        only=tupled(args.only), out=args.out,
+        only=tupled(args.only), out=args.out, sets=tuple(args.set_reports or ()),
     )  # fmt: skip
+
+
+def _set_reports(value: str) -> tuple[str, str]:
+    """`SET=DIR`, split; the set's name is checked with its reports."""
+    name, sep, folder = value.partition("=")
+    if not (sep and name and folder):
+        raise argparse.ArgumentTypeError(f"expected SET=DIR, got {value!r}")
+    return name, folder

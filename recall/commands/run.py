@@ -113,6 +113,8 @@ def run(args: argparse.Namespace) -> int:
         k, n = options.shard
         rows = measurement.plan.rows
         repos = ", ".join(dict.fromkeys(row.repo for row in rows))
+        if measurement.plan.judgments:  # its repos are candidate lists, named by digests
+            repos = f"{len(set(row.repo for row in rows))} of the judgments' candidate lists"
         print(
             f"recall: shard {k}/{n} ({repos}): {len(rows)} rows, {len(measurement.measured)} "
             f"runs saved to {options.save}; recall merge with the other shards' files makes "

@@ -20,7 +20,7 @@ from pathlib import Path
 from recall.errors import RecallError
 from recall.files import read_input
 from recall.inputs.languages import LANGUAGES
-from recall.inputs.queryset import NAMES, PATHS
+from recall.inputs.queryset import JUDGED, NAMES, PATHS
 
 PLACEHOLDERS = (
     "tree", "bin", "python", "db", "corpus", "names", "language", "query", "limit",
@@ -31,12 +31,14 @@ PLACEHOLDERS = (
 # (typescript-language-server) run by the Node on PATH; see session.Session.
 NODE_MODULES = "{node_modules}"
 _FIELD = re.compile(r"\{([a-z_]+)\}")
-_ARGV_KEYS = ("build", "bin", "index", "query", "batch", "profile")
+_ARGV_KEYS = ("build", "bin", "index", "index_names", "query", "batch", "profile")
 # What each command may refer to: {query} and {limit} only exist per query.
 _ALLOWED = {
     "build": {"tree", "python"},
     "bin": {"tree", "python"},
     "index": {"tree", "bin", "python", "db", "corpus", "names", "language"},
+    # the index of a names list alone (the judgments set's candidates): no corpus to read
+    "index_names": {"tree", "bin", "python", "db", "names"},
     "query": set(PLACEHOLDERS),
     "batch": {"tree", "bin", "python", "db", "corpus", "names", "language", "node_modules"},
     "profile": set(PLACEHOLDERS),
@@ -62,6 +64,10 @@ class Engine:
     query: tuple[str, ...]
     build: tuple[str, ...] = ()
     index: tuple[str, ...] = ()
+    # how the finder indexes a names list with no corpus behind it (the judgments set's
+    # candidates), in place of `index`: what a finder whose index reads the corpus declares
+    # to be judged on names lists (docs/engines.md)
+    index_names: tuple[str, ...] = ()
     batch: tuple[str, ...] = ()
     profile: tuple[str, ...] = ()
     cwd: str = "{corpus}"
@@ -110,8 +116,9 @@ def preset_names() -> list[str]:
 
 
 # The finder that runs where no --engine and no recall.toml name one: the reference
-# finder, in its path mode for the path set (it has a mode for each domain).
-DEFAULT_PRESETS = {NAMES: "reference", PATHS: "reference-paths"}
+# finder, in its path mode for the path set (it has a mode for each domain), and in its
+# name mode over each judgments query's own candidates.
+DEFAULT_PRESETS = {NAMES: "reference", PATHS: "reference-paths", JUDGED: "reference"}
 
 
 def resolve_engine(spec: str | None, finder_root: Path, domain: str = NAMES) -> Engine:
@@ -263,7 +270,7 @@ def parse_engine(data: bytes, source: str) -> Engine:
     index_cache = table.get("index_cache", False)
     if not isinstance(index_cache, bool):
         raise RecallError(f"{source}: [engine] index_cache must be true or false")
-    if index_cache and not values.get("index"):
+    if index_cache and not values.get("index") and not values.get("index_names"):
         raise RecallError(f"{source}: [engine] index_cache = true needs an index command")
     values["index_cache"] = index_cache
     index_inputs = _string_list(table.get("index_inputs", []), source, "index_inputs")
@@ -481,7 +488,18 @@ def refuse_unfit(engines: list[Engine], domain: str) -> None:
     language server answers workspace/symbol with names and lists no files, and the
     reference finder's name mode ranks the symbols of its own index of the corpus, so
     the path set applies to neither (docs/engines.md); the reference finder's path mode
-    is its own preset."""
+    is its own preset. The judgments set gives a finder names lists and no corpus, so an
+    engine that needs one is refused too (needs_corpus)."""
+    if domain == JUDGED:
+        for engine in engines:
+            needs = needs_corpus(engine)
+            if needs:
+                raise RecallError(
+                    f"{engine.source}: {needs}: the judgments set gives a finder each query's "
+                    "candidates as a names list ({names}) and no corpus (docs/engines.md, "
+                    "index_names)"
+                )
+        return
     if domain != PATHS:
         return
     for engine in engines:
@@ -496,3 +514,40 @@ def refuse_unfit(engines: list[Engine], domain: str) -> None:
                 "the symbols it indexes, not file paths: the path set needs its path mode, "
                 f"--engine {DEFAULT_PRESETS[PATHS]} (the default for --queries paths)"
             )
+
+
+def names_argv(engine: Engine) -> tuple[str, ...]:
+    """The index command a names list gets: `index_names` where the engine declares one,
+    else its `index` (which then must need no corpus: needs_corpus)."""
+    return engine.index_names or engine.index
+
+
+# What a names list alone does not have: a checkout ({corpus}) and its language.
+CORPUS_PLACEHOLDERS = ("{corpus}", "{language}")
+
+
+def needs_corpus(engine: Engine) -> str | None:
+    """Why an engine cannot rank a names list alone, or None: a language server searches
+    a corpus's files; an engine whose index (without an `index_names`), query, batch,
+    stdin or environment names `{corpus}` or `{language}` reads a checkout; and one that
+    names `{names}` nowhere reads no names list at all. The default `cwd` ({corpus}) is no
+    need: a names list's session stands an empty folder in for it."""
+    if engine.kind == "lsp":
+        return "kind lsp answers workspace/symbol over a corpus's files"
+    parts = {
+        "index_names" if engine.index_names else "index": names_argv(engine),
+        "query": engine.query,
+        "batch": engine.batch,
+        "stdin": (engine.stdin,),
+        "env": tuple(value for _name, value in engine.env),
+    }
+    for key, texts in parts.items():
+        for text in texts:
+            named = next((p for p in CORPUS_PLACEHOLDERS if p in text), None)
+            if named:
+                return f"its {key} names {named}, which only a corpus has"
+    if engine.cwd not in ("{corpus}", "") and any(p in engine.cwd for p in CORPUS_PLACEHOLDERS):
+        return f"its cwd names {engine.cwd}, which only a corpus has"
+    if not any("{names}" in text for texts in parts.values() for text in texts):
+        return "it reads no names list (no {names} in its commands, stdin or env)"
+    return None

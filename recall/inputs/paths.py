@@ -7,8 +7,9 @@ so they are a function of the pinned tree alone. They are kept in the cache unde
 of the tree and of the listing rule, like the symbols, so a run lists them once.
 
 Which domain a query set is in follows from its types: rows of the path types (PATH_TYPES
-in recall.inputs.queryset) rank paths, every other sourced type ranks names. A set mixing both is
-refused: one run gives a finder one list of candidates.
+in recall.inputs.queryset) rank paths, a judgments set's rows each query's own candidates,
+every other sourced type ranks names. A set mixing two is refused: one run gives a finder
+one list of candidates a corpus.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import orjson
 from recall.cache import keep_file, read_file
 from recall.errors import RecallError
 from recall.inputs.corpus import Checkout
-from recall.inputs.queryset import NAMES, PATH_TYPES, PATHS, QueryRow
+from recall.inputs.queryset import JUDGED, JUDGED_TYPES, NAMES, PATH_TYPES, PATHS, QueryRow
 from recall.inputs.recipes import is_searchable
 
 # The listing rule's version: a change to what is listed changes every key.
@@ -32,16 +33,24 @@ GITLINK = "160000"  # a submodule's entry: a commit of another repository, not a
 
 
 def domain_of(rows: list[QueryRow], where: str = "the query set") -> str:
-    """`paths` when the sourced rows are of the path types, `names` otherwise; a set with
-    both is an error, since a run gives each finder one candidate list per corpus."""
-    kinds = {row.type in PATH_TYPES for row in rows if row.sourced}
-    if kinds == {True, False}:
-        first = next(row for row in rows if row.sourced and row.type in PATH_TYPES)
-        raise RecallError(
-            f"{where} mixes path rows (such as {first.type} {first.query!r}) with name rows: "
-            "run the path set and a name set separately"
-        )
-    return PATHS if kinds == {True} else NAMES
+    """`paths` when the sourced rows are of the path types, `judgments` when they are a
+    judgments set's (recall.inputs.judgments: each query over its own candidates), `names`
+    otherwise; a set with two is an error, since a run gives each finder one candidate
+    list per corpus."""
+    kinds = {_domain(row.type) for row in rows if row.sourced}
+    if len(kinds) > 1:
+        if kinds == {PATHS, NAMES}:
+            first = next(row for row in rows if row.sourced and row.type in PATH_TYPES)
+            raise RecallError(
+                f"{where} mixes path rows (such as {first.type} {first.query!r}) with name "
+                "rows: run the path set and a name set separately"
+            )
+        raise RecallError(f"{where} mixes judgments rows with a query set's rows")
+    return kinds.pop() if kinds else NAMES
+
+
+def _domain(kind: str) -> str:
+    return PATHS if kind in PATH_TYPES else JUDGED if kind in JUDGED_TYPES else NAMES
 
 
 def list_paths(root: Path) -> list[str]:

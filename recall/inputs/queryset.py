@@ -8,9 +8,10 @@ accepted cleanly, since editors add them without asking.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from recall.errors import RecallError
 from recall.files import read_input
@@ -27,6 +28,10 @@ TYPE_ORDER = tuple(recipe.type for recipe in RECIPES)
 # tracked path, made by recall.inputs.path_recipes (the registry's recipes take names).
 PATH_SET = "paths"
 NAMES, PATHS = "names", "paths"  # a set's domain: what its finders rank (inputs/paths.py)
+# The judgments set (recall/inputs/judgments.py): each query over its own candidates, a
+# domain of its own; its rows' type is the judgment's domain, a symbol or a path.
+JUDGED = "judgments"
+JUDGED_TYPES = ("symbol", "path")
 PATH_TYPES = (
     "baseprefix", "wordstarts", "dirinitials", "fragment", "extfirst", "basetypo", "basecase",
 )  # fmt: skip
@@ -35,14 +40,18 @@ HAND = "hand"
 TYPES = (*TYPE_ORDER, *PATH_TYPES, EXACT, HAND)
 
 
-# The committed query sets by name, each with the derive settings that make it: `--queries
-# typed` reads typed.tsv; any other value is a path.
-QUERY_SETS = {
+# The committed query sets by name, each with the derive settings that make it (None: a
+# set no corpus derives, written by people): `--queries typed` reads typed.tsv; any other
+# value is a path.
+QUERY_SETS: dict[str, tuple[str, str | None]] = {
     "default": ("queries.tsv", "derive.json"),
     "typed": ("typed.tsv", "derive-typed.json"),
     "typing": ("typing.tsv", "derive-typing.json"),  # steps, not rows: recall/inputs/keystrokes.py
     "paths": ("paths.tsv", "derive-paths.json"),
+    "judgments": ("judgments.tsv", None),  # pairs, not rows: recall/inputs/judgments.py
 }
+# The sets `recall derive all` and `recall pin` make, each from its settings.
+DERIVED_SETS = {name: (file, settings) for name, (file, settings) in QUERY_SETS.items() if settings}
 
 
 QUERY_SETS_DEFAULT = "queries.tsv"  # --queries when not given
@@ -82,14 +91,27 @@ def read_lines(path: Path, where: str) -> list[str]:
 
 
 def parse_queries(data: bytes, where: str, repos: set[str] | None = None) -> list[QueryRow]:
-    data = data.removeprefix(b"\xef\xbb\xbf")
-    lines = data.split(b"\n")
+    return parse_rows(data, where, HEADER, lambda fields, at, _line: _parse_row(fields, at, repos))
+
+
+Row = TypeVar("Row", bound=Hashable)
+
+
+def parse_rows(
+    data: bytes, where: str, header: tuple[str, ...],
+    parse: Callable[[tuple[str, ...], str, int], Row],
+) -> list[Row]:  # fmt: skip
+    """A committed set's rows under its header, each parsed from its tab-separated fields
+    (verbatim) by parse(fields, `FILE:LINE`, line): UTF-8 with or without a BOM, LF or
+    CRLF; a file that is empty, not UTF-8 or not under that header, or a row twice, is one
+    error naming the file (and line)."""
+    lines = data.removeprefix(b"\xef\xbb\xbf").split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()
     if not lines:
-        raise RecallError(f"{where}: empty file; expected the header {' '.join(HEADER)}")
-    rows: list[QueryRow] = []
-    seen: dict[QueryRow, int] = {}
+        raise RecallError(f"{where}: empty file; expected the header {' '.join(header)}")
+    rows: list[Row] = []
+    seen: dict[Row, int] = {}
     for number, raw in enumerate(lines, start=1):
         try:
             line = raw.removesuffix(b"\r").decode("utf-8")
@@ -97,12 +119,12 @@ def parse_queries(data: bytes, where: str, repos: set[str] | None = None) -> lis
             raise RecallError(f"{where}:{number}: not valid UTF-8") from None
         fields = tuple(line.split("\t"))
         if number == 1:
-            if fields != HEADER:
+            if fields != header:
                 raise RecallError(
-                    f"{where}:1: header must be {'<TAB>'.join(HEADER)}, got {line[:60]!r}"
+                    f"{where}:1: header must be {'<TAB>'.join(header)}, got {line[:60]!r}"
                 )
             continue
-        row = _parse_row(fields, f"{where}:{number}", repos)
+        row = parse(fields, f"{where}:{number}", number)
         if row in seen:
             raise RecallError(f"{where}:{number}: duplicate of line {seen[row]}")
         seen[row] = number

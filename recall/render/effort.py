@@ -20,7 +20,7 @@ from recall.render.columns import marked
 from recall.render.escape import html as _e
 from recall.render.escape import markdown as markdown_text
 from recall.render.svg import percent_grid, svg_start
-from recall.render.table import first_rows, table
+from recall.render.table import first_rows, numbers_table, table
 from recall.terminal import shown
 
 EFFORT_HEADER = [
@@ -47,16 +47,6 @@ ABOVE_NOTE = (
     "finder's order suits this one sample (a lean the sample favours, or tuning on it): "
     "docs/queries.md"
 )
-EFFORT_HEADER = [
-    "sequences", "#1 reached", "keys to #1", "top 3 reached", "keys to top 3", "saved",
-]  # fmt: skip
-CELL = "#1% / keys to #1 / saved%"
-GROUPS = (("sequence", "by_sequence"), ("repo", "by_repo"), ("language", "by_language"))
-# One colour a line of the k-curve, the ceiling's dashed grey.
-LINE_COLORS = ("#08519c", "#e6550d", "#31a354", "#756bb1", "#de2d26", "#636363", "#17becf",
-               "#bcbd22", "#8c564b", "#e377c2")  # fmt: skip
-CEILING_COLOR = "#969696"
-LEGEND_CHAR_PX = 7
 
 
 def _keys(value: float | None) -> str:
@@ -117,11 +107,6 @@ def _said(text: str, markdown: bool) -> str:
     return markdown_text(text) if markdown else shown(text)
 
 
-def _numbers(header: list[str], body: list[list[str]], markdown: bool) -> list[str]:
-    right = None if markdown else [i > 0 for i in range(len(header))]
-    return table(header, body, markdown, right=right)
-
-
 def render_effort(effort: Effort, markdown: bool) -> list[str]:
     """The effort section's lines: the table, the k-curve, the groups, the diffs."""
     rows = _rows(effort)
@@ -131,7 +116,7 @@ def render_effort(effort: Effort, markdown: bool) -> list[str]:
         markdown,
     )
     body = [[r.label, *_cells(r.counts, c.counts if c else None)] for r, c in rows]
-    out += _numbers(["finder", *EFFORT_HEADER], body, markdown)
+    out += numbers_table(["finder", *EFFORT_HEADER], body, markdown)
     out += ["", NOTE]
     if _any_above(effort):
         out += ["", ABOVE_NOTE] if markdown else [ABOVE_NOTE]
@@ -139,11 +124,11 @@ def render_effort(effort: Effort, markdown: bool) -> list[str]:
     body = [
         [r.label, *(f"{p:.1f}" if r.counts.n else "-" for p in r.counts.curve)] for r, _c in rows
     ]
-    out += _numbers(["finder", *(f"k={k}" for k in range(1, 11))], body, markdown)
+    out += numbers_table(["finder", *(f"k={k}" for k in range(1, 11))], body, markdown)
     for title, key in GROUPS:
         out += _heading(f"Keystrokes by {title}", markdown)
         out += [f"each cell: {CELL}", ""] if markdown else [f"each cell: {CELL}"]
-        out += _numbers(
+        out += numbers_table(
             [title, "n", *(r.label for r, _c in rows)], _group_rows(rows, key), markdown
         )
     out += _left_out(effort, markdown)

@@ -31,6 +31,7 @@ from recall.render.columns import (
 )
 from recall.render.effort import effort_html
 from recall.render.escape import html as _e
+from recall.render.judgments import judgments_html
 from recall.render.svg import PERCENT_TICKS, svg_start
 from recall.render.table import by_error
 from recall.render.text import restarts_line
@@ -336,6 +337,26 @@ def _verdict_box(d: dict, effort: dict | None) -> str:
     )
 
 
+def _judged_box(d: dict) -> str:
+    """A judgments diff's verdict and counts, first on the page."""
+    verdict = d["verdict"]
+    outcome = verdict["agreement"]["outcome"]
+    kind = {"regressed": "regressed", "improved": "improved"}.get(outcome, "same")
+    counts = f"judgments: {len(d['lost'])} lost, {len(d['gained'])} gained, {d['same']} the same"
+    return (
+        f'<div class="verdict {kind}"><p><strong>{_e(d["new"])} against {_e(d["base"])}: '
+        f"{_e(outcome)}</strong></p><p>{_e(verdict['summary'])}</p><p>{_e(counts)}</p></div>"
+    )
+
+
+def _seconds_table(runs: list[dict]) -> str:
+    """Each binary's index and query seconds, for a report whose counts are elsewhere."""
+    rows: list[list[object]] = [
+        [run["label"], f"{run['index_s']:.1f}", f"{run['query_s']:.1f}"] for run in runs
+    ]
+    return "<h2>Seconds</h2>" + _table(["binary", "index s", "query s"], rows)
+
+
 def _diff_section(d: dict, corpus: dict) -> list[str]:
     """One candidate's diff whole: its verdict, moves, and every lost and gained row."""
     verdict = d.get("verdict")
@@ -379,9 +400,12 @@ def render_html(report: dict) -> str:
     engine = meta.get("engine", {}).get("source", "")
     split = f" (the {_e(report['split'])} split)" if report.get("split") else ""
     effort = report.get("effort")  # a typing set's run: keystrokes to the name
+    judgments = report.get("judgments")  # a judgments set's run: agreement with people
     title = (
         f"recall: keystrokes to the name, {_e(effort['sequences'])} typing sequences{split}"
         if effort
+        else f"recall: agreement with maintainers' judgments, {len(judgments['pairs'])} pairs"
+        if judgments
         else f"recall: {_e(report['sourced'])} sourced queries of {_e(report['queries'])}{split}"
     )
     out = [
@@ -398,9 +422,13 @@ def render_html(report: dict) -> str:
     diffs = report.get("diffs") or ([report["diff"]] if report.get("diff") else [])
     efforts = (effort or {}).get("diffs") or [None] * len(diffs)
     out += [_verdict_box(d, e) for d, e in zip(diffs, efforts, strict=True)]  # first: the answer
+    out += [_judged_box(d) for d in (judgments or {}).get("diffs", [])]
     if report.get("holdout"):  # --split holdout: its corpora, fresh and seen, and margins
         out += [f"<p>{_e(line)}</p>" for line in holdout_lines(report["holdout"])]
-    if effort:  # its steps are prompts with no source: no sourced counts to draw
+    if judgments:  # its rows are candidates: the agreement, no sourced counts
+        out += judgments_html(judgments)
+        out.append(_seconds_table(runs))
+    elif effort:  # its steps are prompts with no source: no sourced counts to draw
         out += effort_html(effort)
     else:
         out += ["<h2>Headline</h2>", _headline(runs, report.get("ceiling"))]

@@ -66,6 +66,15 @@ def table(
     return [fmt(row) for row in rows]
 
 
+def numbers_table(
+    header: Sequence[str], body: Sequence[Sequence[str]], markdown: bool
+) -> list[str]:
+    """A table of a label and numbers: in text every column after the first is
+    right-aligned (a cell with a marker or a range is no bare number); Markdown aligns none."""
+    right = None if markdown else [i > 0 for i in range(len(header))]
+    return table(header, body, markdown, right=right)
+
+
 def more(hidden: int, markdown: bool, where: str = "--json or --html") -> list[str]:
     """The line after a list cut short: how many more rows, and where they are."""
     line = f"… and {hidden} more: see {where}"

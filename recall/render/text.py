@@ -37,7 +37,8 @@ from recall.render.columns import (
 from recall.render.commandline import explain_command
 from recall.render.effort import render_effort
 from recall.render.escape import markdown as markdown_text
-from recall.render.table import by_error, first_rows, more, table
+from recall.render.judgments import render_judgments
+from recall.render.table import by_error, first_rows, more, numbers_table, table
 from recall.terminal import safe_output, shown
 
 # With several candidates, each diff's lost and gained lists show this many rows in text and
@@ -85,13 +86,6 @@ def _any_above(summary: CeilingSummary) -> bool:
     cells = [summary.counts, *summary.by_type.values(), *summary.by_repo.values(),
              *summary.by_language.values()]  # fmt: skip
     return any(f.first_above or f.top10_above for c in cells for f in c.finders)
-
-
-def _numbers_table(header: list[str], body: list[list[str]], markdown: bool) -> list[str]:
-    """A table of a label and numbers: in text every column after the first is right-aligned
-    (a cell with a marker or a range is no bare number); Markdown aligns none."""
-    right = None if markdown else [i > 0 for i in range(len(header))]
-    return table(header, body, markdown, right=right)
 
 
 def _counts_table(label: str, body: list[list[str]], after: list[str], markdown: bool) -> list[str]:
@@ -148,7 +142,10 @@ def render(report: Report, *, markdown: bool = False) -> str:
     cap = CAPPED if len(report.diffs) > 1 else None
     if cap:
         out += _summary(report, markdown)
-    if report.effort is not None:  # a typing set: every step is a hand row, its numbers here
+    if report.judgments is not None:  # a judgments set: candidates, not sourced rows
+        out += render_judgments(report.judgments, markdown)
+        out += _seconds(report, markdown)
+    elif report.effort is not None:  # a typing set: every step is a hand row, its numbers here
         out += _typing_head(report, report.effort, markdown)
     else:
         out += _counts_head(report, markdown)
@@ -159,7 +156,7 @@ def render(report: Report, *, markdown: bool = False) -> str:
                 "",
                 f"{_said(run.label, markdown)}: results reused, not run now (times are from then)",
             ]
-    for title, group, ceiling_group in () if report.effort else GROUPS:
+    for title, group, ceiling_group in () if report.effort or report.judgments else GROUPS:
         out += _heading(f"By {title}", markdown)
         first = group(runs[0])
         keys = [k for k in first if first[k].n]  # hand rows: churn only
@@ -180,7 +177,7 @@ def render(report: Report, *, markdown: bool = False) -> str:
             for key in keys
         ]  # fmt: skip
         header = [title, "n", *(run.label for run in runs), CEILING_CELL]
-        out += _numbers_table(header, body, markdown)
+        out += numbers_table(header, body, markdown)
     for run in runs:
         label = _said(run.label, markdown)
         if run.dirtied:
@@ -243,8 +240,12 @@ def _typing_head(report: Report, effort: Effort, markdown: bool) -> list[str]:
     no source of their own, so the sourced counts and their groups would be empty tables."""
     out = [f"the {report.split} split"] if report.split else []
     out += _holdout(report, markdown)
-    out += render_effort(effort, markdown)
-    out += _heading("Seconds", markdown)
+    return out + render_effort(effort, markdown) + _seconds(report, markdown)
+
+
+def _seconds(report: Report, markdown: bool) -> list[str]:
+    """Each binary's index and query seconds, for a report whose counts are elsewhere."""
+    out = _heading("Seconds", markdown)
     body = [[run.label, f"{run.index_s:.1f}", f"{run.query_s:.1f}"] for run in report.runs]
     return out + table(["binary", "index s", "query s"], body, markdown, right=[False, True, True])
 
@@ -419,6 +420,9 @@ def log_lines(report: Report) -> list[str]:
     stderr; and, for --fail-on-loss, what the losses are (loss_reasons)."""
     out: list[str] = []
     efforts = report.effort.diffs if report.effort else ()
+    for judged in report.judgments.diffs if report.judgments else ():
+        head = f"recall: {shown(judged.new)} against {shown(judged.base)}"
+        out += [f"{head}: {judged.verdict_line()}", f"{head}: {judged.counts_line()}"]
     for i, d in enumerate(report.diffs):
         head = f"recall: {shown(d.new)} against {shown(d.base)}"
         effort = efforts[i] if efforts else None
@@ -440,6 +444,16 @@ def loss_reasons(report: Report) -> list[str]:
     """Each candidate's losses, as --fail-on-loss counts them (Report.is_loss)."""
     reasons: list[str] = []
     efforts = report.effort.diffs if report.effort else ()
+    for judged in report.judgments.diffs if report.judgments else ():
+        parts = [
+            f"{count} {what}"
+            for count, what in (
+                (len(judged.lost), "judgments lost"), (judged.candidate_errors, "queries errored"),
+            )
+            if count
+        ]  # fmt: skip
+        if parts:
+            reasons.append(f"{shown(judged.new)}: {', '.join(parts)}")
     for d in report.diffs:
         parts = [
             f"{count} {what}"

@@ -151,7 +151,7 @@ def tree_identity(root: Path, engine: Engine) -> str | None:
     except git.GitCommandError:
         return None
     paths = {path for path in listed.split("\0") if path}
-    for template in (engine.bin, engine.index, engine.query, engine.batch):
+    for template in (engine.bin, engine.index, engine.index_names, engine.query, engine.batch):
         paths |= {
             p[len("{tree}/") :] for p in template if p.startswith("{tree}/") and p.count("{") == 1
         }

@@ -24,7 +24,7 @@ from recall.finders.engine import Engine, build_env, finder_env
 from recall.finders.kinds import HARNESS_ROOT
 from recall.inputs.corpus import Pin
 from recall.inputs.paths import LISTING, PATHS, domain_of
-from recall.inputs.queryset import QueryRow, queries_digest
+from recall.inputs.queryset import JUDGED, QueryRow, queries_digest
 from recall.toolchain import compiler_identity
 
 PROBE_TIMEOUT_S = 60.0  # a toolchain probe prints a version; a minute is ample
@@ -72,7 +72,7 @@ def _harness_code() -> str:
 def _argvs(engine: Engine) -> list[tuple[str, ...]]:
     """Every command the finder runs, `{bin}` spliced in."""
     spliced = []
-    for argv in (engine.index, engine.query, engine.batch, engine.profile):
+    for argv in (engine.index, engine.index_names, engine.query, engine.batch, engine.profile):
         spliced.append(
             tuple(p for part in argv for p in (engine.bin if part == "{bin}" else (part,)))
         )
@@ -176,14 +176,24 @@ def _program(path: str, _mtime_ns: int, _size: int) -> str:
     return file_identity(Path(path))
 
 
+# How a judgments set's rows are made (recall/inputs/judgments.py): a change to it changes
+# every key of such a run.
+JUDGED_LISTS = "each (domain, query) over its candidates, sorted; a row a candidate; v1"
+
+
 def data_key(pins: dict[str, Pin], rows: list[QueryRow]) -> dict:
-    """The part of a key that says what was asked: the pins of the repos used, the rows."""
+    """The part of a key that says what was asked: the pins of the repos used, the rows.
+    A judgments set's rows use no pin: each runs over the candidates its rows name."""
+    domain = domain_of(rows)
+    used = sorted({r.repo for r in rows}) if domain != JUDGED else []
     key = {
-        "pins": {repo: pins[repo].identity() for repo in sorted({r.repo for r in rows})},
+        "pins": {repo: pins[repo].identity() for repo in used},
         "queries": queries_digest(rows),
     }
-    if domain_of(rows) == PATHS:  # the candidates are the paths the listing rule keeps
+    if domain == PATHS:  # the candidates are the paths the listing rule keeps
         key["paths"] = LISTING
+    if domain == JUDGED:
+        key["lists"] = JUDGED_LISTS
     return key
 
 

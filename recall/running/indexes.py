@@ -6,9 +6,10 @@ A kept index stands in for running the index argv, so it is known by everything 
 could change what that argv writes: the build (its cache identity, as a result's key
 has it; for a working tree, its content: build.tree_identity), or, for an engine that
 declares the files of the tree its index reads (`index_inputs`), those files' content
-alone; the engine description and its index argv, the corpus pin, the names file,
-ctags's identity and Python's version, and the environment, programs, files and
-packages the engine runs (identity.environment_key), and the world its build ran in,
+alone; the engine description and its index argv (`index_names` for a names list
+alone), the corpus pin (none for a names list alone: its names are all it has), the
+names file, ctags's identity and Python's version, and the environment, programs, files
+and packages the engine runs (identity.environment_key), and the world its build ran in,
 its compilers included (identity.build_world). It is one entry of recall.cache:
 indexed in the session, copied into a temporary folder beside the entry, then renamed
 into place with its digest, under the entry's lock; a failed index is never kept, and
@@ -38,19 +39,22 @@ MARKER = ".recall-indexed"  # written last, inside the entry: a folder without i
 FORMAT = 3  # bump when what a kept index holds or how it is keyed changes
 
 
-def index_key(build: str, engine: Engine, pin: Pin, names: bytes, tree: Path) -> str:
-    """The entry of an index of build (its tree at tree) on pin, whose names file holds
-    names. An engine that declares index_inputs is known by those files' content in
-    tree, not by the build (a commit, or the whole working tree), unless one of its
-    patterns names no file there."""
+def index_key(
+    build: str, engine: Engine, argv: tuple[str, ...], pin: Pin | None, names: bytes, tree: Path
+) -> str:
+    """The entry of an index of build (its tree at tree) made by argv (its `index`, or for
+    a names list alone its `index_names`) on pin (None: the names list is all there is),
+    whose names file holds names. An engine that declares index_inputs is known by those
+    files' content in tree, not by the build (a commit, or the whole working tree), unless
+    one of its patterns names no file there."""
     declared = index_input_files(engine, tree) if engine.index_inputs else None
     key = {
         "format": FORMAT,
         "build": build if declared is None else "index_inputs",
         "index inputs": declared,
         "engine": engine.digest,
-        "index": list(engine.index),
-        "pin": pin.identity(),
+        "index": list(argv),
+        "pin": pin.identity() if pin else None,
         "names": hashlib.sha256(names).hexdigest(),
         "ctags": ctags_identity(),
         "python": platform.python_version(),

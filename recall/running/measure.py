@@ -22,7 +22,7 @@ from recall.inputs.corpus import Pin, fetch, is_clean
 from recall.inputs.paths import NAMES, PATHS, checkout_paths
 from recall.inputs.queryset import QueryRow
 from recall.inputs.symbols import checkout_symbols, distinct_names
-from recall.running.session import BatchFeed, Session
+from recall.running.session import BatchFeed, Session, limit_of
 from recall.running.values import Corpus, FinderBuild
 from recall.terminal import Task, progress
 
@@ -42,6 +42,12 @@ def open_corpus(pin: Pin, cache: Path, mirror: Path | None, domain: str = NAMES)
     if domain == PATHS:
         return Corpus(checkout, checkout_paths(checkout, cache), cache, mirror)
     return Corpus(checkout, distinct_names(checkout_symbols(checkout, cache)), cache, mirror)
+
+
+def names_corpora(lists: dict[str, list[str]], cache: Path) -> dict[str, Corpus]:
+    """Names lists alone as corpora (a judgments set's candidate lists, by name): no
+    checkout to fetch or keep clean; the cache keeps their indexes (`index_cache`)."""
+    return {label: Corpus(None, names, cache, label=label) for label, names in lists.items()}
 
 
 def run_binary(
@@ -72,8 +78,12 @@ def run_binary(
     status = progress()
     try:
         with status.task(binary.label, len(rows), "rows") as counted:
+            home = None  # names lists share the first one's: see Session.home
             for repo in repos:
-                sessions.append(Session(binary, corpora[repo], timeout, build=build))
+                session = Session(binary, corpora[repo], timeout, build=build, home=home)
+                sessions.append(session)
+                if corpora[repo].checkout is None:
+                    home = home or session.home
             if engine.batch:
                 plan = _BatchPlan(binary.label, repos, sessions, subsets, corpora, counted)
                 workers = max(1, min(jobs, len(rows))) if engine.batch_jobs else 1
@@ -86,10 +96,11 @@ def run_binary(
                     index_s = session.index()
                     status.note(counted, repos[k])
                     started = time.perf_counter()
-                    query = _counting(session.query_one, counted)
-                    answers = _in_parallel(session.stop, query, subsets[k], jobs)
+                    answers = _per_query(session, subsets[k], jobs, counted)
                     measured.append((answers, index_s, time.perf_counter() - started))
     finally:
+        for session in sessions:  # every process ended before a shared home goes
+            session.stop()
         for session in sessions:
             session.close()
     dirtied = tuple(repo for repo in repos if restore_if_dirty(corpora[repo]))
@@ -109,15 +120,35 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-def _counting(work: Callable[[T], R], counted: Task) -> Callable[[T], R]:
-    """work, each call counted on the status line once it returns."""
+def _counting(
+    work: Callable[[list[QueryRow]], list[R]], counted: Task
+) -> Callable[[list[QueryRow]], list[R]]:
+    """work, the rows of each call counted on the status line once it returns."""
 
-    def counted_work(item: T) -> R:
-        result = work(item)
-        progress().advance(counted)
+    def counted_work(rows: list[QueryRow]) -> list[R]:
+        result = work(rows)
+        progress().advance(counted, len(rows))
         return result
 
     return counted_work
+
+
+def _per_query(
+    session: Session, rows: list[QueryRow], jobs: int, counted: Task
+) -> list[QueryResult]:
+    """A corpus's rows through a pool of `jobs` per-query processes, in row order. Rows
+    that ask one question (the query and its limit: a judgments query's candidates) share
+    one process, whose one answer gives each its rank, rather than a process a row."""
+    alike: dict[tuple[str, int], list[int]] = {}
+    for i, row in enumerate(rows):
+        alike.setdefault((row.query, limit_of(row)), []).append(i)
+    groups = list(alike.values())
+    query = _counting(session.query_alike, counted)
+    asked = _in_parallel(session.stop, query, [[rows[i] for i in g] for g in groups], jobs)
+    answers: dict[int, QueryResult] = {}
+    for indexes, got in zip(groups, asked, strict=True):
+        answers.update(zip(indexes, got, strict=True))
+    return [answers[i] for i in range(len(rows))]
 
 
 class _CountedFeed(BatchFeed):
@@ -194,7 +225,9 @@ class _BatchPlan:
         return None
 
     def work(self, _worker: int) -> None:
-        """One worker: corpora from _next until none is left; any failure stops them all."""
+        """One worker: corpora from _next until none is left; any failure stops them all,
+        and is the run's error: a worker whose process that stop killed (an index killed by
+        SIGKILL) ends quietly, so its own error never stands in for the cause."""
         while True:
             with self.changed:
                 job = self._next()
@@ -214,6 +247,10 @@ class _BatchPlan:
                     served.first = served.first or time.perf_counter()
                 served.session.serve(served.feed)
             except BaseException:
+                with self.changed:
+                    stopped = self.halted
+                if stopped:  # its processes killed for another worker's failure: that is the error
+                    return
                 self.halt()
                 raise
             finally:
@@ -257,8 +294,9 @@ def _in_parallel(
 
 def restore_if_dirty(corpus: Corpus) -> bool:
     """After a binary's queries: did it write into the checkout? If so, rebuild it (the deep
-    check, since a finder may write into ignored paths) so the next binary sees the pin."""
-    if is_clean(corpus.checkout):
+    check, since a finder may write into ignored paths) so the next binary sees the pin.
+    A names list alone has no checkout to write into."""
+    if corpus.checkout is None or is_clean(corpus.checkout):
         return False
     if corpus.cache is not None:
         fetch(corpus.checkout.pin, corpus.cache, corpus.mirror, deep=True)

@@ -91,8 +91,8 @@ def probe(binary: FinderBuild, corpus: Corpus, row: QueryRow, timeout: float, ca
 def kept_names(cache: Path, corpus: Corpus) -> Path:
     """The corpus's names file, kept in the cache for a printed command to read."""
     listed = "".join(f"{n}\n" for n in corpus.names).encode("utf-8")
-    pin = corpus.checkout.pin
-    key = f"{pin.name}-{pin.sha[:12]}-{hashlib.sha256(listed).hexdigest()[:16]}"
+    pinned = f"-{corpus.checkout.pin.sha[:12]}" if corpus.checkout else ""
+    key = f"{corpus.name}{pinned}-{hashlib.sha256(listed).hexdigest()[:16]}"
     entry = FolderEntry(cache, NAMES_KIND, key, NAMES_MARKER)
     return entry.get(lambda folder: (folder / NAMES_FILE).write_bytes(listed)) / NAMES_FILE
 

@@ -31,6 +31,7 @@ from recall.finders.engine import (
     expand,
     fill,
     finder_env,
+    names_argv,
     uses_node_modules,
 )
 from recall.finders.kinds.node import MODULES_ENV, session_env
@@ -66,10 +67,18 @@ class Session:
     its processes, per query (`run`, `query_one`) or in batch (`query_batch`)."""
 
     def __init__(
-        self, binary: FinderBuild, corpus: Corpus, timeout: float, *, build: str | None = None
+        self,
+        binary: FinderBuild,
+        corpus: Corpus,
+        timeout: float,
+        *,
+        build: str | None = None,
+        home: Path | None = None,
     ) -> None:
         """build: the cache identity of a cacheable build (as a result's key names it),
-        which lets an engine with `index_cache` reuse a kept index; None never does."""
+        which lets an engine with `index_cache` reuse a kept index; None never does.
+        home: the folder of another live session of this run whose HOME, XDG folders and
+        TMPDIR the finder's processes get (None: the session's own); see `home`."""
         self.binary, self.corpus, self.timeout = binary, corpus, timeout
         self.engine = binary.engine
         self._names = frozenset(corpus.names)  # an answer naming none of them is flagged
@@ -86,6 +95,11 @@ class Session:
             raise RecallError(
                 f"temporary folder {tempfile.gettempdir()}: {exc.strerror or exc}"
             ) from None
+        # Where HOME, the XDG folders and TMPDIR are (RUN_FOLDERS): the session's own, or
+        # for the names lists of a judgments run the first list's session's, so that what a
+        # finder sets up there once (the reference finder's compiled kernel) is made once a
+        # run, not once a list (measure.run_binary).
+        self.home = home or self._tmp
         try:
             self._lock = _hold_lock(self._tmp / LOCK_NAME)
             self._devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
@@ -94,15 +108,21 @@ class Session:
             names = self._tmp / "names.txt"
             listed = "".join(f"{n}\n" for n in corpus.names).encode("utf-8")
             names.write_bytes(listed)
+            checkout = corpus.checkout.path if corpus.checkout else self._tmp / "corpus"
+            if corpus.checkout is None:  # a names list's: an empty folder, its default cwd
+                checkout.mkdir()
         except OSError as exc:
             self.close()
             raise RecallError(f"temporary folder {self._tmp}: {exc.strerror or exc}") from None
+        # A names list alone has no checkout to index: an engine indexes it with its
+        # `index_names` (engine.names_argv; refuse_unfit has refused one that needs more).
+        self._index = self.engine.index if corpus.checkout else names_argv(self.engine)
         self._values = {
             **binary.values(),
             "db": str(db),
-            "corpus": str(corpus.checkout.path),
+            "corpus": str(checkout),
             "names": str(names),
-            "language": corpus.checkout.pin.language,
+            "language": corpus.checkout.pin.language if corpus.checkout else "",
         }
         if MODULES_ENV in self._kind_vars:
             self._values["node_modules"] = self._kind_vars[MODULES_ENV]
@@ -117,8 +137,8 @@ class Session:
         self._db = db
         self._kept: KeptIndex | None = None
         if build is not None and self.engine.index_cache and corpus.cache is not None:
-            pin = corpus.checkout.pin
-            key = index_key(build, self.engine, pin, listed, binary.tree)
+            pin = corpus.checkout.pin if corpus.checkout else None
+            key = index_key(build, self.engine, self._index, pin, listed, binary.tree)
             self._kept = KeptIndex(corpus.cache, key)
 
     def _kind_env(self) -> dict[str, str]:
@@ -133,11 +153,11 @@ class Session:
         """The declared environment (engine.finder_env) with the session's folders made
         and its placeholders filled: nothing else of the caller's reaches the finder."""
         for folder in RUN_FOLDERS.values():
-            (self._tmp / folder).mkdir()
+            (self.home / folder).mkdir(exist_ok=True)
         run = {name: f"{{run}}/{folder}" for name, folder in RUN_FOLDERS.items()}
         env = {}
         for name, value in finder_env(self.engine, os.environ).items():
-            env[name] = str(self._tmp) + value[len("{run}") :] if run.get(name) == value else value
+            env[name] = str(self.home) + value[len("{run}") :] if run.get(name) == value else value
         env.update(self._kind_vars)
         env.update({k: fill(v, self._values) for k, v in self.engine.env})
         return env
@@ -181,7 +201,7 @@ class Session:
 
     def index(self) -> float:
         """Seconds to make `{db}`: the index argv run, or a kept index copied in."""
-        if not self.engine.index:
+        if not self._index:
             return 0.0
         started = time.perf_counter()
         if self._kept is None:
@@ -194,12 +214,12 @@ class Session:
         return time.perf_counter() - started
 
     def _run_index(self) -> None:
-        argv = self._argv(self.engine.index)
+        argv = self._argv(self._index)
         code, _out, err = self.run(argv, INDEX_TIMEOUT_S)
         if code != 0:
             reason = "timed out" if code is None else _ended(code)
             raise RecallError(
-                f"index {self.corpus.checkout.pin.name} with {self.binary.label} failed "
+                f"index {self.corpus.name} with {self.binary.label} failed "
                 f"({reason}): {' '.join(argv)}: {_tail(err)}"
             )
 
@@ -242,10 +262,15 @@ class Session:
             raise RecallError(f"engine {self.engine.source}: cwd {self._cwd} {why}")
 
     def query_one(self, row: QueryRow) -> QueryResult:
+        return self.query_alike([row])[0]
+
+    def query_alike(self, rows: list[QueryRow]) -> list[QueryResult]:
+        """Rows that ask one question (the same query and limit, other sources: a judgments
+        query's candidates) through one process: each row's rank read from its one answer."""
         code, out, err = self.run(
-            self._query_argv.fill(row.query, str(limit_of(row))), self.timeout
+            self._query_argv.fill(rows[0].query, str(limit_of(rows[0]))), self.timeout
         )
-        return self._answer(row, code, out, err)
+        return [self._answer(row, code, out, err) for row in rows]
 
     def _answer(self, row: QueryRow, code: int | None, out: bytes, err: bytes) -> QueryResult:
         """A per-query process's result for row, from how it ended and what it printed."""
@@ -290,7 +315,7 @@ class Session:
         return Shown(
             cwd=self._cwd,
             env=tuple((k, fill(v, self._values)) for k, v in self.engine.env),
-            index=self._argv(self.engine.index) if self.engine.index else None,
+            index=self._argv(self._index) if self._index else None,
             stdin=self._stdin_path,
             names=self._values["names"],
             db=str(self._db),
@@ -479,7 +504,7 @@ class Session:
     def _protocol_error(self, detail: str) -> str:
         return (
             f"batch finder {self.binary.label} ({' '.join(self._bin_argv)}) on "
-            f"{self.corpus.checkout.pin.name}: {detail}"
+            f"{self.corpus.name}: {detail}"
         )
 
 

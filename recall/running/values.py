@@ -32,9 +32,16 @@ class FinderBuild:
 
 @dataclass(frozen=True)
 class Corpus:
-    """A checkout and the names file the harness writes for it."""
+    """A checkout and the names file the harness writes for it; or a names list alone,
+    with no checkout (a judgments query's candidates, recall/inputs/judgments.py), known
+    by its `label`."""
 
-    checkout: Checkout
+    checkout: Checkout | None
     names: list[str]
     cache: Path | None = None  # where to rebuild the checkout from if a finder dirties it
     mirror: Path | None = None
+    label: str = ""  # a names list's name; a checkout is known by its pin's
+
+    @property
+    def name(self) -> str:
+        return self.checkout.pin.name if self.checkout else self.label

@@ -17,6 +17,7 @@ from recall.analysis.model import TOP, QueryResult
 from recall.errors import RecallError
 from recall.finders.engine import finder_env, refuse_unfit, resolve_engine
 from recall.inputs.corpus import Pin, cache_root, load_pins, mirror_root, select_pins
+from recall.inputs.judgments import refuse_judgments
 from recall.inputs.keystrokes import refuse_typing
 from recall.inputs.paths import domain_of
 from recall.inputs.queryset import HAND, QueryRow, query_set_path, read_queries
@@ -54,6 +55,7 @@ def explain(options: ExplainOptions) -> Explained:
     corpus, queries = Path(found.corpus), query_set_path(found.queries or "")
     (pin,) = select_pins(load_pins(corpus), [options.repo], corpus)
     refuse_typing(queries, "recall explain")
+    refuse_judgments(queries, "recall explain")
     rows = read_queries(queries, None) if queries.exists() else []
     row = pick_row(rows, pin.name, options.query, options.source, options.type)
     cache = cache_root(options.data.cache)

@@ -28,6 +28,7 @@ from recall.analysis.report import counts
 from recall.errors import RecallError
 from recall.finders.engine import Engine, resolve_engine
 from recall.inputs.corpus import Pin, cache_root, load_pins, mirror_root
+from recall.inputs.judgments import refuse_judgments
 from recall.inputs.keystrokes import refuse_typing
 from recall.inputs.paths import domain_of
 from recall.inputs.queryset import QueryRow, query_set_path, read_queries, select
@@ -166,6 +167,7 @@ def select_rows(
         if repo not in pins:
             raise RecallError(f"--repo {repo}: not a pin in {corpus_path}")
     refuse_typing(queries_path, command)
+    refuse_judgments(queries_path, command)
     all_rows = read_queries(queries_path, set(pins))
     rows = [row for row in select(all_rows, repos, types) if row.sourced]
     if not rows:

@@ -287,6 +287,8 @@ class ResultsOptions:
     render_only: bool = False
     only: tuple[str, ...] | None = None
     out: str = "docs/RESULTS.md"
+    # the judgments page's other sets: each set's name and the folder of its kept reports
+    sets: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         check_fields(self)

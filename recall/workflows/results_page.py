@@ -24,15 +24,17 @@ from pathlib import Path
 import git
 import orjson
 
+from recall import __version__
 from recall.analysis.model import SCHEMA
 from recall.errors import RecallError
 from recall.files import read_input, write_atomic
-from recall.finders.engine import Engine, load_preset
+from recall.finders.engine import Engine, load_preset, needs_corpus
 from recall.finders.kinds.node import TREE_FOLDER, locked_version
 from recall.inputs.corpus import load_pins
 from recall.inputs.queryset import query_set_path, read_queries
 from recall.inputs.suite import locate
-from recall.running.build import finder_root
+from recall.render.judgments_results import PATH_MODE
+from recall.running.build import finder_root, own_tree
 from recall.terminal import progress
 from recall.workflows.options import ResultsOptions
 
@@ -223,9 +225,13 @@ def _first_line(argv: list[str]) -> str:
 def finder_version(peer: Peer, engine: Engine, root: Path) -> str:
     """What exactly ran: the program's own version line, the package or the commit."""
     if peer.preset in ("reference", "reference-paths"):
-        with git.Repo(root) as repo:
-            dirty = " with uncommitted changes" if repo.is_dirty() else ""
-            return f"recall commit {repo.head.commit.hexsha[:12]}{dirty}"
+        tree = own_tree(engine, root)  # recall's own tree where root holds none
+        try:
+            with git.Repo(tree) as repo:
+                dirty = " with uncommitted changes" if repo.is_dirty() else ""
+                return f"recall commit {repo.head.commit.hexsha[:12]}{dirty}"
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+            return f"recall {__version__} (installed, no git checkout)"
     if peer.version is not None:
         return peer.version(root)
     if peer.package:
@@ -300,6 +306,8 @@ def run_peer(
             tail = " ".join(proc.stderr.decode("utf-8", "replace").split())[-TAIL:]
             raise RecallError(f"{peer.label}: recall run exited {proc.returncode}: {tail}")
         report = orjson.loads(proc.stdout)
+        if "judgments" in report:  # its rows are candidates: no query has a name first
+            return report, []
         return report, first_names(orjson.loads(saved.read_bytes()), report["queries"])
 
 
@@ -367,7 +375,7 @@ def _report_path(folder: Path, peer: Peer) -> Path:
     return folder / (peer.label.replace(" ", "-").replace("(", "").replace(")", "") + ".json")
 
 
-def _read_entry(path: Path) -> dict:
+def read_entry(path: Path) -> dict:
     try:
         entry = orjson.loads(read_input(path, f"kept report {path}"))
     except orjson.JSONDecodeError as exc:
@@ -401,11 +409,12 @@ def measured_jobs(entries: list[dict]) -> str:
 def is_path_set(queries: str) -> bool:
     """Does --queries name a set of paths (recall.inputs.paths), whose page has the file
     pickers?"""
+    from recall.inputs.judgments import is_judgments_file
     from recall.inputs.keystrokes import is_typing_file
     from recall.inputs.paths import PATHS, domain_of
 
     path = query_set_path(queries)
-    if not path.exists() or is_typing_file(path):  # a typing set's steps type names
+    if not path.exists() or is_typing_file(path) or is_judgments_file(path):  # no path rows
         return False
     return domain_of(read_queries(path)) == PATHS
 
@@ -430,13 +439,33 @@ def path_peers() -> list[Peer]:
     ]
 
 
+def judgment_peers() -> list[Peer]:
+    """The judgments page's peers (recall/workflows/results_judgments.py): every peer of the
+    names' page that reads a names list, then every file picker of the paths' page in its
+    path mode, so labelled."""
+    names = [p for p in default_peers() if not needs_corpus(load_preset(p.preset))]
+    paths = [dataclasses.replace(p, label=p.label + PATH_MODE) for p in path_peers()]
+    return names + paths
+
+
+def is_judgments_set(queries: str) -> bool:
+    """Does --queries name a judgments file (its header: recall/inputs/judgments.py)?"""
+    from recall.inputs.judgments import is_judgments_file
+
+    path = query_set_path(queries)
+    return path.exists() and is_judgments_file(path)
+
+
 def peer_entries(options: ResultsOptions) -> list[dict]:
     """Every peer's entry of the page, run now or read back from options.reports."""
     found = locate("results", corpus=options.corpus, queries=options.queries)
     options = dataclasses.replace(options, corpus=found.corpus, queries=found.queries or "")
     root = finder_root(Path("."))
     only = options.only
-    every = path_peers() if is_path_set(options.queries) else default_peers()
+    if is_judgments_set(options.queries):  # the name finders and the pickers' path modes
+        every = judgment_peers()
+    else:
+        every = path_peers() if is_path_set(options.queries) else default_peers()
     left_out = ""
     if is_typing_set(options.queries):  # one ceiling over every corpus's sequences
         every = [p for p in every if not load_preset(p.preset).languages]
@@ -465,7 +494,7 @@ def _peer_entry(peer: Peer, options: ResultsOptions, root: Path, folder: Path | 
         )
     if options.render_only:
         assert folder is not None
-        entry = _read_entry(_report_path(folder, peer))
+        entry = read_entry(_report_path(folder, peer))
         shown = entry["report"].get("split")
         if options.split and shown != options.split:
             raise RecallError(

@@ -19,6 +19,7 @@ import orjson
 from recall import __version__
 from recall.analysis import ceiling, path_ceiling
 from recall.analysis.accept import Key, in_selection, read_accepted
+from recall.analysis.judgments_report import NO_CEILING, judgments_report
 from recall.analysis.model import (
     UNKNOWN_SHOWN,
     BenchSummary,
@@ -46,10 +47,18 @@ from recall.finders.engine import (
 from recall.finders.requirements import require
 from recall.inputs import derive, keystrokes, path_recipes, recipes, symbols
 from recall.inputs.corpus import Pin, cache_root, load_pins, mirror_root
+from recall.inputs.judgments import (
+    Judgment,
+    is_judgments_file,
+    judged_rows,
+    lists_of,
+    read_judgments,
+)
 from recall.inputs.keystrokes import TypingRow
 from recall.inputs.paths import PATHS, domain_of
 from recall.inputs.queryset import (
     HAND,
+    JUDGED,
     QUERY_SETS,
     QUERY_SETS_DEFAULT,
     QueryRow,
@@ -76,6 +85,7 @@ from recall.running.interpreter import finder_python
 from recall.running.measure import (
     check_answered,
     check_sources,
+    names_corpora,
     open_corpus,
     run_binary,
     unknown_sources,
@@ -206,9 +216,13 @@ def measure(options: RunOptions) -> Measurement:
         if repo not in pins:
             raise RecallError(f"--repo {repo}: not a pin in {corpus_path}")
     repos, types = listed(options.data.repos), listed(options.data.types)
-    all_rows, rows, steps = selected_rows(
+    selected = selected_rows(
         queries_path, pins, repos, types, options.split, bench=bool(options.bench)
     )
+    all_rows, rows, steps = selected.all_rows, selected.rows, selected.steps
+    if selected.judgments:
+        check_judged(queries_path, accept=options.accept, regress=options.regress,
+                     misses=options.misses)  # fmt: skip
     strict = options.strict_queries or found.committed
     hand = [r for r in select(all_rows, repos, None) if r.type == HAND]
     if options.bench and not hand:
@@ -262,7 +276,7 @@ def measure(options: RunOptions) -> Measurement:
         sides.insert(0, _baseline(options, engine, root, cache, python, engine_flag))
     sides = [dataclasses.replace(s, explain=pasteable(s.explain, root)) for s in sides]
 
-    corpora: dict[str, Corpus] = {}
+    corpora: dict[str, Corpus] = names_corpora(lists_of(rows), cache) if selected.judgments else {}
     unknown: tuple[UnknownSource, ...] = ()
     if not strict:  # a foreign file's unknown sources are listed, cached runs or not
         _fetch_corpora(rows, pins, cache, mirror, corpora)
@@ -306,7 +320,7 @@ def measure(options: RunOptions) -> Measurement:
     regress_file = options.regress or DEFAULT_REGRESS
     plan = Plan(
         pins, rows, cases, skipped, accepted, cache, mirror, corpora, unknown, data,
-        regress_file, options.split, options.misses, steps,
+        regress_file, options.split, options.misses, steps, selected.judgments,
     )  # fmt: skip
     if options.shard:
         return Measurement(plan, measured, has_base, meta, None)
@@ -376,10 +390,14 @@ class Plan:
     split: str | None = None  # the side of the tune/holdout split the rows are
     show_misses: bool = False  # list every source not ranked #1
     steps: tuple[TypingRow, ...] = ()  # a typing set's steps, whose prompts `rows` are
+    judgments: tuple[Judgment, ...] = ()  # a judgments set's pairs, whose candidates `rows` are
 
 
 def _ceiling(plan: Plan) -> CeilingSummary:
-    """The ceiling of the plan's rows, a foreign file's unknown sources not found."""
+    """The ceiling of the plan's rows, a foreign file's unknown sources not found; a
+    judgments set has none (no recipe makes a judgment)."""
+    if plan.judgments:
+        return NO_CEILING
     unknown = [QueryRow(u.repo, u.query, u.type, u.source) for u in plan.unknown]
     return query_set_ceiling(plan.rows, plan.pins, plan.cache, plan.mirror, plan.corpora, unknown)
 
@@ -392,6 +410,9 @@ def _analyse(
     the rows no finder can be judged on; `report.analyse` does the rest. Shared by a run
     and by `recall merge` of its shards, so both report the same."""
     rows, cases = plan.rows, plan.cases
+    if plan.judgments:
+        ran = [m.run for m in measured]
+        return judgments_report(meta, list(plan.judgments), rows, ran, baseline=has_base)
     regress = (
         RegressSection(plan.regress_file, len(cases), plan.skipped)
         if cases or plan.skipped
@@ -439,10 +460,14 @@ def merge(options: MergeOptions) -> Report:
     found = locate("merge", corpus=options.data.corpus, queries=options.data.queries)
     corpus_path, queries_path = Path(found.corpus), query_set_path(found.queries or "")
     pins = load_pins(corpus_path)
-    all_rows, rows, steps = selected_rows(
+    selected = selected_rows(
         queries_path, pins, listed(options.data.repos), listed(options.data.types),
         options.split,
     )  # fmt: skip
+    all_rows, rows, steps = selected.all_rows, selected.rows, selected.steps
+    if selected.judgments:
+        check_judged(queries_path, accept=options.accept, regress=options.regress,
+                     misses=options.misses)  # fmt: skip
     if not rows:
         raise RecallError(
             f"merge: {queries_path} has no rows of the shards' selection "
@@ -477,6 +502,7 @@ def merge(options: MergeOptions) -> Report:
     plan = Plan(
         pins, rows, cases, skipped, accepted, cache, mirror, corpora, unknown, data,
         options.regress or DEFAULT_REGRESS, options.split, options.misses, steps,
+        selected.judgments,
     )  # fmt: skip
     return _analyse(
         plan, measured, has_base=merged.baseline, meta=merged.meta, ceiling=_ceiling(plan),
@@ -484,21 +510,56 @@ def merge(options: MergeOptions) -> Report:
     )  # fmt: skip
 
 
+@dataclass(frozen=True)
+class Selected:
+    """A query file's rows and the selection's; for a typing set its selected steps, whose
+    distinct prompts are the rows that run (each once); for a judgments set its pairs,
+    whose candidates are the rows that run (recall/inputs/judgments.py)."""
+
+    all_rows: list[QueryRow]
+    rows: list[QueryRow]
+    steps: tuple[TypingRow, ...] = ()
+    judgments: tuple[Judgment, ...] = ()
+
+
 def selected_rows(
     path: Path, pins: dict[str, Pin], repos: list[str] | None, types: list[str] | None,
     split: str | None, *, bench: bool = False,
-) -> tuple[list[QueryRow], list[QueryRow], tuple[TypingRow, ...]]:  # fmt: skip
-    """The query set's rows, the selection's, and for a typing set (inputs/keystrokes.py)
-    its selected steps, whose distinct prompts are the rows that run (each once)."""
+) -> Selected:  # fmt: skip
+    """The query set's rows and the selection's, of whichever kind its header says."""
+    if is_judgments_file(path):
+        for flag, given in (("--repo", repos), ("--type", types), ("--split", split)):
+            if given:
+                raise RecallError(
+                    f"{flag}: {path} is a judgments set, whose queries run over their own "
+                    "candidates: it has no corpora, types or tune/holdout split to select"
+                )
+        if bench:
+            raise RecallError(f"--bench: {path} is a judgments set, with no hand rows to time")
+        judgments = read_judgments(path)
+        rows = judged_rows(judgments)
+        return Selected(rows, rows, judgments=tuple(judgments))
     side = split_repos({name: pin.split for name, pin in pins.items()}, split)
     if not keystrokes.is_typing_file(path):
         all_rows = read_queries(path, set(pins))
-        return all_rows, select(all_rows, repos, types, side), ()
+        return Selected(all_rows, select(all_rows, repos, types, side))
     if bench:
         raise RecallError(f"--bench: {path} is a typing set, with no hand rows to time")
     steps = keystrokes.select_typing(keystrokes.read_typing(path, set(pins)), repos, types, side)
     rows = keystrokes.prompts(steps)
-    return rows, rows, tuple(steps)
+    return Selected(rows, rows, tuple(steps))
+
+
+def check_judged(queries: Path, *, accept: str | None, regress: str | None, misses: bool) -> None:
+    """Flags that speak of sourced rows, refused with a judgments set in one line each:
+    its losses are judgments (its diff lists them), and no regress case runs on a names
+    list."""
+    for flag, given in (("--accept", accept), ("--regress", regress), ("--misses", misses)):
+        if given:
+            raise RecallError(
+                f"{flag}: {queries} is a judgments set, whose report lists the judgments each "
+                "finder disagrees with (--json) and the ones a diff lost, not sourced rows"
+            )
 
 
 def shard_rows(rows: list[QueryRow], k: int, n: int) -> list[QueryRow]:
@@ -564,8 +625,8 @@ def _regress_cases(
     were skipped because their repo is not a pin of this corpus: the committed regress.tsv
     must not stop a run over a corpus of the user's own. The default file may be absent;
     an explicit --regress FILE naming an unknown repo is refused at its line."""
-    if no_regress or (regress is None and domain_of(rows) == PATHS):
-        return [], 0  # the default regress cases are names: none applies to a path set
+    if no_regress or (regress is None and domain_of(rows) in (PATHS, JUDGED)):
+        return [], 0  # the default regress cases are names of corpora: none applies here
     path = Path(regress or default)
     if regress is None and not path.exists():
         return [], 0
@@ -816,11 +877,11 @@ def query_set_ceiling(
         if is_paths:  # the corpora's candidates are their paths
             per_row = path_ceiling.row_ceilings(rows, {r: corpora[r].names for r in repos})
         else:
+            checkouts = {repo: corpora[repo].checkout for repo in repos}
             sources = {
-                repo: derive.name_source(
-                    checkout_symbols(corpora[repo].checkout, cache), pins[repo].language
-                )
-                for repo in repos
+                repo: derive.name_source(checkout_symbols(checkout, cache), pins[repo].language)
+                for repo, checkout in checkouts.items()
+                if checkout is not None  # every pin's; a names list alone has no ceiling
             }
             per_row = ceiling.row_ceilings(rows, sources)
         keep_file(path, orjson.dumps(ceiling.encode_rows(rows, per_row)))
@@ -832,8 +893,14 @@ def _fetch_corpora(
     rows: list[QueryRow], pins: dict[str, Pin], cache: Path, mirror: Path | None,
     corpora: dict[str, Corpus],
 ) -> None:  # fmt: skip
-    """Fetch and list names only when a binary runs: a run from the cache needs neither."""
+    """Fetch and list names only when a binary runs: a run from the cache needs neither.
+    A judgments set's lists need no fetch: they are made from every row of each (a plan
+    holds them all from the start)."""
     domain = domain_of(rows)
+    if domain == JUDGED:
+        made = names_corpora(lists_of(rows), cache)
+        corpora.update({name: made[name] for name in made if name not in corpora})
+        return
     for repo in dict.fromkeys(row.repo for row in rows):
         if repo not in corpora:
             corpora[repo] = open_corpus(pins[repo], cache, mirror, domain)

@@ -1,13 +1,15 @@
 """Command line of the reference finder, in the shape the engine description expects.
 
     python -m recall.finders.reference index CORPUS_DIR --language L --db FILE
+    python -m recall.finders.reference index-names NAMES_FILE --db FILE   (a names list
+        alone, one a line: the judgments set's candidates, with no corpus behind them)
     python -m recall.finders.reference query Q --db FILE [--json] [--limit N]
     python -m recall.finders.reference query --batch --db FILE   (the batch protocol of
         recall.finders.protocol: {"id": I, "query": Q, "limit": N} in, {"id": I,
         "results": [...]} out, and a request without an id gets the bare list)
 
-What a command needs is imported once it runs: an index imports NumPy and ctags's
-reader; a query, neither (its start-up counts in its queries' time).
+What a command needs is imported once it runs: an index imports NumPy (and ctags's
+reader, for a corpus); a query, neither (its start-up counts in its queries' time).
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ def _parser() -> argparse.ArgumentParser:
     index.add_argument("corpus", type=Path)
     index.add_argument("--language", required=True)
     index.add_argument("--db", required=True, type=Path)
+    names = sub.add_parser("index-names", help="index a names list (one a line) alone")
+    names.add_argument("names", type=Path)
+    names.add_argument("--db", required=True, type=Path)
     query = sub.add_parser("query", help="rank the indexed names for a query")
     query.add_argument("query", nargs="?")
     query.add_argument("--db", required=True)
@@ -94,7 +99,11 @@ def _query(args: argparse.Namespace | SimpleNamespace) -> None:
         import orjson
 
         rows = orjson.loads(finder.search_json(args.query, args.limit))
-        sys.stdout.write("".join(f"{r['name']}\t{r['file']}:{r['line']}\n" for r in rows))
+        # a names list's rows name no file or line: the name alone
+        lines = (
+            f"{r['name']}\t{r['file']}:{r['line']}" if "file" in r else r["name"] for r in rows
+        )
+        sys.stdout.write("".join(f"{line}\n" for line in lines))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -109,6 +118,10 @@ def main(argv: list[str] | None = None) -> int:
             from recall.finders.reference.store import build
 
             build(args.corpus, args.language, args.db)
+        elif args.command == "index-names":
+            from recall.finders.reference.store import build_names
+
+            build_names(args.names, args.db)
         else:
             _query(args)
     except RecallError as exc:

@@ -2,7 +2,10 @@
 
 The `index` command writes every definition extract() returns as a catalog, in the sorted
 order of extract(), so the "first definition" of a name never depends on timing: the
-names, paths and scopes, each name's definitions and its answer row as JSON. Beside it the
+names, paths and scopes, each name's definitions and its answer row as JSON. The
+`index-names` command writes a names list alone the same way (the judgments set's
+candidates, with no corpus behind them): each name one definition with no file, line or
+scope, its answer row naming the name alone; the file is the same kind. Beside it the
 index keeps what the ranker derives from the names (arrays.py) and the compiled kernel
 (kernel.py), so a query process, whose start-up counts in the queries' time, builds
 nothing and imports no NumPy: it maps the file and hands the arrays' addresses to the
@@ -75,12 +78,13 @@ def answer_row(name: str, path: str, line: int) -> bytes:
 
 
 def catalog(
-    definitions: Iterable[tuple[str, str, int, str]],
+    definitions: Iterable[tuple[str, str, int, str]], located: bool = True
 ) -> tuple[dict[str, list[str]], dict[str, np.ndarray]]:
     """The catalog of (name, path, line, scope) definitions in index order: the distinct
     names (in order of their first definition), paths and scopes; and per definition,
     grouped by name, its path's number, line and scope's number, where each name's
-    definitions start, and each name's answer row at its first definition."""
+    definitions start, and each name's answer row at its first definition (not located:
+    a row naming the name alone, since a names list has no file or line to give)."""
     from array import array
 
     import numpy as np
@@ -105,7 +109,7 @@ def catalog(
     # gigabytes for a million rows held in a list
     rows, row_ends = bytearray(), array("q")
     for name, p, k in firsts:
-        rows += answer_row(name, path_list[p], k)
+        rows += answer_row(name, path_list[p], k) if located else orjson.dumps({"name": name})
         row_ends.append(len(rows))
     texts = {"names": list(names), "paths": path_list, "scopes": list(scopes)}
     arrays: dict[str, np.ndarray] = {
@@ -131,26 +135,57 @@ def build(corpus: Path, language: str, db: Path) -> int:
     if not corpus.is_dir():
         raise RecallError(f"{corpus}: not a directory")
     library = kernel.build()  # first: a compiler that fails stops the index at once
-    import numpy as np
-
-    from recall.finders.reference.arrays import name_arrays
     from recall.inputs.symbols import extract
 
     symbols = extract(corpus, language)
     texts, arrays = catalog((s.name, s.path, s.line, s.scope) for s in symbols)
     del symbols
+    _index(db, texts, arrays, library, {"language": language, "corpus": str(corpus)}, str(corpus))
+    return int(arrays["path"].size)
+
+
+def build_names(names_file: Path, db: Path) -> int:
+    """Index the names of names_file (one a line, verbatim; the judgments set's candidates:
+    no corpus, so no file, line or scope) into db, as build() indexes a corpus's
+    definitions; returns the number of names. The file is read here, not by the harness's
+    adapters' reader, so the index process imports nothing beyond what `index` does
+    (the preset's index_inputs)."""
+    library = kernel.build()
+    try:
+        text = names_file.read_bytes().decode("utf-8")  # bytes: no newline translated
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RecallError(f"{names_file}: cannot read: {exc}") from None
+    names = [line for line in text.split("\n") if line]  # a name may hold other separators
+    texts, arrays = catalog(((name, "", 0, "") for name in names), located=False)
+    _index(db, texts, arrays, library, {"names list": str(names_file)}, str(names_file))
+    return len(texts["names"])
+
+
+def _index(
+    db: Path,
+    texts: dict[str, list[str]],
+    arrays: dict[str, np.ndarray],
+    library: bytes,
+    source: dict[str, str],
+    where: str,
+) -> None:
+    """The catalog with what the ranker derives from its names and the compiled kernel,
+    into db; source says in the meta what was indexed, where names it in an error."""
+    import numpy as np
+
+    from recall.finders.reference.arrays import name_arrays
+
     for key, items in texts.items():
         held = next((t for t in items if "\0" in t), None)
         if held is not None:
-            raise RecallError(f"{corpus}: a NUL character in one of its {key}: {held!r}")
+            raise RecallError(f"{where}: a NUL character in one of its {key}: {held!r}")
     arrays.update(name_arrays(texts["names"]))
     for key in ("paths", "scopes"):
         arrays[key] = np.frombuffer("\0".join(texts[key]).encode("utf-8"), dtype=np.uint8)
     arrays["kernel"] = np.frombuffer(library, dtype=np.uint8)
     meta = {
         "schema": SCHEMA,
-        "language": language,
-        "corpus": str(corpus),
+        **source,
         "names": len(texts["names"]),
         "paths": len(texts["paths"]),
         "scopes": len(texts["scopes"]),
@@ -160,7 +195,6 @@ def build(corpus: Path, language: str, db: Path) -> int:
         "kernel sha256": hashlib.sha256(library).hexdigest(),
     }
     _write(db, meta, arrays)
-    return int(arrays["path"].size)
 
 
 def _write(db: Path, meta: dict[str, object], arrays: dict[str, np.ndarray]) -> None:
