@@ -204,8 +204,12 @@ def test_two_builds_of_the_wheel_are_the_same_bytes_and_leave_only_ignored_files
     (again,) = source.glob("recall_harness-*.whl")
     assert again.read_bytes() == wheel.read_bytes()
     made = {p.relative_to(source) for p in source.rglob("*")} - before
-    left = sorted(str(p) for p in made if p.parent not in made)  # each new folder once
-    assert left and "recall_harness-0.1.0-py3-none-any.whl" in left
+    # each new folder once, named as a folder: a pattern such as `build/` matches only a
+    # folder, and the clone holding .gitignore may have none of that name to tell git so
+    left = sorted(
+        str(p) + ("/" if (source / p).is_dir() else "") for p in made if p.parent not in made
+    )
+    assert "recall_harness-0.1.0-py3-none-any.whl" in left
     ignored = subprocess.run(
         ["git", "check-ignore", "--no-index", *left], cwd=ROOT, capture_output=True, text=True
     )  # fmt: skip
@@ -400,8 +404,10 @@ def test_the_matrix_recipe_merges_three_shard_jobs_into_the_unsharded_reports(
         proc = run_step(jobs["shard"].steps["recall shard"], checkout, env)
         assert proc.returncode == 0, proc.stderr
         assert f"recall: history shard {k}/{SHARDS}: " in proc.stdout
-        shutil.copytree(checkout / "shards", artifacts / f"recall-shard-{k}")  # upload
-        assert sorted(p.name for p in (checkout / "shards").iterdir()) == sorted(
+        saved = Path(env["RUNNER_TEMP"]) / "shards"  # outside the checkout, whose content
+        assert not (checkout / "shards").exists()  # each shard's run digests alike
+        shutil.copytree(saved, artifacts / f"recall-shard-{k}")  # upload
+        assert sorted(p.name for p in saved.iterdir()) == sorted(
             [f"history-{k}.json", *(f"run-{s}-{k}.json" for s in env["SETS"].split())]
         )
 

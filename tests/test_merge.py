@@ -218,8 +218,8 @@ def test_shards_of_a_working_tree_edited_between_them_are_refused(two_pins, tmp_
     assert (proc.returncode, proc.stdout) == (2, ""), proc.stderr
     assert proc.stderr == (
         f"recall: merge {tmp_path / '2e.json'}: its run 'candidate' ran a tree of other "
-        f"content than {tmp_path / '1.json'}'s (the tree was edited between the shards' "
-        "runs?)\n"
+        f"content than {tmp_path / '1.json'}'s (edited between the shards' runs, or "
+        "holding a file one of them saved?)\n"
     )
 
     older = orjson.loads((tmp_path / "2.json").read_bytes())  # as this recall saved before

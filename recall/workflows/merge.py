@@ -89,7 +89,8 @@ def check_same_code(path: Path, shard: Saved, first_path: Path, first: Saved) ->
         if tree != first_tree:
             raise RecallError(
                 f"merge {path}: its run {run.label!r} ran a tree of other content than "
-                f"{first_path}'s (the tree was edited between the shards' runs?)"
+                f"{first_path}'s (edited between the shards' runs, or holding a file one "
+                "of them saved?)"
             )
         if binary == WORKING_TREE.strip() and tree is None:
             raise RecallError(

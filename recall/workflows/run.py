@@ -339,7 +339,9 @@ def check_steps(
 ) -> None:  # fmt: skip
     """A typing set's steps whose source is no name of its corpus are refused before any
     finder runs (or a merge reports): the corpora are fetched for its report's ceiling
-    anyway."""
+    anyway. A shard checks the steps of its own repos, whose corpora it fetches."""
+    ran = {row.repo for row in rows}  # a shard's repos: it runs only their steps
+    steps = tuple(step for step in steps if step.repo in ran)
     if not steps:
         return
     _fetch_corpora(rows, pins, cache, mirror, corpora)
