@@ -21,7 +21,7 @@ judges the change with McNemar's exact test on them, as a name diff's verdict on
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from recall.analysis.stats import (
     ALPHA,
@@ -184,6 +184,8 @@ class Judged:
     lists: int
     runs: tuple[JudgedRun, ...]
     diffs: tuple[JudgedDiff, ...] = ()
+    split: str | None = None  # --split: the side whose pairs these are; None: the whole file
+    sides: dict[str, tuple[str, ...]] = field(default_factory=dict)  # each side's projects
 
     @property
     def contested(self) -> int:
@@ -194,6 +196,7 @@ class Judged:
             "pairs": [p.to_json() for p in self.pairs], "queries": self.queries,
             "lists": self.lists, "contested": self.contested,
             "runs": [r.to_json() for r in self.runs], "diffs": [d.to_json() for d in self.diffs],
+            "split": self.split, "sides": {k: list(v) for k, v in self.sides.items()},
         }  # fmt: skip
 
 
@@ -333,7 +336,8 @@ def judged_from_json(data: dict) -> Judged:
         )
         for d in data["diffs"]
     )  # fmt: skip
-    return Judged(pairs, data["queries"], data["lists"], runs, diffs)
+    sides = {k: tuple(v) for k, v in data.get("sides", {}).items()}  # added within schema 2
+    return Judged(pairs, data["queries"], data["lists"], runs, diffs, data.get("split"), sides)
 
 
 # How far recall's own sets agree with the judgments: the results page -------------------
