@@ -335,9 +335,8 @@ class FolderEntry:
 
 def leftover_key(name: str) -> str:
     """The key whose maker or dropper left a folder: `.tmp-<key>-XXXX` (mkdtemp's XXXX
-    holds no dash) or `.trash-<key>-<pid>`; the key's lock guards it while it is alive.
-    An older recall set a checkout being rebuilt aside as `.tmp-<key>-old-XXXX`."""
-    return name.split("-", 1)[1].rsplit("-", 1)[0].removesuffix("-old")
+    holds no dash) or `.trash-<key>-<pid>`; the key's lock guards it while it is alive."""
+    return name.split("-", 1)[1].rsplit("-", 1)[0]
 
 
 def discard(path: Path) -> None:

@@ -1,6 +1,8 @@
 """The Python API (docs/api.md): the workflows called with typed options give the numbers
 the command line prints, and `import recall` stays light."""
 
+import argparse
+import dataclasses
 import json
 import re
 import subprocess
@@ -183,3 +185,49 @@ def test_options_as_the_command_line_makes_them_pass_their_own_checks():
     made = run_command.options_of(args)
     assert made.candidates == (("engine", "fzf"), ("bin", "b=/bin/true"))
     assert (made.split, made.jobs, made.timeout, made.shard) == ("tune", 2, 5.0, (1, 2))
+
+
+# Each options class and the command whose flags fill it.
+COMMAND_OF = {
+    "RunOptions": "run", "Data": "run", "MergeOptions": "merge", "HistoryOptions": "history",
+    "CommitOptions": "history", "BisectOptions": "bisect", "ExplainOptions": "explain",
+    "ResultsOptions": "results",
+}  # fmt: skip
+
+
+def _flags_of(command: str) -> dict[str, argparse.Action]:
+    from recall.cli import build_parser
+
+    (sub,) = [
+        a for a in build_parser(command)._actions if isinstance(a, argparse._SubParsersAction)
+    ]
+    return {action.dest: action for action in sub.choices[command]._actions}
+
+
+def _api_doc_exceptions() -> set[str]:
+    """The options docs/api.md's table says are no flag of the same name."""
+    text = (ROOT / "docs" / "api.md").read_text()
+    table = text.split("| option | on the command line |")[1].split("\n\n")[0]
+    rows = [row.split("|")[1] for row in table.splitlines()[2:]]
+    return {name for row in rows for name in re.findall(r"`(\w+\.\w+)`", row)}
+
+
+def test_every_option_is_its_flag_of_the_same_name_and_default_or_listed_in_api_md():
+    from recall.workflows import options
+
+    unlike = set()
+    for name, command in COMMAND_OF.items():
+        flags = _flags_of(command)
+        for field in dataclasses.fields(getattr(options, name)):
+            action = flags.get(field.name)
+            spelled = (
+                action is not None
+                and (  # a positional argument (`revs`) is named by its dest
+                    not action.option_strings
+                    or f"--{field.name.replace('_', '-')}" in action.option_strings
+                )
+            )
+            default = field.default if field.default is not dataclasses.MISSING else None
+            if not spelled or (action.option_strings and action.default != default):
+                unlike.add(f"{name}.{field.name}")
+    assert unlike == _api_doc_exceptions()

@@ -58,7 +58,7 @@ _Q = b'[engine]\nbin = ["f"]\nquery = ["{bin}", "{query}"]\n'
         (_Q + b'pass_env = ["A=B"]\n', "pass_env: name 'A=B' must be non-empty"),
         (_Q + b'pass_env = ["TZ"]\n', "pass_env: TZ is set by the harness"),
         (_Q + b'pass_env = ["X"]\nenv = { X = "1" }\n', "X is in both env and pass_env"),
-        (_Q + b'pass_env = ["X"]\nenv_remove = ["X"]\n', "X is in both env_remove and pass_env"),
+        (_Q + b'env_remove = ["X"]\n', "unknown key 'env_remove'"),
         (_Q + b'inputs = [""]\n', "inputs: an empty path names no file"),
         (_Q + b'toolchain = ["rustc"]\n', "toolchain must be a list of argv lists"),
         (_Q + b"toolchain = [[]]\n", "toolchain must be a list of argv lists"),
@@ -114,8 +114,3 @@ def test_the_declared_environment_is_the_fixed_base_pass_env_and_env_only():
         "TZ": "UTC",
         "MY_OPT": "1",
     }
-
-
-def test_env_remove_is_still_accepted_and_removes_nothing_more():
-    engine = parse_engine(_Q + b'env_remove = ["FZF_DEFAULT_OPTS"]\n', "t.toml")
-    assert "FZF_DEFAULT_OPTS" not in finder_env(engine, {"FZF_DEFAULT_OPTS": "-x"})

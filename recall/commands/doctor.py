@@ -138,7 +138,7 @@ def check_ctags() -> Check:
 
 
 def check_presets(tree: Path, python: str, *, own_engine: bool = False) -> list[Check]:
-    """Each preset's needs (recall/requirements.py: its programs on PATH and what they
+    """Each preset's needs (recall/finders/requirements.py: its programs on PATH and what they
     need, node and npm, the modules {python} must import), then its program's version.
     Only the reference finder, the default run's engine, fails the doctor, and only where
     it is the default (no recall.toml: own_engine false); the rest are warnings, each

@@ -845,7 +845,7 @@ def query_set_ceiling(
     rows: list[QueryRow], pins: dict[str, Pin], cache: Path, mirror: Path | None,
     corpora: dict[str, Corpus], unknown: list[QueryRow] | None = None,
 ) -> CeilingSummary:  # fmt: skip
-    """The best #1 and top 10 any finder can expect on these rows (recall/ceiling.py). It
+    """The best #1 and top 10 any finder can expect on these rows (recall/analysis/ceiling.py). It
     depends on the pins, the rows, the names ctags finds and the recipes alone, so it is
     kept in the cache under those (ctags's version and the code that extracts, filters and
     derives), and a run from the results cache needs no corpus. A row whose source is no
