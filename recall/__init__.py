@@ -19,10 +19,12 @@ __version__ = "0.1.0"
 # The Python API: each name, and the module that defines it.
 API = {
     "run": ("recall.workflows.run", "run"),
+    "measure": ("recall.workflows.run", "measure"),
     "merge": ("recall.workflows.run", "merge"),
     "history": ("recall.workflows.history", "measure_history"),
-    "bisect": ("recall.workflows.bisection", "bisect_text"),
+    "bisect": ("recall.workflows.bisection", "find_first_bad"),
     "explain": ("recall.workflows.explain", "explain"),
+    "pin": ("recall.workflows.pin", "pin"),
     "Data": ("recall.workflows.options", "Data"),
     "RunOptions": ("recall.workflows.options", "RunOptions"),
     "MergeOptions": ("recall.workflows.options", "MergeOptions"),
@@ -30,7 +32,11 @@ API = {
     "HistoryOptions": ("recall.workflows.options", "HistoryOptions"),
     "BisectOptions": ("recall.workflows.options", "BisectOptions"),
     "ExplainOptions": ("recall.workflows.options", "ExplainOptions"),
+    "PinOptions": ("recall.workflows.options", "PinOptions"),
     "Report": ("recall.analysis.model", "Report"),
+    "History": ("recall.workflows.history", "History"),
+    "Verdict": ("recall.workflows.bisection", "Verdict"),
+    "PinChange": ("recall.workflows.pin", "PinChange"),
     "RecallError": ("recall.errors", "RecallError"),
 }
 __all__ = ["__version__", *API]

@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     if args.shard:
         return _shard(args, plan, commits)
     points = history.history(plan, commits)
-    return print_history(args, history.as_json(plan, points))
+    return print_history(args, history.history_of(plan, points))
 
 
 def options_of(args: argparse.Namespace) -> HistoryOptions:

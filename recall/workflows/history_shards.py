@@ -47,6 +47,7 @@ from recall.workflows.history import (
     KIND,
     SCHEMA,
     Commit,
+    History,
     Plan,
     Point,
     answered,
@@ -252,7 +253,7 @@ def _decode_part(where: str, item: object, known: dict[str, Commit], rows: list[
     return Part(tuple(repos), Point(known[item["sha"]], run, error, built, cached))
 
 
-def merge(paths: list[Path], pins: dict[str, Pin], rows: list[QueryRow], corpus: Path) -> dict:
+def merge(paths: list[Path], pins: dict[str, Pin], rows: list[QueryRow], corpus: Path) -> History:
     """The history object of the shards' files, for the selection rows of the merge's own
     flags (pins: the merge's corpus, read from corpus)."""
     shards = [load_shard(path) for path in paths]

@@ -1,5 +1,5 @@
 """What each workflow is asked, as typed, frozen values: the options of `recall run`,
-`merge`, `history`, `bisect` and `results`.
+`merge`, `history`, `bisect`, `explain`, `pin` and `results`.
 
 The commands (recall/commands/) turn their flags into these, and a Python program builds
 them directly (docs/api.md); below the commands no code reads a flag by its name. Each
@@ -269,6 +269,28 @@ class ExplainOptions:
         check_fields(self)
         check_timeout(self.timeout)
         check_build_timeout(self.build_timeout)
+
+
+@dataclass(frozen=True)
+class PinOptions:
+    """`recall pin`: the repo pinned at a full commit of url, its corpus language, and how
+    many names to sample (None: its settings file's n). Of `data`, the corpus, the query
+    set (a committed set's name stands for its file and derive settings), the cache and
+    the mirrors serve."""
+
+    repo: str
+    url: str
+    sha: str
+    language: str
+    data: Data = Data()
+    n: int | None = None
+    force: bool = False  # pin even when no name of the repo can be sampled
+    settings: str | None = None  # the derive settings (None: the set's own, else derive.json)
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+        if self.n is not None and self.n < 0:
+            raise RecallError("--n must be zero or more")
 
 
 @dataclass(frozen=True)
