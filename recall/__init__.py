@@ -38,6 +38,8 @@ API = {
     "Verdict": ("recall.workflows.bisection", "Verdict"),
     "PinChange": ("recall.workflows.pin", "PinChange"),
     "RecallError": ("recall.errors", "RecallError"),
+    "reporting": ("recall.terminal", "reporting"),
+    "Reporter": ("recall.terminal", "Reporter"),
 }
 __all__ = ["__version__", *API]
 

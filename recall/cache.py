@@ -29,7 +29,6 @@ import functools
 import hashlib
 import os
 import shutil
-import sys
 import tempfile
 import time
 import typing
@@ -41,6 +40,7 @@ import orjson
 
 from recall.errors import RecallError
 from recall.files import write_atomic
+from recall.terminal import progress
 
 HEADER = b"recall-entry sha256:"  # a file entry's first line: this, the digest, "\n"
 STALE_TEMP_S = 86400.0  # a file entry's temporary file older than this was left by a kill
@@ -53,8 +53,8 @@ def key_digest(parts: object, length: int = 32) -> str:
 
 
 def warn(message: str) -> None:
-    """One line on stderr: the run goes on."""
-    print(f"recall: warning: {message}", file=sys.stderr)
+    """One warning line, through the reporter (above the status line): the run goes on."""
+    progress().warn(message)
 
 
 def _dropped(path: Path, why: str) -> None:

@@ -15,7 +15,6 @@ one list of candidates a corpus.
 from __future__ import annotations
 
 import hashlib
-import sys
 from pathlib import Path
 
 import git
@@ -26,6 +25,7 @@ from recall.errors import RecallError
 from recall.inputs.corpus import Checkout
 from recall.inputs.queryset import JUDGED, JUDGED_TYPES, NAMES, PATH_TYPES, PATHS, QueryRow
 from recall.inputs.recipes import is_searchable
+from recall.terminal import progress
 
 # The listing rule's version: a change to what is listed changes every key.
 LISTING = "ls-files -s -z; no gitlinks; searchable paths; v1"
@@ -88,8 +88,10 @@ def cached_paths(root: Path, tree: str, cache: Path) -> list[str]:
             kept = None
         if isinstance(kept, list) and all(isinstance(p, str) for p in kept):
             return kept
-        print(f"recall: warning: ignoring corrupt paths cache entry {path} (not a list of "
-              "paths): listing the paths again", file=sys.stderr)  # fmt: skip
+        progress().warn(
+            f"ignoring corrupt paths cache entry {path} (not a list of paths): listing the "
+            "paths again"
+        )
     listed = list_paths(root)
     keep_file(path, orjson.dumps(listed))
     return listed

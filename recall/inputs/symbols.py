@@ -12,7 +12,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass
 from functools import cache
@@ -25,6 +24,7 @@ from recall.errors import RecallError
 from recall.inputs.corpus import Checkout
 from recall.inputs.languages import LANGUAGES
 from recall.inputs.recipes import is_searchable
+from recall.terminal import progress
 
 INSTALL_HINT = "install Universal Ctags (Debian: apt-get install universal-ctags)"
 
@@ -277,8 +277,9 @@ def _decode_symbols(rows: object) -> list[Symbol] | None:
 
 
 def _warn_corrupt(path: Path, why: str) -> None:
-    print(f"recall: warning: ignoring corrupt symbols cache entry {path} ({why}): listing "
-          "the symbols again", file=sys.stderr)  # fmt: skip
+    progress().warn(
+        f"ignoring corrupt symbols cache entry {path} ({why}): listing the symbols again"
+    )
 
 
 def distinct_names(symbols: list[Symbol]) -> list[str]:
