@@ -21,6 +21,8 @@ API = {
     "run": ("recall.workflows.run", "run"),
     "measure": ("recall.workflows.run", "measure"),
     "merge": ("recall.workflows.run", "merge"),
+    "merge_history": ("recall.workflows.history_shards", "merge_history"),
+    "history_shard": ("recall.workflows.history_shards", "measure_saved"),
     "history": ("recall.workflows.history", "measure_history"),
     "bisect": ("recall.workflows.bisection", "find_first_bad"),
     "explain": ("recall.workflows.explain", "explain"),

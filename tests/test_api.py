@@ -225,6 +225,8 @@ BAD_OPTIONS = [
     ("MergeOptions", {"files": "a.json"}, "MergeOptions.files: expected a tuple of (str)"),
     ("CommitOptions", {"jobs": 0}, "--jobs 0: give 1 or more"),
     ("HistoryOptions", {"every": 0}, "--every 0: give 1 or more"),
+    ("HistoryOptions", {"save": "h.json"}, "--save goes with --shard K/N"),
+    ("HistoryOptions", {"shard": (1, 2)}, "--shard needs --save FILE"),
     ("HistoryOptions", {"revs": ["v1"]}, "HistoryOptions.revs: expected a tuple of (str)"),
     ("BisectOptions", {"good": "a", "bad": "b", "metric": "mrr"},
      "BisectOptions.metric: expected one of 'first_pct' or None, got 'mrr'"),

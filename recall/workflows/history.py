@@ -134,6 +134,10 @@ def make_plan(options: CommitOptions, command: str = "recall history") -> Plan:
 def measure_history(options: HistoryOptions) -> History:
     """The history of the options' commits (its JSON is docs/history.md's): the Python
     API's `recall.history`, and `recall history` without --shard."""
+    if options.shard:
+        raise RecallError(
+            "--shard: a shard makes no history; history_shards.measure_saved saves it"
+        )
     plan = make_plan(options.commits)
     commits = chosen_commits(plan, options)
     return history_of(plan, history(plan, commits))

@@ -15,7 +15,61 @@ from recall.analysis.model import QueryResult, RunResult
 from recall.errors import RecallError
 from recall.files import file_sha256
 from recall.inputs.queryset import QueryRow
-from recall.running.results_cache import WORKING_TREE, Saved, code_of, load_saved
+from recall.inputs.sides import SPLITS, Split
+from recall.running.results_cache import (
+    HISTORY_KIND,
+    SAVED_KIND,
+    WORKING_TREE,
+    Saved,
+    code_of,
+    load_saved,
+    read_saved,
+)
+
+NOUNS = {SAVED_KIND: "run", HISTORY_KIND: "history"}
+
+
+def shards_kind(files: tuple[str, ...]) -> str:
+    """What the files hold, the same in each: a run's shards (SAVED_KIND) or a history's
+    (HISTORY_KIND); a mix is refused, naming the odd file."""
+    kinds = [read_saved(Path(f), "merge", tuple(NOUNS))["kind"] for f in files]
+    for path, kind in zip(files, kinds, strict=True):
+        if kind != kinds[0]:
+            raise RecallError(
+                f"merge {path}: the file of a {NOUNS[kind]} shard, and {files[0]} of a "
+                f"{NOUNS[kinds[0]]} shard: merge the shards of one run or of one history"
+            )
+    return kinds[0]
+
+
+def shards_selection(
+    files: tuple[str, ...],
+) -> tuple[tuple[str, ...] | None, tuple[str, ...] | None, Split | None]:
+    """The --repo, --type and --split a run's shards ran with, as their files say: the same
+    in every file, or the merge refuses (a file from before they said it: no selection; one
+    from before --split: every row)."""
+    found = [read_saved(Path(f), "merge", (SAVED_KIND,)).get("selection") for f in files]
+    for path, selection in zip(files, found, strict=True):
+        if selection != found[0]:
+            raise RecallError(
+                f"merge {path}: ran with another --repo/--type/--split selection than {files[0]}"
+            )
+    selection = found[0]
+    if not isinstance(selection, dict):
+        return None, None, None
+    repos, types, split = selection.get("repo"), selection.get("type"), selection.get("split")
+    if split is not None and split not in SPLITS:
+        raise RecallError(f"merge {files[0]}: selection.split must be one of {', '.join(SPLITS)}")
+    for flag, value in (("repo", repos), ("type", types)):
+        if value is not None and not (
+            isinstance(value, list) and all(isinstance(v, str) for v in value)
+        ):
+            raise RecallError(f"merge {files[0]}: selection.{flag} must be a list of strings")
+    return (
+        None if repos is None else tuple(repos),
+        None if types is None else tuple(types),
+        split,
+    )
 
 
 def merge_saved(paths: list[Path], asked: list[QueryRow], data: dict[str, Path]) -> Saved:

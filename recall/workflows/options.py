@@ -215,18 +215,26 @@ class CommitOptions:
 @dataclass(frozen=True)
 class HistoryOptions:
     """`recall history`: which commits (a range, refs, or the tags matching a pattern),
-    every Nth of them, each measured as `commits` says."""
+    every Nth of them, each measured as `commits` says; or one shard of them, saved."""
 
     commits: CommitOptions = CommitOptions()
     revs: tuple[str, ...] = ()
     tags: str | None = None
     first_parent: bool = False
     every: int = 1
+    shard: tuple[int, int] | None = None  # measure shard K of N only, saved to `save`
+    save: str | None = None
 
     def __post_init__(self) -> None:
         check_fields(self)
         if self.every < 1:
             raise RecallError(f"--every {self.every}: give 1 or more")
+        if self.shard is not None and not 1 <= self.shard[0] <= self.shard[1]:
+            raise RecallError(f"--shard {self.shard[0]}/{self.shard[1]}: give K/N with 1 <= K <= N")
+        if self.save and not self.shard:
+            raise RecallError("--save goes with --shard K/N: a shard's results go to recall merge")
+        if self.shard and not self.save:
+            raise RecallError("--shard needs --save FILE: a shard's results go to recall merge")
 
 
 @dataclass(frozen=True)

@@ -92,6 +92,7 @@ from recall.running.measure import (
 )
 from recall.running.probe import probe
 from recall.running.results_cache import (
+    SAVED_KIND,
     WORKING_TREE,
     Flags,
     cached_run,
@@ -102,7 +103,7 @@ from recall.running.results_cache import (
 )
 from recall.running.values import Corpus, FinderBuild
 from recall.workflows.bench import run_bench
-from recall.workflows.merge import merge_saved
+from recall.workflows.merge import merge_saved, shards_kind, shards_selection
 from recall.workflows.options import (
     DEFAULT_REGRESS,
     Data,
@@ -458,7 +459,17 @@ def not_found(run: RunResult, rows: list[QueryRow], unknown: list[QueryRow]) -> 
 
 def merge(options: MergeOptions) -> Report:
     """The report of a run from the files its shards saved, as the unsharded run makes
-    it (the seconds are the shards' sums): the Python API's `recall.merge`."""
+    it (the seconds are the shards' sums): the Python API's `recall.merge`. With no
+    --repo, --type or --split selection given, the one the files hold."""
+    if shards_kind(options.files) != SAVED_KIND:
+        raise RecallError(
+            f"merge {options.files[0]}: the file of a history's shard: recall.merge_history "
+            "merges those"
+        )
+    if options.data.repos is None and options.data.types is None and options.split is None:
+        repos, types, split = shards_selection(options.files)
+        selection = dataclasses.replace(options.data, repos=repos, types=types)
+        options = dataclasses.replace(options, data=selection, split=split)
     found = locate("merge", corpus=options.data.corpus, queries=options.data.queries)
     corpus_path, queries_path = Path(found.corpus), query_set_path(found.queries or "")
     pins = load_pins(corpus_path)
