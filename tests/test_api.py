@@ -231,6 +231,7 @@ BAD_OPTIONS = [
     ("BisectOptions", {"good": "a", "bad": "b", "metric": "mrr"},
      "BisectOptions.metric: expected one of 'first_pct' or None, got 'mrr'"),
     ("BisectOptions", {"good": "a", "bad": "b", "drop": "3"}, "BisectOptions.drop: expected"),
+    ("PruneOptions", {"older_than": float("nan")}, "--older-than and --keep-builds must be"),
     ("PinOptions", {"repo": "gin", "url": "u", "sha": "s", "language": "go", "n": -1},
      "--n must be zero or more"),
     ("PinOptions", {"repo": "gin", "url": "u", "sha": "s", "language": "go", "n": "5"},
@@ -276,17 +277,19 @@ def test_options_as_the_command_line_makes_them_pass_their_own_checks():
 COMMAND_OF = {
     "RunOptions": "run", "Data": "run", "MergeOptions": "merge", "HistoryOptions": "history",
     "CommitOptions": "history", "BisectOptions": "bisect", "ExplainOptions": "explain",
-    "ResultsOptions": "results", "PinOptions": "pin",
+    "ResultsOptions": "results", "PinOptions": "pin", "PruneOptions": "cache prune",
 }  # fmt: skip
 
 
 def _flags_of(command: str) -> dict[str, argparse.Action]:
+    """The flags of a command (`cache prune`: of its verb), by the name they are kept as."""
     from recall.cli import build_parser
 
-    (sub,) = [
-        a for a in build_parser(command)._actions if isinstance(a, argparse._SubParsersAction)
-    ]
-    return {action.dest: action for action in sub.choices[command]._actions}
+    parser = build_parser(command.split()[0])
+    for word in command.split():
+        (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        parser = sub.choices[word]
+    return {action.dest: action for action in parser._actions}
 
 
 def _api_doc_exceptions() -> set[str]:

@@ -12,12 +12,12 @@ from conftest import ROOT, commit_files, make_repo, needs_ctags, needs_mirror, r
 
 from recall.cache import FolderEntry, keep_file, locked, read_file, release_in_use, sweep_files
 from recall.cache import _checked as checked
-from recall.commands.cache import entries, stale
 from recall.errors import RecallError
 from recall.finders.engine import load_engine
 from recall.inputs.corpus import Pin, checkout_key, fetch
 from recall.inputs.symbols import checkout_symbols, ctags_identity
 from recall.running.build import build_base
+from recall.workflows.cache import entries, stale
 
 ENGINE = '[engine]\nbin = ["{python}", "{tree}/finder.py"]\nquery = ["{bin}", "{query}"]\n'
 OLD = time.time() - 10 * 86400

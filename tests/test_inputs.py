@@ -12,7 +12,6 @@ from helpers import fault_args, fault_env, fault_world
 
 from recall.analysis.model import Hit, QueryResult, RunResult
 from recall.cache import keep_file
-from recall.commands.cache import entries, stale
 from recall.errors import RecallError
 from recall.finders.engine import parse_engine
 from recall.inputs.corpus import MARKER, Pin, checkout_key, fetch, load_pins
@@ -22,6 +21,7 @@ from recall.inputs.symbols import checkout_symbols
 from recall.running import results_cache as saved
 from recall.running.identity import data_key
 from recall.running.results_cache import cached_run, decode_run, encode_run, load_against, store_run
+from recall.workflows.cache import entries, stale
 
 
 @pytest.fixture

@@ -24,7 +24,6 @@ import git
 
 from recall import __version__
 from recall.commands._flags import add_common, add_finder, add_queries, locate_flags
-from recall.commands.cache import human, size
 from recall.errors import EXIT_FAILURE, EXIT_OK, RecallError
 from recall.finders.engine import (
     Engine,
@@ -68,6 +67,7 @@ from recall.running.measure import open_corpus
 from recall.running.probe import probe
 from recall.running.proc import method
 from recall.running.values import FinderBuild
+from recall.workflows.cache import human, size
 from recall.workflows.options import QUERY_TIMEOUT_S
 
 OK, WARN, FAIL = "ok", "warn", "FAIL"

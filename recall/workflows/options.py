@@ -302,6 +302,26 @@ class PinOptions:
 
 
 @dataclass(frozen=True)
+class PruneOptions:
+    """`recall cache prune`: what is stale besides what no pin of the corpus needs: builds
+    past the keep_builds most recently used, entries unused for older_than days. Of
+    `data`, the corpus and the cache serve."""
+
+    data: Data = Data()
+    older_than: float | None = None
+    keep_builds: int | None = None
+    dry_run: bool = False  # say what would go; remove nothing
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+        # written so that NaN, which compares false with every bound, is refused too
+        if (self.older_than is not None and not 0 <= self.older_than < float("inf")) or (
+            self.keep_builds is not None and self.keep_builds < 0
+        ):
+            raise RecallError("--older-than and --keep-builds must be zero or more (and finite)")
+
+
+@dataclass(frozen=True)
 class ResultsOptions:
     """`recall results`: every peer finder and the reference over one query set; `only`
     narrows the peers to these presets, `reports` keeps (or, render_only, reads) each
