@@ -20,7 +20,7 @@ __version__ = "0.1.0"
 API = {
     "run": ("recall.workflows.run", "run"),
     "measure": ("recall.workflows.run", "measure"),
-    "merge": ("recall.workflows.run", "merge"),
+    "merge": ("recall.workflows.merge", "merge"),
     "merge_history": ("recall.workflows.history_shards", "merge_history"),
     "history_shard": ("recall.workflows.history_shards", "measure_saved"),
     "history": ("recall.workflows.history", "measure_history"),

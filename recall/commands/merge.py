@@ -1,5 +1,5 @@
 """`recall merge FILE...`: the files of `recall run --shard K/N --save FILE` as the one
-report the unsharded run prints (recall/workflows/merge.py joins them, run.merge reports),
+report the unsharded run prints (recall/workflows/merge.py joins and reports them),
 or those of `recall history --shard K/N --save FILE` as the one history
 (history_shards.merge_history); this is its flags."""
 
@@ -20,7 +20,6 @@ from recall.errors import RecallError
 from recall.running.results_cache import HISTORY_KIND
 from recall.workflows import history_shards
 from recall.workflows import merge as merging
-from recall.workflows import run as running
 from recall.workflows.options import MergeOptions
 
 
@@ -54,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         return print_history(args, history_shards.merge_history(options))
     if args.by:
         raise RecallError("--by goes with the files of a history's shards")
-    return print_report(running.merge(options), output_of(args))
+    return print_report(merging.merge(options), output_of(args))
 
 
 def options_of(args: argparse.Namespace) -> MergeOptions:

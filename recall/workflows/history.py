@@ -46,7 +46,7 @@ from recall.running.measure import (
     open_corpus,
     run_binary,
 )
-from recall.running.results_cache import cached_run, run_key, store_run
+from recall.running.results_cache import cached_or_run, run_key
 from recall.running.values import Corpus
 from recall.terminal import progress
 from recall.workflows.options import CommitOptions, HistoryOptions, listed
@@ -285,20 +285,32 @@ def measure_rows(plan: Plan, commit: Commit, rows: list[QueryRow]) -> Point:
     except RecallError as exc:
         return Point(commit, None, _one_line(str(exc)), built, False)
     cacheable = not plan.no_cache and unseen_code(plan.engine) is None
-    run = None if not cacheable else cached_run(plan.cache, key, commit.sha[:12], rows)
-    cached = run is not None
-    if run is None:
-        _open_corpora(plan, rows)  # outside the try: a fetch or a bad source ends the history
+
+    def run_now() -> RunResult:
+        _open_corpora(plan, rows)  # not a _Failed: a fetch or a bad source ends the history
+        kept = None if plan.no_cache else f"commit:{commit.sha}"  # its kept indexes
         try:
-            kept = None if plan.no_cache else f"commit:{commit.sha}"  # its kept indexes
-            run = run_binary(
+            return run_binary(
                 binary, rows, plan.corpora, jobs=plan.jobs, timeout=plan.timeout, build=kept
             )
         except RecallError as exc:
-            return Point(commit, None, _one_line(str(exc)), built, False)
-        if cacheable:  # --no-cache neither reads nor writes
-            store_run(plan.cache, key, run)
+            raise _Failed(_one_line(str(exc))) from None
+
+    try:
+        run, cached = cached_or_run(
+            plan.cache, key, commit.sha[:12], rows, cacheable=cacheable, run=run_now
+        )
+    except _Failed as failed:
+        return Point(commit, None, failed.line, built, False)
     return Point(commit, run, None, built, cached)
+
+
+class _Failed(Exception):
+    """The commit's run failed: a row of the history saying why, not an end of it."""
+
+    def __init__(self, line: str) -> None:
+        super().__init__(line)
+        self.line = line
 
 
 def answered(point: Point, allow_empty: bool) -> Point:
