@@ -1,3 +1,6 @@
+"""The results cache and the files of --save and --against (recall/running/results_cache.py):
+what a stored or saved run is known by, and what reading one refuses."""
+
 import dataclasses
 import json
 from pathlib import Path
