@@ -35,12 +35,15 @@ import typing
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
 
 from recall.errors import RecallError
+
+if TYPE_CHECKING:
+    from recall.terminal import Reporter
 from recall.files import write_atomic
-from recall.terminal import progress
 
 HEADER = b"recall-entry sha256:"  # a file entry's first line: this, the digest, "\n"
 STALE_TEMP_S = 86400.0  # a file entry's temporary file older than this was left by a kill
@@ -52,9 +55,18 @@ def key_digest(parts: object, length: int = 32) -> str:
     return hashlib.sha256(data).hexdigest()[:length]
 
 
+def reporter() -> Reporter:
+    """The process's reporter (recall/terminal.py), imported only when there is something
+    to say: the reference finder's index imports this module, and a kept index is known
+    by the files its index reads (the preset's index_inputs), which the terminal is not."""
+    from recall.terminal import progress
+
+    return progress()
+
+
 def warn(message: str) -> None:
     """One warning line, through the reporter (above the status line): the run goes on."""
-    progress().warn(message)
+    reporter().warn(message)
 
 
 def _dropped(path: Path, why: str) -> None:

@@ -22,12 +22,11 @@ import git
 import orjson
 import platformdirs
 
-from recall.cache import FolderEntry, sole_user
+from recall.cache import FolderEntry, reporter, sole_user
 from recall.errors import RecallError
 from recall.files import read_input
 from recall.inputs.languages import LANGUAGES
 from recall.inputs.sides import SIDES, TUNE
-from recall.terminal import progress
 
 FROZEN_DATE = "2000-01-01T00:00:00Z"
 FROZEN_EPOCH = 946684800
@@ -218,7 +217,7 @@ def fetch(pin: Pin, cache: Path, mirror: Path | None = None, *, deep: bool = Fal
                         f"run again once it has ended"
                     )
                 if entry.path.exists():
-                    progress().say(f"recall: {pin.name}: {problem}; rebuilding the checkout")
+                    reporter().say(f"recall: {pin.name}: {problem}; rebuilding the checkout")
                 _build_checkout(pin, entry, mirror)
     except OSError as exc:
         raise RecallError(f"cache {entry.root}: {exc.strerror or exc}") from None
@@ -306,7 +305,7 @@ def _fetch_source(pin: Pin, mirror: Path | None) -> str:
         return pin.url
     local = mirror_source(mirror, pin.url)
     if local is None:
-        progress().say(f"recall: {pin.name}: not in mirror {mirror}; fetching {pin.url}")
+        reporter().say(f"recall: {pin.name}: not in mirror {mirror}; fetching {pin.url}")
         return pin.url
     return local.as_uri()
 
@@ -314,7 +313,7 @@ def _fetch_source(pin: Pin, mirror: Path | None) -> str:
 def _shallow_fetch(repo: git.Repo, pin: Pin, source: str, *, hint: bool = False) -> None:
     """Fetch the pinned commit alone; hint: no mirror was given, so a failure says how to
     give one."""
-    progress().aside(f"recall: fetching {pin.name} {pin.sha[:12]} from {source}")
+    reporter().aside(f"recall: fetching {pin.name} {pin.sha[:12]} from {source}")
     try:
         repo.git.fetch("--depth", "1", "--no-tags", "--end-of-options", source, pin.sha)
     except git.GitCommandError as exc:

@@ -20,12 +20,11 @@ from pathlib import Path
 import git
 import orjson
 
-from recall.cache import keep_file, read_file
+from recall.cache import keep_file, read_file, reporter
 from recall.errors import RecallError
 from recall.inputs.corpus import Checkout
 from recall.inputs.queryset import JUDGED, JUDGED_TYPES, NAMES, PATH_TYPES, PATHS, QueryRow
 from recall.inputs.recipes import is_searchable
-from recall.terminal import progress
 
 # The listing rule's version: a change to what is listed changes every key.
 LISTING = "ls-files -s -z; no gitlinks; searchable paths; v1"
@@ -88,7 +87,7 @@ def cached_paths(root: Path, tree: str, cache: Path) -> list[str]:
             kept = None
         if isinstance(kept, list) and all(isinstance(p, str) for p in kept):
             return kept
-        progress().warn(
+        reporter().warn(
             f"ignoring corrupt paths cache entry {path} (not a list of paths): listing the "
             "paths again"
         )

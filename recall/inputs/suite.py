@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from recall.cache import reporter
 from recall.errors import RecallError
 from recall.inputs.queryset import QUERY_SETS
-from recall.terminal import progress
 
 CONFIG = "recall.toml"
 CORPUS, QUERIES, REGRESS = "corpus.json", "queries.tsv", "regress.tsv"
@@ -84,7 +84,7 @@ def announce(config: Path) -> None:
     """Say once a command, on stderr, which recall.toml above the current folder it read:
     one here, or named by --finder, the user sees or chose (a run's report names it too,
     in its meta)."""
-    progress().say(f"recall: using {config}, found from {Path.cwd()} up")
+    reporter().say(f"recall: using {config}, found from {Path.cwd()} up")
 
 
 def packaged(name: str) -> Path:

@@ -19,12 +19,11 @@ from pathlib import Path
 
 import orjson
 
-from recall.cache import keep_file, read_file
+from recall.cache import keep_file, read_file, reporter
 from recall.errors import RecallError
 from recall.inputs.corpus import Checkout
 from recall.inputs.languages import LANGUAGES
 from recall.inputs.recipes import is_searchable
-from recall.terminal import progress
 
 INSTALL_HINT = "install Universal Ctags (Debian: apt-get install universal-ctags)"
 
@@ -277,7 +276,7 @@ def _decode_symbols(rows: object) -> list[Symbol] | None:
 
 
 def _warn_corrupt(path: Path, why: str) -> None:
-    progress().warn(
+    reporter().warn(
         f"ignoring corrupt symbols cache entry {path} ({why}): listing the symbols again"
     )
 
