@@ -19,10 +19,16 @@ __version__ = "0.1.0"
 # The Python API: each name, and the module that defines it.
 API = {
     "run": ("recall.workflows.run", "run"),
-    "merge": ("recall.workflows.run", "merge"),
+    "measure": ("recall.workflows.run", "measure"),
+    "merge": ("recall.workflows.merge", "merge"),
+    "merge_history": ("recall.workflows.history_shards", "merge_history"),
+    "history_shard": ("recall.workflows.history_shards", "measure_saved"),
     "history": ("recall.workflows.history", "measure_history"),
-    "bisect": ("recall.workflows.bisection", "bisect_text"),
+    "bisect": ("recall.workflows.bisection", "find_first_bad"),
     "explain": ("recall.workflows.explain", "explain"),
+    "pin": ("recall.workflows.pin", "pin"),
+    "cache_entries": ("recall.workflows.cache", "list_entries"),
+    "prune": ("recall.workflows.cache", "prune_stale"),
     "Data": ("recall.workflows.options", "Data"),
     "RunOptions": ("recall.workflows.options", "RunOptions"),
     "MergeOptions": ("recall.workflows.options", "MergeOptions"),
@@ -30,8 +36,15 @@ API = {
     "HistoryOptions": ("recall.workflows.options", "HistoryOptions"),
     "BisectOptions": ("recall.workflows.options", "BisectOptions"),
     "ExplainOptions": ("recall.workflows.options", "ExplainOptions"),
+    "PinOptions": ("recall.workflows.options", "PinOptions"),
+    "PruneOptions": ("recall.workflows.options", "PruneOptions"),
     "Report": ("recall.analysis.model", "Report"),
+    "History": ("recall.workflows.history", "History"),
+    "Verdict": ("recall.workflows.bisection", "Verdict"),
+    "PinChange": ("recall.workflows.pin", "PinChange"),
     "RecallError": ("recall.errors", "RecallError"),
+    "reporting": ("recall.terminal", "reporting"),
+    "Reporter": ("recall.terminal", "Reporter"),
 }
 __all__ = ["__version__", *API]
 

@@ -29,17 +29,20 @@ import functools
 import hashlib
 import os
 import shutil
-import sys
 import tempfile
 import time
 import typing
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
 
 from recall.errors import RecallError
+
+if TYPE_CHECKING:
+    from recall.terminal import Reporter
 from recall.files import write_atomic
 
 HEADER = b"recall-entry sha256:"  # a file entry's first line: this, the digest, "\n"
@@ -52,9 +55,18 @@ def key_digest(parts: object, length: int = 32) -> str:
     return hashlib.sha256(data).hexdigest()[:length]
 
 
+def reporter() -> Reporter:
+    """The process's reporter (recall/terminal.py), imported only when there is something
+    to say: the reference finder's index imports this module, and a kept index is known
+    by the files its index reads (the preset's index_inputs), which the terminal is not."""
+    from recall.terminal import progress
+
+    return progress()
+
+
 def warn(message: str) -> None:
-    """One line on stderr: the run goes on."""
-    print(f"recall: warning: {message}", file=sys.stderr)
+    """One warning line, through the reporter (above the status line): the run goes on."""
+    reporter().warn(message)
 
 
 def _dropped(path: Path, why: str) -> None:
@@ -335,9 +347,8 @@ class FolderEntry:
 
 def leftover_key(name: str) -> str:
     """The key whose maker or dropper left a folder: `.tmp-<key>-XXXX` (mkdtemp's XXXX
-    holds no dash) or `.trash-<key>-<pid>`; the key's lock guards it while it is alive.
-    An older recall set a checkout being rebuilt aside as `.tmp-<key>-old-XXXX`."""
-    return name.split("-", 1)[1].rsplit("-", 1)[0].removesuffix("-old")
+    holds no dash) or `.trash-<key>-<pid>`; the key's lock guards it while it is alive."""
+    return name.split("-", 1)[1].rsplit("-", 1)[0]
 
 
 def discard(path: Path) -> None:

@@ -20,8 +20,9 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TextIO
+from typing import Protocol, TextIO
 
 # The bidirectional controls: marks (U+061C, U+200E, U+200F), embeddings and overrides
 # (U+202A-U+202E), isolates (U+2066-U+2069); and the line and paragraph separators.
@@ -73,6 +74,37 @@ class Task:
     started: float
     done: int = 0
     note: str = ""  # what it is doing now ("gin: indexing")
+
+
+class Reporter(Protocol):
+    """Everything the stages tell while they work, through one object: the tasks counted
+    (rows of a binary, commits of a history), lines of their own (a history's "building"),
+    warnings (a cache entry dropped), and asides only a watcher wants (which mirror a
+    corpus is fetched from). The default, Progress, draws the status line on a terminal's
+    stderr and writes the lines above it, so a warning never lands inside the status
+    line; a Python program replaces it with `reporting(its_own)` (docs/api.md)."""
+
+    def task(self, label: str, total: int, unit: str) -> AbstractContextManager[Task]:
+        """A task counted while the block runs."""
+        ...
+
+    def advance(self, task: Task, n: int = 1) -> None: ...
+
+    def note(self, task: Task, text: str) -> None:
+        """What the task is doing now ("gin: indexing")."""
+        ...
+
+    def say(self, message: str) -> None:
+        """A line of its own, always shown."""
+        ...
+
+    def warn(self, message: str) -> None:
+        """Something went wrong that the work goes on past (`recall: warning: ...`)."""
+        ...
+
+    def aside(self, message: str) -> None:
+        """A line for someone watching (the default: only on a terminal)."""
+        ...
 
 
 class Progress:
@@ -135,6 +167,14 @@ class Progress:
             print(message, file=self.stream, flush=True)
             self._draw(force=True)
 
+    def warn(self, message: str) -> None:
+        self.say(f"recall: warning: {message}")
+
+    def aside(self, message: str) -> None:
+        """Said only on a terminal: a log or a pipe gets the lines that matter alone."""
+        if self.enabled:
+            self.say(message)
+
     def line(self) -> str:
         """The status line as plain text (no escapes)."""
         now = self.clock()
@@ -186,12 +226,27 @@ def duration(seconds: float) -> str:
 
 
 _PROGRESS: Progress | None = None
+_REPORTER: Reporter | None = None  # one given by reporting(), in place of the default
 
 
-def progress() -> Progress:
-    """The process's one status line on stderr (made on first use, so a test's redirected
-    stderr is the one it sees)."""
+def progress() -> Reporter:
+    """The process's one reporter: the one given to `reporting`, else the status line on
+    stderr (made on first use, so a test's redirected stderr is the one it sees)."""
     global _PROGRESS
+    if _REPORTER is not None:
+        return _REPORTER
     if _PROGRESS is None or (_PROGRESS.stream is not sys.stderr and not _PROGRESS.tasks):
         _PROGRESS = Progress()
     return _PROGRESS
+
+
+@contextlib.contextmanager
+def reporting(reporter: Reporter) -> Iterator[Reporter]:
+    """Every task, line and warning of the work done in the block goes to reporter (the
+    Python API's `recall.reporting`); the one before it is back after the block."""
+    global _REPORTER
+    before, _REPORTER = _REPORTER, reporter
+    try:
+        yield reporter
+    finally:
+        _REPORTER = before

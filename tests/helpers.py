@@ -17,7 +17,7 @@ from pathlib import Path
 
 import git
 import numpy as np
-from conftest import ROOT, tiny_suite
+from conftest import ROOT, make_repo, tiny_suite
 
 from recall.analysis.ceiling import RowCeiling
 from recall.analysis.ceiling import summary as ceiling_summary
@@ -242,3 +242,22 @@ def chromium(page: Path, tmp: Path) -> tuple[np.ndarray, list[str]]:
 
 def has_color(pixels: np.ndarray, color: tuple[int, int, int]) -> bool:
     return bool(np.all(pixels == np.array(color, dtype=np.uint8), axis=2).any())
+
+
+DEEP = b"[" * 100_000 + b"]" * 100_000  # JSON nested past any parser's depth
+DEEP_OBJECT = b'{"a":' * 100_000 + b"1" + b"}" * 100_000
+
+
+def one_line_exit_2(proc, *needles: str) -> None:  # type: ignore[no-untyped-def]
+    """The CLI refused in one `recall: ...` line, exit 2, naming each needle."""
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("recall: ") and proc.stderr.count("\n") == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    for needle in needles:
+        assert needle in proc.stderr, proc.stderr
+
+
+def tiny_pin(tmp_path: Path) -> Pin:
+    """A pin of a one-file python repo made in tmp_path/up."""
+    upstream = make_repo(tmp_path / "up", {"a.py": "def alpha_function():\n    pass\n"})
+    return Pin("tiny", (tmp_path / "up").as_uri(), upstream.head.commit.hexsha, "python")

@@ -1,6 +1,8 @@
 """The Python API (docs/api.md): the workflows called with typed options give the numbers
 the command line prints, and `import recall` stays light."""
 
+import argparse
+import dataclasses
 import json
 import re
 import subprocess
@@ -10,12 +12,27 @@ import pytest
 from conftest import ROOT, mirror_dir, needs_ctags, needs_mirror, run_cli
 
 import recall
+from recall.workflows.bisection import render as render_verdict
+from recall.workflows.pin import render as render_pin
 
 
-def _example() -> str:
-    """The worked example of docs/api.md: its one Python block."""
-    (block,) = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "api.md").read_text(), re.S)
-    return block
+def _examples() -> dict[str, str]:
+    """docs/api.md's Python blocks, by the name on their first line (`# run`)."""
+    blocks = re.findall(
+        r"```python\n# (\w+)\n(.*?)```", (ROOT / "docs" / "api.md").read_text(), re.S
+    )
+    return dict(blocks)
+
+
+def _run_example(name: str) -> dict:
+    """Run docs/api.md's example as it stands there; what it left in its namespace."""
+    namespace: dict = {}
+    exec(compile(_examples()[name], f"docs/api.md ({name})", "exec"), namespace)
+    return namespace
+
+
+def test_api_md_has_an_example_of_each_command_the_tests_run():
+    assert sorted(_examples()) == ["bisect", "history", "merge", "pin", "run"]
 
 
 def _without_seconds(report: dict) -> dict:
@@ -37,9 +54,7 @@ def test_the_worked_example_reports_what_the_cli_prints_for_gin_abbr3(
     monkeypatch.setenv("RECALL_CACHE", str(real_cache))
     monkeypatch.setenv("RECALL_MIRROR", str(mirror))
     monkeypatch.chdir(ROOT)
-    namespace: dict = {}
-    exec(compile(_example(), "docs/api.md", "exec"), namespace)
-    report = namespace["report"]
+    report = _run_example("run")["report"]
     printed = capsys.readouterr().out
 
     assert isinstance(report, recall.Report)
@@ -107,22 +122,88 @@ def _without_timing(history: dict) -> dict:
     return history
 
 
+@pytest.fixture
+def in_env(real_cache, monkeypatch):
+    """$RECALL_CACHE and $RECALL_MIRROR as the examples of docs/api.md expect them."""
+    mirror = mirror_dir()
+    if mirror is None:
+        pytest.skip("the offline corpus mirrors (../shared/corpora) are absent")
+    monkeypatch.setenv("RECALL_CACHE", str(real_cache))
+    monkeypatch.setenv("RECALL_MIRROR", str(mirror))
+    return ("--cache", str(real_cache), "--mirror", str(mirror))
+
+
 @needs_mirror
-def test_history_from_python_gives_the_json_the_cli_prints(fzy, real_cache, monkeypatch):
-    mirror = str(mirror_dir())
-    monkeypatch.chdir(ROOT)
-    data = recall.Data(cache=str(real_cache), mirror=mirror, repos=("gin",), types=("abbr3",))
-    options = recall.HistoryOptions(
-        commits=recall.CommitOptions(data=data, finder=str(fzy)), tags="*1.1"
-    )
-    history = recall.history(options)
-    flags = ("--finder", str(fzy), "--cache", str(real_cache), "--mirror", mirror)
-    proc = run_cli(
-        "history", "--tags", "*1.1", *flags, "--repo", "gin", "--type", "abbr3", "--json"
-    )
+@needs_ctags
+def test_the_history_example_returns_a_history_whose_json_the_cli_prints(
+    fzy, in_env, monkeypatch, capsys
+):
+    monkeypatch.chdir(fzy)
+    history = _run_example("history")["history"]
+    printed = capsys.readouterr().out
+
+    assert isinstance(history, recall.History)
+    proc = run_cli("history", "--tags", "*1.1", *in_env, "--repo", "gin", "--type", "abbr3",
+                   "--json", cwd=fzy)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    assert _without_timing(history) == _without_timing(json.loads(proc.stdout))
-    assert [c["refs"] for c in history["commits"]] == [["1.1", "v1.1"]]
+    assert _without_timing(history.to_json()) == _without_timing(json.loads(proc.stdout))
+    (row,) = history.commits
+    assert row.commit.refs == ("1.1", "v1.1") and row.tally is not None
+    assert printed == f"{row.commit.sha[:12]} 1.1 v1.1 #1 {row.tally.all.first_pct}%\n"
+
+
+@needs_mirror
+@needs_ctags
+def test_the_bisect_example_returns_the_verdict_the_cli_prints(fzy, in_env, monkeypatch, capsys):
+    monkeypatch.chdir(fzy)
+    verdict = _run_example("bisect")["verdict"]
+    printed = capsys.readouterr().out
+
+    assert isinstance(verdict, recall.Verdict)
+    assert (verdict.before, verdict.after) == (3, 4)
+    assert verdict.first_bad.subject == "Don't consider numbers word separators"
+    assert printed == f"{verdict.first_bad.sha} {verdict.first_bad.subject} 3 4\n"
+    proc = run_cli("bisect", "--good", "0.5", "--bad", "0.6", "--query", "gin:tescongetintsli",
+                   "--type", "abbr3", *in_env, cwd=fzy)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == render_verdict(verdict)
+
+
+@needs_mirror
+@needs_ctags
+def test_the_pin_example_writes_the_suite_the_cli_writes(in_env, tmp_path, monkeypatch, capsys):
+    (tmp_path / "api").mkdir()
+    (tmp_path / "cli").mkdir()
+    monkeypatch.chdir(tmp_path / "api")
+    change = _run_example("pin")["change"]
+    printed = capsys.readouterr().out
+
+    assert isinstance(change, recall.PinChange)
+    assert (change.previous, change.pin.split, change.kept, change.removed) == (
+        None, "holdout", 0, 0,
+    )  # fmt: skip
+    assert printed == f"holdout {change.added}\n" and change.added > 0
+    pin = change.pin
+    proc = run_cli("pin", "gin", pin.url, pin.sha, "--language", "go", "--n", "5", *in_env,
+                   cwd=tmp_path / "cli")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == render_pin(change)
+    for name in ("corpus.json", "derive.json", "queries.tsv"):
+        assert (tmp_path / "api" / name).read_bytes() == (tmp_path / "cli" / name).read_bytes()
+
+
+@pytest.mark.slow
+@needs_ctags
+def test_the_merge_example_reports_what_the_whole_run_reports(in_env, monkeypatch, capsys):
+    monkeypatch.chdir(ROOT)
+    namespace = _run_example("merge")
+    report = namespace["report"]
+    printed = capsys.readouterr().out
+
+    assert isinstance(report, recall.Report)
+    whole = recall.run(recall.RunOptions(data=namespace["data"]))
+    assert _without_seconds(report.to_json()) == _without_seconds(whole.to_json())
+    assert printed == f"{whole.runs[0].counts.first_pct}\n"
 
 
 BAD_OPTIONS = [
@@ -144,10 +225,17 @@ BAD_OPTIONS = [
     ("MergeOptions", {"files": "a.json"}, "MergeOptions.files: expected a tuple of (str)"),
     ("CommitOptions", {"jobs": 0}, "--jobs 0: give 1 or more"),
     ("HistoryOptions", {"every": 0}, "--every 0: give 1 or more"),
+    ("HistoryOptions", {"save": "h.json"}, "--save goes with --shard K/N"),
+    ("HistoryOptions", {"shard": (1, 2)}, "--shard needs --save FILE"),
     ("HistoryOptions", {"revs": ["v1"]}, "HistoryOptions.revs: expected a tuple of (str)"),
     ("BisectOptions", {"good": "a", "bad": "b", "metric": "mrr"},
      "BisectOptions.metric: expected one of 'first_pct' or None, got 'mrr'"),
     ("BisectOptions", {"good": "a", "bad": "b", "drop": "3"}, "BisectOptions.drop: expected"),
+    ("PruneOptions", {"older_than": float("nan")}, "--older-than and --keep-builds must be"),
+    ("PinOptions", {"repo": "gin", "url": "u", "sha": "s", "language": "go", "n": -1},
+     "--n must be zero or more"),
+    ("PinOptions", {"repo": "gin", "url": "u", "sha": "s", "language": "go", "n": "5"},
+     "PinOptions.n: expected int or None, got '5'"),
     ("ExplainOptions", {"query": "x", "repo": "gin", "build_timeout": 0},
      "--build-timeout must be above 0"),
     ("ResultsOptions", {"jobs": 2.0}, "ResultsOptions.jobs: expected int, got 2.0"),
@@ -183,3 +271,51 @@ def test_options_as_the_command_line_makes_them_pass_their_own_checks():
     made = run_command.options_of(args)
     assert made.candidates == (("engine", "fzf"), ("bin", "b=/bin/true"))
     assert (made.split, made.jobs, made.timeout, made.shard) == ("tune", 2, 5.0, (1, 2))
+
+
+# Each options class and the command whose flags fill it.
+COMMAND_OF = {
+    "RunOptions": "run", "Data": "run", "MergeOptions": "merge", "HistoryOptions": "history",
+    "CommitOptions": "history", "BisectOptions": "bisect", "ExplainOptions": "explain",
+    "ResultsOptions": "results", "PinOptions": "pin", "PruneOptions": "cache prune",
+}  # fmt: skip
+
+
+def _flags_of(command: str) -> dict[str, argparse.Action]:
+    """The flags of a command (`cache prune`: of its verb), by the name they are kept as."""
+    from recall.cli import build_parser
+
+    parser = build_parser(command.split()[0])
+    for word in command.split():
+        (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        parser = sub.choices[word]
+    return {action.dest: action for action in parser._actions}
+
+
+def _api_doc_exceptions() -> set[str]:
+    """The options docs/api.md's table says are no flag of the same name."""
+    text = (ROOT / "docs" / "api.md").read_text()
+    table = text.split("| option | on the command line |")[1].split("\n\n")[0]
+    rows = [row.split("|")[1] for row in table.splitlines()[2:]]
+    return {name for row in rows for name in re.findall(r"`(\w+\.\w+)`", row)}
+
+
+def test_every_option_is_its_flag_of_the_same_name_and_default_or_listed_in_api_md():
+    from recall.workflows import options
+
+    unlike = set()
+    for name, command in COMMAND_OF.items():
+        flags = _flags_of(command)
+        for field in dataclasses.fields(getattr(options, name)):
+            action = flags.get(field.name)
+            spelled = (
+                action is not None
+                and (  # a positional argument (`revs`) is named by its dest
+                    not action.option_strings
+                    or f"--{field.name.replace('_', '-')}" in action.option_strings
+                )
+            )
+            default = field.default if field.default is not dataclasses.MISSING else None
+            if not spelled or (action.option_strings and action.default != default):
+                unlike.add(f"{name}.{field.name}")
+    assert unlike == _api_doc_exceptions()

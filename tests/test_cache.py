@@ -9,15 +9,16 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, commit_files, make_repo, needs_ctags, needs_mirror, run_cli
+from helpers import DEEP, one_line_exit_2, tiny_pin
 
 from recall.cache import FolderEntry, keep_file, locked, read_file, release_in_use, sweep_files
 from recall.cache import _checked as checked
-from recall.commands.cache import entries, stale
 from recall.errors import RecallError
 from recall.finders.engine import load_engine
-from recall.inputs.corpus import Pin, checkout_key, fetch
+from recall.inputs.corpus import MARKER, Pin, checkout_key, fetch
 from recall.inputs.symbols import checkout_symbols, ctags_identity
 from recall.running.build import build_base
+from recall.workflows.cache import entries, stale
 
 ENGINE = '[engine]\nbin = ["{python}", "{tree}/finder.py"]\nquery = ["{bin}", "{query}"]\n'
 OLD = time.time() - 10 * 86400
@@ -332,3 +333,24 @@ def test_the_cache_mechanism_loads_no_git():
         env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60,
     )  # fmt: skip
     assert proc.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("marker", [b"[]", b'{"sha": 5, "tree": 7}', DEEP])
+def test_cache_list_and_prune_survive_a_checkout_marker_of_the_wrong_shape(tmp_path, marker):
+    pin = tiny_pin(tmp_path)
+    cache = tmp_path / "cache"
+    checkout = fetch(pin, cache)
+    (checkout.path / ".git" / MARKER).write_bytes(marker)
+    found = entries(cache)
+    chosen = stale(
+        found, {"tiny": pin}, {"version": "6.0"}, older_than_days=None, keep_builds=None, now=0
+    )
+    assert [(e.key, e.note) for e in chosen] == [
+        (checkout_key(pin), "holds another sha than the pin")
+    ]
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1"])
+def test_prune_older_than_a_number_of_days_that_is_not_finite_is_one_line_exit_2(tmp_path, value):
+    proc = run_cli("cache", "prune", f"--older-than={value}", "--cache", str(tmp_path))
+    one_line_exit_2(proc, "--older-than")

@@ -3,9 +3,11 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import ROOT, run_cli, run_recall
+from helpers import fault_args, fault_env, fault_world, one_line_exit_2
 
 from recall import __version__
 from recall.cli import COMMANDS, build_parser, command_first
@@ -140,3 +142,28 @@ def test_a_signal_at_any_import_of_the_start_up_is_one_line_and_its_exit_status(
         assert (proc.returncode, proc.stderr) == (status, f"recall: {line}\n"), (name, module)
         assert proc.stdout == "" and not (tmp_path / "cache").exists()
         (tmp_path / "signal-sent").unlink()
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> dict:
+    return fault_world(tmp_path)
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "0", "-3", "1e300"])
+def test_a_timeout_that_is_not_a_finite_number_of_seconds_is_one_line_exit_2(world, value):
+    proc = run_cli(
+        *fault_args(world, f"--timeout={value}"), cwd=world["finder"], env=fault_env(world)
+    )
+    one_line_exit_2(proc, "--timeout")
+    explain = run_cli(
+        "explain", "alpha", "--repo", "tiny", "--corpus", str(world["corpus"]),
+        "--cache", str(world["cache"]), "--finder", str(world["finder"]), f"--timeout={value}",
+        cwd=world["finder"], env=fault_env(world),
+    )  # fmt: skip
+    one_line_exit_2(explain, "--timeout")
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--jobs", "0"), ("--jobs", "-2"), ("--bench", "0")])
+def test_jobs_and_bench_reps_below_one_are_one_line_exit_2(world, flag, value):
+    proc = run_cli(*fault_args(world, flag, value), cwd=world["finder"], env=fault_env(world))
+    one_line_exit_2(proc, flag)

@@ -1,5 +1,6 @@
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -10,11 +11,13 @@ from pathlib import Path
 import git
 import pytest
 from conftest import ROOT, make_repo, mirror_dir, needs_ctags, needs_mirror, run_cli
+from helpers import DEEP, DEEP_OBJECT, fault_args, fault_env, fault_world, one_line_exit_2, tiny_pin
 
 from recall.cache import locked, release_in_use, try_exclusive
 from recall.errors import RecallError
 from recall.inputs.corpus import (
     FROZEN_EPOCH,
+    MARKER,
     Pin,
     checkout_key,
     checkout_path,
@@ -430,3 +433,35 @@ def test_a_fetch_from_a_mirror_that_fails_names_the_mirror(upstream, tmp_path):
     message = str(raised.value)
     assert f"from {where.as_uri()} (the mirror of {pin.url}): " in message
     assert "--mirror" not in message
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> dict:
+    return fault_world(tmp_path)
+
+
+def test_a_corpus_file_nested_100k_deep_is_one_line_exit_2(world):
+    world["corpus"].write_bytes(DEEP)
+    proc = run_cli(*fault_args(world), cwd=world["finder"], env=fault_env(world))
+    one_line_exit_2(proc, f"{world['corpus']}: not JSON")
+
+
+@pytest.mark.parametrize(
+    "marker",
+    [b"[]", b'{"sha": 5}', b'{"tree": "x"}', b'"text"', DEEP, DEEP_OBJECT, b"{"],
+)
+def test_a_checkout_marker_of_the_wrong_shape_is_rebuilt_with_a_warning(tmp_path, capsys, marker):
+    pin = tiny_pin(tmp_path)
+    checkout = fetch(pin, tmp_path / "cache")
+    (checkout.path / ".git" / MARKER).write_bytes(marker)
+    again = fetch(pin, tmp_path / "cache")
+    assert "rebuilding the checkout" in capsys.readouterr().err
+    assert len(again.tree) == 40
+    assert json.loads((again.path / ".git" / MARKER).read_text())["sha"] == pin.sha
+
+
+def test_load_pins_names_a_file_nested_too_deeply(tmp_path):
+    path = tmp_path / "corpus.json"
+    path.write_bytes(DEEP_OBJECT)
+    with pytest.raises(RecallError, match=f"^{re.escape(str(path))}: not JSON: nested too deeply"):
+        load_pins(path)

@@ -1,11 +1,17 @@
+from pathlib import Path
+
 import pytest
 from conftest import ROOT, run_cli
+from helpers import DEEP_OBJECT, fault_env, fault_world, one_line_exit_2
 
+from recall.errors import RecallError
+from recall.inputs.corpus import Pin
 from recall.inputs.derive import (
     NameSource,
     PrefixIndex,
     derive_rows,
     derive_typed_rows,
+    load_settings,
     recipes,
     sample_names,
     typed_recipes,
@@ -247,3 +253,27 @@ def test_derive_all_outside_a_suite_folder_is_refused_rather_than_checking_nothi
         "--queries FILE\n"
     )
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> dict:
+    return fault_world(tmp_path)
+
+
+def test_a_derive_settings_file_nested_100k_deep_is_one_line_exit_2(world, tmp_path):
+    settings = tmp_path / "derive.json"
+    settings.write_bytes(DEEP_OBJECT)
+    proc = run_cli(
+        "derive", "all", "--corpus", str(world["corpus"]), "--settings", str(settings),
+        "--queries", str(world["queries"]), "--cache", str(world["cache"]),
+        cwd=world["finder"], env=fault_env(world),
+    )  # fmt: skip
+    one_line_exit_2(proc, f"{settings}: not JSON")
+
+
+@pytest.mark.parametrize("entry", ['{"n": true, "seed": 1}', '{"n": 3, "seed": false}'])
+def test_derive_settings_holding_a_bool_for_n_or_seed_name_the_repo(tmp_path, entry):
+    path = tmp_path / "derive.json"
+    path.write_text(f'{{"repos": {{"gin": {entry}}}}}')
+    with pytest.raises(RecallError, match="repo 'gin': n and seed must be whole numbers"):
+        load_settings(path, {"gin": Pin("gin", "https://github.com/gin-gonic/gin", "a" * 40, "go")})

@@ -1,3 +1,5 @@
+import re
+
 import pytest
 
 from recall.errors import RecallError
@@ -58,7 +60,7 @@ _Q = b'[engine]\nbin = ["f"]\nquery = ["{bin}", "{query}"]\n'
         (_Q + b'pass_env = ["A=B"]\n', "pass_env: name 'A=B' must be non-empty"),
         (_Q + b'pass_env = ["TZ"]\n', "pass_env: TZ is set by the harness"),
         (_Q + b'pass_env = ["X"]\nenv = { X = "1" }\n', "X is in both env and pass_env"),
-        (_Q + b'pass_env = ["X"]\nenv_remove = ["X"]\n', "X is in both env_remove and pass_env"),
+        (_Q + b'env_remove = ["X"]\n', "unknown key 'env_remove'"),
         (_Q + b'inputs = [""]\n', "inputs: an empty path names no file"),
         (_Q + b'toolchain = ["rustc"]\n', "toolchain must be a list of argv lists"),
         (_Q + b"toolchain = [[]]\n", "toolchain must be a list of argv lists"),
@@ -116,6 +118,26 @@ def test_the_declared_environment_is_the_fixed_base_pass_env_and_env_only():
     }
 
 
-def test_env_remove_is_still_accepted_and_removes_nothing_more():
-    engine = parse_engine(_Q + b'env_remove = ["FZF_DEFAULT_OPTS"]\n', "t.toml")
-    assert "FZF_DEFAULT_OPTS" not in finder_env(engine, {"FZF_DEFAULT_OPTS": "-x"})
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('bin = []\nquery = ["{bin}", "{query}"]', "bin must not be empty"),
+        ('bin = ["f"]\nquery = []', "query must contain the placeholder"),
+        ('bin = ["f"]\nquery = ["{query}"]\nenv = { "A\\u0000B" = "x" }', "env: name 'A\\x00B'"),
+        ('bin = ["f"]\nquery = ["{query}"]\nenv = { "A=B" = "x" }', "env: name 'A=B'"),
+        ('bin = ["f"]\nquery = ["{query}"]\nenv = { "" = "x" }', "env: name ''"),
+        ('bin = ["f"]\nquery = ["{query}"]\nenv = { A = "x\\u0000" }', "env: A holds a NUL"),
+        ('bin = ["f\\u0000"]\nquery = ["{query}"]', "bin holds a NUL"),
+        ('bin = ["f"]\nquery = ["{query}", "-\\u0000"]', "query holds a NUL"),
+        ('bin = ["f"]\nquery = ["{query}"]\ncwd = "a\\u0000"', "cwd holds a NUL"),
+        ('bin = ["f"]\nquery = ["{query}"]\nbuild = ["x\\u0000"]', "build holds a NUL"),
+    ],
+)
+def test_an_engine_that_no_process_could_run_is_refused_naming_the_key(text, message):
+    with pytest.raises(RecallError, match=f"^e.toml: \\[engine\\] {re.escape(message)}"):
+        parse_engine(f"[engine]\n{text}\n".encode(), "e.toml")
+
+
+def test_an_engine_file_nested_past_any_depth_is_refused_as_not_toml():
+    with pytest.raises(RecallError, match=r"^e\.toml: not valid TOML: nested too deeply"):
+        parse_engine(b"[engine]\nbin = " + b"[" * 100_000 + b"]" * 100_000 + b"\n", "e.toml")

@@ -133,11 +133,23 @@ def test_a_device_node_is_refused_and_left_as_it_was(tmp_path):
     )  # fmt: skip
 
 
-def test_a_staged_write_changes_nothing_until_committed(tmp_path):
+def test_a_staged_write_changes_nothing_until_committed_then_puts_the_new_bytes_in_place(
+    tmp_path,
+):
+    path = tmp_path / "corpus.json"
+    path.write_bytes(b"old")
+    os.chmod(path, 0o640)
+    staged = stage(path, b"new", durable=True)
+    assert path.read_bytes() == b"old"
+    staged.commit()
+    assert path.read_bytes() == b"new" and [p.name for p in tmp_path.iterdir()] == ["corpus.json"]
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o640
+
+
+def test_a_discarded_staged_write_leaves_the_file_and_no_temporary(tmp_path):
     path = tmp_path / "corpus.json"
     path.write_bytes(b"old")
     staged = stage(path, b"new", durable=True)
-    assert path.read_bytes() == b"old"
     staged.discard()
     assert path.read_bytes() == b"old" and [p.name for p in tmp_path.iterdir()] == ["corpus.json"]
 

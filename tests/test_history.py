@@ -191,7 +191,9 @@ def test_a_history_row_counts_as_the_report_does_ndcg_at_10_included():
     results = (QueryResult(1, ()), QueryResult(3, ()), QueryResult(None, (), error="timed out"))
     point = Point(Commit("a" * 40, "2024-01-02T03:04:05+00:00", "s"),
                   RunResult("c", "bin", 1.0, 2.0, results), None, False, True)  # fmt: skip
-    entry = document({}, rows, [point], [None])["commits"][0]
+    head = {"finder": "f", "engine": {"source": "e", "sha256": "0"}, "queries": "q",
+            "sourced": 3, "repos": ["flask", "gin"], "types": ["abbr3", "typo"]}  # fmt: skip
+    entry = document(head, rows, [point], [None]).to_json()["commits"][0]
     assert {k: entry[k] for k in ("n", "first", "top10", "found", "errors", "mrr", "ndcg10")} == {
         "n": 3,
         "first": 1,

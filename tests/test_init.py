@@ -15,7 +15,7 @@ from recall.finders.engine import (
 )
 
 OPTIONAL = ("build", "index", "batch", "profile", "cwd", "stdin", "env", "pass_env",
-            "env_remove", "inputs", "toolchain", "output", "no_match_exit")  # fmt: skip
+            "inputs", "toolchain", "output", "no_match_exit")  # fmt: skip
 
 
 def test_init_with_the_rq_preset_writes_a_loadable_copy_and_the_next_command(tmp_path):

@@ -2,22 +2,12 @@
 which derive, queryset and the ceiling all read rather than name the types again."""
 
 from recall.analysis import ceiling
-from recall.inputs import queryset
 from recall.inputs.derive import recipes, typed_recipes
 from recall.inputs.recipes import RECIPE_SETS, RECIPES, set_types
 
 
-def test_each_set_is_its_recipes_in_registry_order_as_queryset_and_reports_list_them():
+def test_every_recipe_is_in_a_known_set_and_every_set_has_a_recipe():
     assert {recipe.recipe_set for recipe in RECIPES} == set(RECIPE_SETS)
-    assert set_types("default") == queryset.DERIVED_TYPES
-    assert set_types("typed") == queryset.TYPED_TYPES
-    assert tuple(recipe.type for recipe in RECIPES) == queryset.TYPE_ORDER
-    assert set(queryset.TYPES) == {
-        *queryset.TYPE_ORDER,
-        *queryset.PATH_TYPES,
-        queryset.EXACT,
-        queryset.HAND,
-    }
 
 
 def test_derive_makes_a_name_s_queries_in_its_set_s_order():

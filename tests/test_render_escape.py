@@ -189,7 +189,9 @@ def test_an_explain_command_pastes_back_the_exact_query_and_prints_no_control(qu
 def test_bisect_shows_a_commit_subject_with_its_controls_escaped():
     bad = Commit("b" * 40, "2026-01-02T00:00:00+00:00", SUBJECT)
     good = Commit("a" * 40, "2026-01-01T00:00:00+00:00", "good")
-    verdict = Verdict(bad, good, 1, 0, 1, 0, skipped=(bad,), candidates=(bad,), tested=2)
-    out = bisect_render(None, verdict, "rank", None)  # type: ignore[arg-type]
+    verdict = Verdict(
+        bad, good, 1, 0, 1, 0, skipped=(bad,), candidates=(bad,), tested=2, what="rank"
+    )
+    out = bisect_render(verdict)
     assert not RAW.search(out), out
     assert f"first bad commit: {'b' * 12} 2026-01-02 {shown(SUBJECT)}" in out

@@ -1,4 +1,4 @@
-"""What an engine needs on this machine (recall/requirements.py): the programs its argv
+"""What an engine needs on this machine (recall/finders/requirements.py): the programs its argv
 starts from PATH and what they need, the modules {python} must import, and the command
 that installs each missing part."""
 

@@ -337,11 +337,6 @@ def test_as_json_keys_and_lists() -> None:
     assert json.loads(json.dumps(data)) == data
 
 
-def test_significance_is_frozen() -> None:
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        EXAMPLE.wins = 0  # type: ignore[misc]
-
-
 # --- latency summary -----------------------------------------------------------------------
 
 

@@ -8,11 +8,15 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, needs_ctags
+from helpers import DEEP, tiny_pin
 
+from recall.cache import keep_file
 from recall.finders.engine import resolve_engine
 from recall.inputs import symbols
+from recall.inputs.corpus import fetch
 from recall.inputs.symbols import (
     cached_symbols,
+    checkout_symbols,
     ctags_identity,
     ctags_version,
     distinct_names,
@@ -202,3 +206,19 @@ def test_a_lua_function_is_named_by_its_last_part_owned_by_its_table_and_no_inde
     assert scopes == {
         "move_selection_next": "actions", "get_next": "histories.History", "get_term_id": "",
     }  # fmt: skip
+
+
+def test_a_symbols_cache_entry_of_the_wrong_shape_is_a_warning_and_a_rerun(tmp_path, capsys):
+    pin = tiny_pin(tmp_path)
+    cache = tmp_path / "cache"
+    checkout = fetch(pin, cache)
+    good = checkout_symbols(checkout, cache)
+    (entry,) = (cache / "symbols").iterdir()
+    for content in (b'{"abcde": 1}', b'[["a.py", "1", "x", "f", ""]]', b"[5]", DEEP):
+        keep_file(entry, content)  # its digest holds: the shape is what is wrong
+        assert checkout_symbols(checkout, cache) == good
+        err = capsys.readouterr().err
+        assert err.startswith(f"recall: warning: ignoring corrupt symbols cache entry {entry}")
+    entry.write_bytes(entry.read_bytes().replace(b'"alpha_function"', b'"omega_function"'))
+    assert checkout_symbols(checkout, cache) == good  # edited on disk: dropped, listed again
+    assert "does not match its digest" in capsys.readouterr().err

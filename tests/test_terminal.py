@@ -2,6 +2,7 @@
 output are shown escaped in text and Markdown, kept exact in JSON; a NUL in a query is
 refused at its row, since no argv can carry it."""
 
+import contextlib
 import io
 import json
 import os
@@ -9,18 +10,22 @@ import pty
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
+import git
 import pytest
-from conftest import needs_ctags, run_cli, tiny_suite
+from conftest import make_repo, needs_ctags, run_cli, tiny_suite
 
+import recall
 from recall.analysis.model import Hit, QueryResult, RunResult
-from recall.inputs.corpus import load_pins
+from recall.cache import read_file, warn
+from recall.inputs.corpus import Pin, fetch, load_pins
 from recall.inputs.queryset import QueryRow
 from recall.render.escape import markdown
 from recall.running import results_cache as saved
 from recall.running.identity import data_key
-from recall.terminal import Progress, safe_output, shown
+from recall.terminal import Progress, Task, progress, reporting, safe_output, shown
 
 NAME = "bad\x1b[2J\x07\x00\x7f\x85\x9bname"
 SHOWN_NAME = "bad\\x1b[2J\\x07\\x00\\x7f\\x85\\x9bname"
@@ -222,6 +227,72 @@ def test_progress_is_plain_text_under_no_color_and_absent_off_a_terminal():
         quiet.advance(task, 4)
     quiet.say("recall: history: a line")
     assert piped.getvalue() == "recall: history: a line\n"  # lines, never the status
+
+
+def test_a_warning_goes_above_the_status_line_and_the_line_is_drawn_again_under_it():
+    """Issue 46: cache.warn printed to stderr itself, in the middle of `recall history`'s
+    status line; through the reporter it erases the line, writes its own, and redraws."""
+    stream, clock = _Terminal(), _Clock()
+    status = Progress(stream, clock, environ={"NO_COLOR": "1"})
+    with status.task("history", 3, "commits"), reporting(status):
+        before = len(stream.getvalue())
+        warn("cache entry X does not match its digest (edited on disk?): dropped, made again")
+        written = stream.getvalue()[before:]
+    blank = "\r" + " " * len("history 0/3 commits 0% ETA -") + "\r"
+    assert written == (
+        f"{blank}recall: warning: cache entry X does not match its digest (edited on disk?): "
+        "dropped, made again\n\rhistory 0/3 commits 0% ETA -"
+    )
+
+
+class _Recorder:
+    """A reporter of a Python program's own: it keeps what it is told."""
+
+    def __init__(self) -> None:
+        self.told: list[tuple[str, str]] = []
+
+    @contextlib.contextmanager
+    def task(self, label: str, total: int, unit: str) -> Iterator[Task]:
+        self.told.append(("task", f"{label} {total} {unit}"))
+        yield Task(label, total, unit, 0.0)
+
+    def advance(self, task: Task, n: int = 1) -> None:
+        task.done += n
+
+    def note(self, task: Task, text: str) -> None:
+        self.told.append(("note", text))
+
+    def say(self, message: str) -> None:
+        self.told.append(("say", message))
+
+    def warn(self, message: str) -> None:
+        self.told.append(("warn", message))
+
+    def aside(self, message: str) -> None:
+        self.told.append(("aside", message))
+
+
+def test_a_reporter_of_its_own_gets_the_warnings_and_lines_and_stderr_gets_none(tmp_path, capsys):
+    """The cache's warnings and the corpus's lines, which wrote to stderr directly, reach a
+    reporter given to recall.reporting, and nothing reaches stderr."""
+    make_repo(tmp_path / "demo", {"a.py": "def alpha():\n    pass\n"})
+    sha = git.Repo(tmp_path / "demo").head.commit.hexsha
+    pin = Pin("demo", (tmp_path / "demo").as_uri(), sha, "python")
+    entry = tmp_path / "cache" / "symbols" / "x.json"
+    entry.parent.mkdir(parents=True)
+    entry.write_bytes(b"not an entry\n")
+    recorder = _Recorder()
+    with recall.reporting(recorder):
+        fetch(pin, tmp_path / "cache", mirror=tmp_path / "empty-mirror")
+        assert read_file(entry) is None
+    assert capsys.readouterr().err == ""
+    assert recorder.told == [
+        ("say", f"recall: demo: not in mirror {tmp_path / 'empty-mirror'}; fetching {pin.url}"),
+        ("aside", f"recall: fetching demo {sha[:12]} from {pin.url}"),
+        ("warn", f"cache entry {entry} has no digest (written by an older recall, or not by "
+                 "recall): dropped, made again"),
+    ]  # fmt: skip
+    assert progress() is not recorder  # the default is back after the block
 
 
 @needs_ctags

@@ -29,7 +29,7 @@ class QueryResult:
     rank: int | None
     top: tuple[Hit, ...]
     error: str | None = None
-    off_corpus: bool = False  # rows listed, none a name of the corpus (recall/answers.py)
+    off_corpus: bool = False  # rows listed, none a name of the corpus (recall/finders/protocol.py)
 
 
 @dataclass(frozen=True)
@@ -172,7 +172,7 @@ class RunSummary:
     error_rows: tuple[ErrorRow, ...]
     dirtied: tuple[str, ...]
     regress: RegressSummary | None
-    off_corpus: int = 0  # answers that named nothing in the corpus (recall/answers.py)
+    off_corpus: int = 0  # answers that named nothing in the corpus (recall/finders/protocol.py)
     off_corpus_first: tuple[OffCorpusRow, ...] = ()  # the first OFF_CORPUS_SHOWN of them
     restarts: int = 0  # batch processes started again after one died or timed out
 

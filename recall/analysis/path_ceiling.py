@@ -1,6 +1,6 @@
 """The ceiling of the path set: the best #1 and top 10 any file picker can expect.
 
-The same model as the names' ceiling (recall/ceiling.py), over paths: given only the
+The same model as the names' ceiling (recall/analysis/ceiling.py), over paths: given only the
 query, its source is one of the k eligible paths of its corpus whose recipe can make it,
 each as likely as that recipe's seeded choice is to make it (1 for the recipes that do not
 choose; 1 of the basename's prefix lengths for `baseprefix`, 1 of the stem's swap

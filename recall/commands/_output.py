@@ -16,6 +16,7 @@ from recall.files import write_atomic
 from recall.render import history as history_page
 from recall.render.html import render_html
 from recall.render.text import log_lines, loss_reasons, render
+from recall.workflows.history import History
 from recall.workflows.options import Output
 
 
@@ -53,9 +54,10 @@ def print_report(report: Report, output: Output) -> int:
     return EXIT_LOSS if failed else EXIT_OK
 
 
-def print_history(args: argparse.Namespace, data: dict) -> int:
+def print_history(args: argparse.Namespace, measured: History) -> int:
     """The history as --json, --markdown or text (and --html), and its exit status: 0
     unless every commit failed."""
+    data = measured.to_json()
     if args.html:
         page = history_page.render_html(data, by=args.by).encode("utf-8")
         try:
@@ -66,4 +68,4 @@ def print_history(args: argparse.Namespace, data: dict) -> int:
         sys.stdout.buffer.write(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
     else:
         sys.stdout.write(history_page.render(data, by=args.by, markdown=args.markdown))
-    return EXIT_OK if any(commit["error"] is None for commit in data["commits"]) else EXIT_FAILURE
+    return EXIT_OK if measured.ok else EXIT_FAILURE

@@ -37,7 +37,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     options = options_of(args)
-    sys.stdout.write(bisection.bisect_text(options))
+    sys.stdout.write(bisection.render(bisection.find_first_bad(options)))
     return EXIT_OK
 
 

@@ -24,7 +24,6 @@ import git
 
 from recall import __version__
 from recall.commands._flags import add_common, add_finder, add_queries, locate_flags
-from recall.commands.cache import human, size
 from recall.errors import EXIT_FAILURE, EXIT_OK, RecallError
 from recall.finders.engine import (
     Engine,
@@ -68,6 +67,7 @@ from recall.running.measure import open_corpus
 from recall.running.probe import probe
 from recall.running.proc import method
 from recall.running.values import FinderBuild
+from recall.workflows.cache import human, size
 from recall.workflows.options import QUERY_TIMEOUT_S
 
 OK, WARN, FAIL = "ok", "warn", "FAIL"
@@ -138,7 +138,7 @@ def check_ctags() -> Check:
 
 
 def check_presets(tree: Path, python: str, *, own_engine: bool = False) -> list[Check]:
-    """Each preset's needs (recall/requirements.py: its programs on PATH and what they
+    """Each preset's needs (recall/finders/requirements.py: its programs on PATH and what they
     need, node and npm, the modules {python} must import), then its program's version.
     Only the reference finder, the default run's engine, fails the doctor, and only where
     it is the default (no recall.toml: own_engine false); the rest are warnings, each

@@ -58,50 +58,28 @@ def add_output_flags(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     options = options_of(args)
-    _check_shard_flags(args)
-    for named in (args.html, args.save):
-        if named:
-            target(Path(named))  # a FIFO or a device there is refused before any work
-    plan = history.make_plan(options.commits)
-    commits = history.chosen_commits(plan, options)
-    if args.shard:
-        return _shard(args, plan, commits)
-    points = history.history(plan, commits)
-    return print_history(args, history.as_json(plan, points))
+    if options.shard:
+        for flag in ("json", "markdown", "html", "by"):
+            if getattr(args, flag):
+                raise RecallError(
+                    f"--shard and --{flag}: a shard prints no history; give --{flag} to recall "
+                    "merge"
+                )
+        saved = history_shards.measure_saved(options)
+        (k, n) = saved.shard
+        print(
+            f"recall: history shard {k}/{n}: {saved.pairs} of {saved.total} "
+            f"(commit, repo) pairs ({saved.commits} commits) saved to {saved.file}; recall "
+            "merge with the other shards' files makes the history"
+        )
+        return EXIT_OK
+    if args.html:
+        target(Path(args.html))  # a FIFO or a device there is refused before any work
+    return print_history(args, history.measure_history(options))
 
 
 def options_of(args: argparse.Namespace) -> HistoryOptions:
     return HistoryOptions(
         commits=commit_options(args), revs=tuple(args.revs), tags=args.tags,
-        first_parent=args.first_parent, every=args.every,
+        first_parent=args.first_parent, every=args.every, shard=args.shard, save=args.save,
     )  # fmt: skip
-
-
-def _check_shard_flags(args: argparse.Namespace) -> None:
-    if args.save and not args.shard:
-        raise RecallError("--save goes with --shard K/N: a shard's results go to recall merge")
-    if not args.shard:
-        return
-    if not args.save:
-        raise RecallError("--shard needs --save FILE: a shard's results go to recall merge")
-    for flag in ("json", "markdown", "html", "by"):
-        if getattr(args, flag):
-            raise RecallError(
-                f"--shard and --{flag}: a shard prints no history; give --{flag} to recall merge"
-            )
-
-
-def _shard(args: argparse.Namespace, plan: history.Plan, commits: list[history.Commit]) -> int:
-    """Measure this shard's (commit, repo) pairs and save them for recall merge."""
-    k, n = args.shard
-    measured = history_shards.measure_shard(plan, commits, k, n)
-    urls = [(commit, history.commit_url(plan.root, commit.sha)) for commit in commits]
-    history_shards.save_shard(Path(args.save), plan, urls, measured, args.shard)
-    pairs = sum(len(part.repos) for part, _key in measured)
-    total = len(commits) * len({row.repo for row in plan.rows})
-    print(
-        f"recall: history shard {k}/{n}: {pairs} of {total} "
-        f"(commit, repo) pairs ({len(measured)} commits) saved to {args.save}; recall merge "
-        "with the other shards' files makes the history"
-    )
-    return EXIT_OK

@@ -66,7 +66,6 @@ query = ["{bin}", "{query}", "--limit", "{limit}"]  MARK
 # these. Extra variables, and the names whose values come from your shell (in the key).
 # env = { MY_FINDER_DB = "{db}/index", MY_FINDER_JOBS = "1" }
 # pass_env = ["MY_FINDER_MODEL"]
-# env_remove = []  (accepted for old engine files; nothing else reaches the finder anyway)
 
 # Code the finder runs that no argv names (an interpreter's modules): hashed into the key,
 # and what lets an engine whose program is python3, node or sh be cached at all.

@@ -73,7 +73,6 @@ class Engine:
     cwd: str = "{corpus}"
     stdin: str = ""
     env: tuple[tuple[str, str], ...] = ()
-    env_remove: tuple[str, ...] = ()
     output: str = "json"
     no_match_exit: tuple[int, ...] = field(default=())
     # up to --jobs batch processes per corpus drawing from its rows, sharing {db} read-only;
@@ -213,8 +212,8 @@ def parse_engine(data: bytes, source: str) -> Engine:
     if kind != "process":
         table = _kind_table(kind, table, source)
     known = {
-        *_ARGV_KEYS, "cwd", "stdin", "env", "env_remove", "output", "no_match_exit", "batch_jobs",
-        "index_cache", "index_inputs",
+        *_ARGV_KEYS, "cwd", "stdin", "env", "output", "no_match_exit", "batch_jobs", "index_cache",
+        "index_inputs",
     }  # fmt: skip
     for key in table:
         if key not in known:
@@ -250,8 +249,6 @@ def parse_engine(data: bytes, source: str) -> Engine:
             _no_nul(value, source, f"env: {name}")
             _check_fields(value, source, "env")
         values["env"] = tuple(sorted(env.items()))
-    if "env_remove" in table:
-        values["env_remove"] = tuple(_string_list(table["env_remove"], source, "env_remove"))
     _check_passed(declared["pass_env"], values, source)
     output = table.get("output", "json")
     if output not in OUTPUTS:
@@ -327,15 +324,12 @@ def _declared(table: dict, source: str) -> dict[str, object]:
 
 
 def _check_passed(names: object, values: dict[str, object], source: str) -> None:
-    """A name both set by `env` and passed from the caller, or both passed and removed,
-    would leave the reader guessing which wins: refused."""
+    """A name both set by `env` and passed from the caller would leave the reader guessing
+    which wins: refused."""
     env = {name for name, _value in values.get("env", ())}  # type: ignore[attr-defined]
-    removed = set(values.get("env_remove", ()))  # type: ignore[call-overload]
     for name in names if isinstance(names, tuple) else ():
         if name in env:
             raise RecallError(f"{source}: [engine] {name} is in both env and pass_env")
-        if name in removed:
-            raise RecallError(f"{source}: [engine] {name} is in both env_remove and pass_env")
 
 
 # The declared environment ----------------------------------------------------------------

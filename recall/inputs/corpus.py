@@ -13,7 +13,6 @@ import json
 import os
 import re
 import shutil
-import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +22,7 @@ import git
 import orjson
 import platformdirs
 
-from recall.cache import FolderEntry, sole_user
+from recall.cache import FolderEntry, reporter, sole_user
 from recall.errors import RecallError
 from recall.files import read_input
 from recall.inputs.languages import LANGUAGES
@@ -218,9 +217,7 @@ def fetch(pin: Pin, cache: Path, mirror: Path | None = None, *, deep: bool = Fal
                         f"run again once it has ended"
                     )
                 if entry.path.exists():
-                    print(
-                        f"recall: {pin.name}: {problem}; rebuilding the checkout", file=sys.stderr
-                    )
+                    reporter().say(f"recall: {pin.name}: {problem}; rebuilding the checkout")
                 _build_checkout(pin, entry, mirror)
     except OSError as exc:
         raise RecallError(f"cache {entry.root}: {exc.strerror or exc}") from None
@@ -308,7 +305,7 @@ def _fetch_source(pin: Pin, mirror: Path | None) -> str:
         return pin.url
     local = mirror_source(mirror, pin.url)
     if local is None:
-        print(f"recall: {pin.name}: not in mirror {mirror}; fetching {pin.url}", file=sys.stderr)
+        reporter().say(f"recall: {pin.name}: not in mirror {mirror}; fetching {pin.url}")
         return pin.url
     return local.as_uri()
 
@@ -316,8 +313,7 @@ def _fetch_source(pin: Pin, mirror: Path | None) -> str:
 def _shallow_fetch(repo: git.Repo, pin: Pin, source: str, *, hint: bool = False) -> None:
     """Fetch the pinned commit alone; hint: no mirror was given, so a failure says how to
     give one."""
-    if sys.stderr.isatty():
-        print(f"recall: fetching {pin.name} {pin.sha[:12]} from {source}", file=sys.stderr)
+    reporter().aside(f"recall: fetching {pin.name} {pin.sha[:12]} from {source}")
     try:
         repo.git.fetch("--depth", "1", "--no-tags", "--end-of-options", source, pin.sha)
     except git.GitCommandError as exc:

@@ -15,13 +15,12 @@ one list of candidates a corpus.
 from __future__ import annotations
 
 import hashlib
-import sys
 from pathlib import Path
 
 import git
 import orjson
 
-from recall.cache import keep_file, read_file
+from recall.cache import keep_file, read_file, reporter
 from recall.errors import RecallError
 from recall.inputs.corpus import Checkout
 from recall.inputs.queryset import JUDGED, JUDGED_TYPES, NAMES, PATH_TYPES, PATHS, QueryRow
@@ -88,8 +87,10 @@ def cached_paths(root: Path, tree: str, cache: Path) -> list[str]:
             kept = None
         if isinstance(kept, list) and all(isinstance(p, str) for p in kept):
             return kept
-        print(f"recall: warning: ignoring corrupt paths cache entry {path} (not a list of "
-              "paths): listing the paths again", file=sys.stderr)  # fmt: skip
+        reporter().warn(
+            f"ignoring corrupt paths cache entry {path} (not a list of paths): listing the "
+            "paths again"
+        )
     listed = list_paths(root)
     keep_file(path, orjson.dumps(listed))
     return listed

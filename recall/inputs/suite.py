@@ -25,11 +25,11 @@ from __future__ import annotations
 import functools
 import os
 import stat
-import sys
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from recall.cache import reporter
 from recall.errors import RecallError
 from recall.inputs.queryset import QUERY_SETS
 
@@ -84,7 +84,7 @@ def announce(config: Path) -> None:
     """Say once a command, on stderr, which recall.toml above the current folder it read:
     one here, or named by --finder, the user sees or chose (a run's report names it too,
     in its meta)."""
-    print(f"recall: using {config}, found from {Path.cwd()} up", file=sys.stderr)
+    reporter().say(f"recall: using {config}, found from {Path.cwd()} up")
 
 
 def packaged(name: str) -> Path:

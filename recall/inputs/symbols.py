@@ -12,7 +12,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass
 from functools import cache
@@ -20,7 +19,7 @@ from pathlib import Path
 
 import orjson
 
-from recall.cache import keep_file, read_file
+from recall.cache import keep_file, read_file, reporter
 from recall.errors import RecallError
 from recall.inputs.corpus import Checkout
 from recall.inputs.languages import LANGUAGES
@@ -277,8 +276,9 @@ def _decode_symbols(rows: object) -> list[Symbol] | None:
 
 
 def _warn_corrupt(path: Path, why: str) -> None:
-    print(f"recall: warning: ignoring corrupt symbols cache entry {path} ({why}): listing "
-          "the symbols again", file=sys.stderr)  # fmt: skip
+    reporter().warn(
+        f"ignoring corrupt symbols cache entry {path} ({why}): listing the symbols again"
+    )
 
 
 def distinct_names(symbols: list[Symbol]) -> list[str]:

@@ -19,8 +19,9 @@ from typing import Literal, TypeVar
 from recall.analysis.model import QueryResult, RunResult, UnknownSource
 from recall.errors import RecallError
 from recall.inputs.corpus import Pin, fetch, is_clean
-from recall.inputs.paths import NAMES, PATHS, checkout_paths
-from recall.inputs.queryset import QueryRow
+from recall.inputs.judgments import lists_of
+from recall.inputs.paths import NAMES, PATHS, checkout_paths, domain_of
+from recall.inputs.queryset import JUDGED, QueryRow
 from recall.inputs.symbols import checkout_symbols, distinct_names
 from recall.running.session import BatchFeed, Session, limit_of
 from recall.running.values import Corpus, FinderBuild
@@ -368,3 +369,20 @@ def check_sources(
         raise RecallError(
             f"{path}:{row.line}: source {row.source!r} is not a name of {row.repo} at its pin"
         )
+
+
+def fetch_corpora(
+    rows: list[QueryRow], pins: dict[str, Pin], cache: Path, mirror: Path | None,
+    corpora: dict[str, Corpus],
+) -> None:  # fmt: skip
+    """Fetch and list names only when a binary runs: a run from the cache needs neither.
+    A judgments set's lists need no fetch: they are made from every row of each (a plan
+    holds them all from the start)."""
+    domain = domain_of(rows)
+    if domain == JUDGED:
+        made = names_corpora(lists_of(rows), cache)
+        corpora.update({name: made[name] for name in made if name not in corpora})
+        return
+    for repo in dict.fromkeys(row.repo for row in rows):
+        if repo not in corpora:
+            corpora[repo] = open_corpus(pins[repo], cache, mirror, domain)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import platform
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -192,6 +193,24 @@ def contradiction(results: tuple[QueryResult, ...], rows: list[QueryRow]) -> Non
             )
         elif result.rank is not None and len(names) < TOP:
             raise ValueError(f"{at}: rank {result.rank} past a top list of {len(names)} names")
+
+
+def cached_or_run(
+    cache: Path, key: dict, label: str, rows: list[QueryRow], *, cacheable: bool,
+    run: Callable[[], RunResult],
+) -> tuple[RunResult, bool]:  # fmt: skip
+    """The one cached-or-run step of a run's binaries and a history's commits: the rows'
+    results from the results cache under key when cacheable (--no-cache, or code the key
+    cannot see, is not), else `run()` now, kept for next time when cacheable; and
+    whether they came from the cache."""
+    if cacheable:
+        kept = cached_run(cache, key, label, rows)
+        if kept is not None:
+            return kept, True
+    made = run()
+    if cacheable:  # --no-cache neither reads nor writes
+        store_run(cache, key, made)
+    return made, False
 
 
 def store_run(cache: Path, key: dict, run: RunResult) -> None:

@@ -47,12 +47,16 @@ class Verdict:
     skipped: tuple[Commit, ...]
     candidates: tuple[Commit, ...]  # more than one: skips hide which of these it is
     tested: int
+    what: str = ""  # the value watched, as printed: "rank of NAME (REPO:QUERY)" or "#1 %"
+    row: QueryRow | None = None  # the query's row, when a query's rank was watched
+    # with a query: the commands that show it side by side at the commit and the one before
+    side_by_side: tuple[str, ...] = ()
 
 
-def bisect_text(options: BisectOptions) -> str:
+def find_first_bad(options: BisectOptions) -> Verdict:
     """The first commit between good and bad where the query's rank changed, or where the
-    #1 rate fell by `drop` points or more from good's, as `recall bisect` prints it: the
-    Python API's `recall.bisect`."""
+    #1 rate fell by `drop` points or more from good's: the Python API's `recall.bisect`;
+    `recall bisect` prints it (`render`)."""
     if options.metric and (options.drop is None or not options.drop > 0):
         raise RecallError("--metric first_pct needs --drop PTS, above 0")
     if options.drop is not None and not options.metric:
@@ -70,14 +74,15 @@ def bisect_text(options: BisectOptions) -> str:
         what = f"rank of {row.source} ({row.repo}:{row.query})"
         rank = rank_of(plan, row)
         verdict = bisect(plan, options.good, options.bad, rank, lambda g, v: v != g)
-    else:
-        what, drop = "#1 %", options.drop or 0.0
+        lines = tuple(explain_lines(plan, verdict, row))
+        return dataclasses.replace(verdict, what=what, row=row, side_by_side=lines)
+    drop = options.drop or 0.0
 
-        def fell(good: float | int | None, value: float | int | None) -> bool:
-            return good is not None and value is not None and good - value >= drop - 1e-9
+    def fell(good: float | int | None, value: float | int | None) -> bool:
+        return good is not None and value is not None and good - value >= drop - 1e-9
 
-        verdict = bisect(plan, options.good, options.bad, first_pct(plan), fell)
-    return render(plan, verdict, what, row)
+    verdict = bisect(plan, options.good, options.bad, first_pct(plan), fell)
+    return dataclasses.replace(verdict, what="#1 %")
 
 
 def query_row(plan: Plan, spec: str, source: str | None = None) -> QueryRow:
@@ -205,7 +210,7 @@ def _shown(value: float | int | None) -> str:
     return "not found" if value is None else str(value)
 
 
-def explain_lines(plan: Plan, verdict: Verdict, row: QueryRow | None) -> list[str]:
+def explain_lines(plan: Plan, verdict: Verdict, row: QueryRow) -> list[str]:
     """The commands that show the query side by side at the commit and the one before:
     a worktree of the commit as the candidate, the commit before as the base."""
     commit, parent = verdict.first_bad.sha, verdict.last_good.sha
@@ -219,11 +224,8 @@ def explain_lines(plan: Plan, verdict: Verdict, row: QueryRow | None) -> list[st
         f" --corpus {shlex.quote(str(plan.corpus_path))}"
         f" --queries {shlex.quote(str(plan.queries_path))}"
     )
-    if row is None:
-        query, repo, source = "QUERY", "REPO", ""
-    else:
-        query, repo = shlex.quote(row.query), shlex.quote(row.repo)
-        source = f" --source {shlex.quote(row.source)}"
+    query, repo = shlex.quote(row.query), shlex.quote(row.repo)
+    source = f" --source {shlex.quote(row.source)}"
     return [
         f"git -C {shlex.quote(str(plan.root))} worktree add --detach {worktree} {commit}",
         f"recall explain {query} --repo {repo} --finder {worktree} --base {parent}"
@@ -231,7 +233,7 @@ def explain_lines(plan: Plan, verdict: Verdict, row: QueryRow | None) -> list[st
     ]
 
 
-def render(plan: Plan, verdict: Verdict, what: str, row: QueryRow | None) -> str:
+def render(verdict: Verdict) -> str:
     """The verdict as the lines bisect prints."""
     c = verdict.first_bad
     lines = []
@@ -244,12 +246,12 @@ def render(plan: Plan, verdict: Verdict, what: str, row: QueryRow | None) -> str
         lines.append(f"first bad commit: {c.sha[:12]} {c.date[:10]} {c.subject}")
     lines.append(f"  {c.sha}")
     lines.append(
-        f"{what}: {_shown(verdict.before)} at {verdict.last_good.sha[:12]} (before), "
+        f"{verdict.what}: {_shown(verdict.before)} at {verdict.last_good.sha[:12]} (before), "
         f"{_shown(verdict.after)} at {c.sha[:12]} (after); --good had {_shown(verdict.good_value)}"
     )
     lines.append(f"measured {verdict.tested} commits; skipped (no build): {len(verdict.skipped)}")
     lines += [f"  skipped {x.sha[:12]} {x.subject}" for x in verdict.skipped]
-    if row is not None:
+    if verdict.side_by_side:
         lines.append("side by side at the commit (candidate) and the one before it (base):")
-        lines += [f"  {line}" for line in explain_lines(plan, verdict, row)]
+        lines += [f"  {line}" for line in verdict.side_by_side]
     return safe_output("\n".join(lines) + "\n")  # a subject is a stranger's text

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 import git
 
-from recall.analysis.model import QueryResult, RunResult
+from recall.analysis.model import Counts, QueryResult, RunResult
 from recall.analysis.report import counts
 from recall.errors import RecallError
 from recall.finders.engine import Engine, resolve_engine
@@ -46,7 +46,7 @@ from recall.running.measure import (
     open_corpus,
     run_binary,
 )
-from recall.running.results_cache import cached_run, run_key, store_run
+from recall.running.results_cache import cached_or_run, run_key
 from recall.running.values import Corpus
 from recall.terminal import progress
 from recall.workflows.options import CommitOptions, HistoryOptions, listed
@@ -131,12 +131,16 @@ def make_plan(options: CommitOptions, command: str = "recall history") -> Plan:
     )  # fmt: skip
 
 
-def measure_history(options: HistoryOptions) -> dict:
-    """The history of the options' commits as its JSON (docs/history.md): the Python API's
-    `recall.history`, and `recall history` without --shard."""
+def measure_history(options: HistoryOptions) -> History:
+    """The history of the options' commits (its JSON is docs/history.md's): the Python
+    API's `recall.history`, and `recall history` without --shard."""
+    if options.shard:
+        raise RecallError(
+            "--shard: a shard makes no history; history_shards.measure_saved saves it"
+        )
     plan = make_plan(options.commits)
     commits = chosen_commits(plan, options)
-    return as_json(plan, history(plan, commits))
+    return history_of(plan, history(plan, commits))
 
 
 def chosen_commits(plan: Plan, options: HistoryOptions) -> list[Commit]:
@@ -281,20 +285,32 @@ def measure_rows(plan: Plan, commit: Commit, rows: list[QueryRow]) -> Point:
     except RecallError as exc:
         return Point(commit, None, _one_line(str(exc)), built, False)
     cacheable = not plan.no_cache and unseen_code(plan.engine) is None
-    run = None if not cacheable else cached_run(plan.cache, key, commit.sha[:12], rows)
-    cached = run is not None
-    if run is None:
-        _open_corpora(plan, rows)  # outside the try: a fetch or a bad source ends the history
+
+    def run_now() -> RunResult:
+        _open_corpora(plan, rows)  # not a _Failed: a fetch or a bad source ends the history
+        kept = None if plan.no_cache else f"commit:{commit.sha}"  # its kept indexes
         try:
-            kept = None if plan.no_cache else f"commit:{commit.sha}"  # its kept indexes
-            run = run_binary(
+            return run_binary(
                 binary, rows, plan.corpora, jobs=plan.jobs, timeout=plan.timeout, build=kept
             )
         except RecallError as exc:
-            return Point(commit, None, _one_line(str(exc)), built, False)
-        if cacheable:  # --no-cache neither reads nor writes
-            store_run(plan.cache, key, run)
+            raise _Failed(_one_line(str(exc))) from None
+
+    try:
+        run, cached = cached_or_run(
+            plan.cache, key, commit.sha[:12], rows, cacheable=cacheable, run=run_now
+        )
+    except _Failed as failed:
+        return Point(commit, None, failed.line, built, False)
     return Point(commit, run, None, built, cached)
+
+
+class _Failed(Exception):
+    """The commit's run failed: a row of the history saying why, not an end of it."""
+
+    def __init__(self, line: str) -> None:
+        super().__init__(line)
+        self.line = line
 
 
 def answered(point: Point, allow_empty: bool) -> Point:
@@ -344,25 +360,37 @@ def _say(message: str) -> None:
 # Numbers -------------------------------------------------------------------------------
 
 
-def summarize(rows: list[QueryRow], results: tuple[QueryResult, ...]) -> dict:
+@dataclass(frozen=True)
+class Tally:
     """A run's counts over all rows, and per type and per repo (groups sorted by name): the
     report's own counts (analysis/report.py), so a history row and a report agree."""
+
+    all: Counts
+    by_type: tuple[tuple[str, Counts], ...]
+    by_repo: tuple[tuple[str, Counts], ...]
+
+    def to_json(self) -> dict:
+        return {
+            **self.all.to_json(),
+            "by_type": {name: c.to_json() for name, c in self.by_type},
+            "by_repo": {name: c.to_json() for name, c in self.by_repo},
+        }
+
+
+def summarize(rows: list[QueryRow], results: tuple[QueryResult, ...]) -> Tally:
+    """The counts of a run over rows, as a history row holds them."""
     pairs = list(zip(rows, results, strict=True))
 
-    def of(chosen: list[tuple[QueryRow, QueryResult]]) -> dict:
-        return counts([row for row, _r in chosen], [r for _row, r in chosen]).to_json()
+    def of(chosen: list[tuple[QueryRow, QueryResult]]) -> Counts:
+        return counts([row for row, _r in chosen], [r for _row, r in chosen])
 
-    def grouped(key: Callable[[QueryRow], str]) -> dict:
+    def grouped(key: Callable[[QueryRow], str]) -> tuple[tuple[str, Counts], ...]:
         groups: dict[str, list[tuple[QueryRow, QueryResult]]] = {}
         for row, result in pairs:
             groups.setdefault(key(row), []).append((row, result))
-        return {name: of(chosen) for name, chosen in sorted(groups.items())}
+        return tuple((name, of(chosen)) for name, chosen in sorted(groups.items()))
 
-    return {
-        **of(pairs),
-        "by_type": grouped(lambda row: row.type),
-        "by_repo": grouped(lambda row: row.repo),
-    }
+    return Tally(of(pairs), grouped(lambda row: row.type), grouped(lambda row: row.repo))
 
 
 def commit_url(root: Path, sha: str) -> str | None:
@@ -390,40 +418,109 @@ def github_commit_url(url: str, sha: str) -> str | None:
     return f"https://github.com/{path}/commit/{sha}"
 
 
-def as_json(plan: Plan, points: list[Point]) -> dict:
-    """The versioned history object (docs/history.md lists its keys)."""
+@dataclass(frozen=True)
+class CommitRow:
+    """One commit of a history: what it is, whether it was built or read from the cache
+    now, and its counts and seconds, or why it could not be measured."""
+
+    commit: Commit
+    url: str | None  # its page, when the finder's origin is on GitHub
+    built: bool
+    cached: bool
+    error: str | None
+    tally: Tally | None  # None when it could not be measured
+    index_s: float | None = None
+    query_s: float | None = None
+
+    def to_json(self) -> dict:
+        c = self.commit
+        entry: dict = {
+            "sha": c.sha, "short": c.sha[:12], "date": c.date, "subject": c.subject,
+            "refs": list(c.refs), "url": self.url,
+            "built": self.built, "cached": self.cached, "error": self.error,
+        }  # fmt: skip
+        if self.tally is not None:
+            entry.update(self.tally.to_json())
+            entry["index_s"] = self.index_s
+            entry["query_s"] = self.query_s
+        return entry
+
+
+@dataclass(frozen=True)
+class History:
+    """A history: what every commit was measured with (the finder's repo, its engine, the
+    query set and the selection of its sourced rows), and each commit, oldest first. Its
+    JSON is the versioned object of docs/history.md, what `recall history --json` prints."""
+
+    finder: str
+    engine_source: str
+    engine_sha256: str
+    queries: str
+    sourced: int
+    repos: tuple[str, ...]
+    types: tuple[str, ...]
+    commits: tuple[CommitRow, ...]
+
+    @property
+    def ok(self) -> bool:
+        """Whether any commit was measured (the command's exit 0)."""
+        return any(row.error is None for row in self.commits)
+
+    def to_json(self) -> dict:
+        return {
+            **self.header(),
+            "commits": [row.to_json() for row in self.commits],
+        }
+
+    def header(self) -> dict:
+        return {
+            "schema": SCHEMA,
+            "kind": KIND,
+            "finder": self.finder,
+            "engine": {"source": self.engine_source, "sha256": self.engine_sha256},
+            "queries": self.queries,
+            "sourced": self.sourced,
+            "repos": list(self.repos),
+            "types": list(self.types),
+        }
+
+
+def history_of(plan: Plan, points: list[Point]) -> History:
+    """The history of the plan's measured commits."""
     urls = [commit_url(plan.root, point.commit.sha) for point in points]
     return document(header(plan), plan.rows, points, urls)
 
 
 def header(plan: Plan) -> dict:
-    """The history object but its commits: what every commit was measured with."""
-    return {
-        "schema": SCHEMA,
-        "kind": KIND,
-        "finder": str(plan.root),
-        "engine": {"source": plan.engine.source, "sha256": plan.engine.digest},
-        "queries": str(plan.queries_path),
-        "sourced": len(plan.rows),
-        "repos": sorted({row.repo for row in plan.rows}),
-        "types": sorted({row.type for row in plan.rows}),
-    }
+    """The history object but its commits, as JSON: what every commit was measured with
+    (a shard's file keeps it for the merge)."""
+    return History(
+        finder=str(plan.root), engine_source=plan.engine.source,
+        engine_sha256=plan.engine.digest, queries=str(plan.queries_path),
+        sourced=len(plan.rows), repos=tuple(sorted({row.repo for row in plan.rows})),
+        types=tuple(sorted({row.type for row in plan.rows})), commits=(),
+    ).header()  # fmt: skip
 
 
-def document(head: dict, rows: list[QueryRow], points: list[Point], urls: list[str | None]) -> dict:
-    """The history object from its header and each commit's point and url: what a history
+def document(
+    head: dict, rows: list[QueryRow], points: list[Point], urls: list[str | None]
+) -> History:
+    """The history from its header's JSON and each commit's point and url: what a history
     prints and what a merge of its shards prints."""
-    commits = []
-    for point, url in zip(points, urls, strict=True):
-        c = point.commit
-        entry: dict = {
-            "sha": c.sha, "short": c.sha[:12], "date": c.date, "subject": c.subject,
-            "refs": list(c.refs), "url": url,
-            "built": point.built, "cached": point.cached, "error": point.error,
-        }  # fmt: skip
-        if point.run is not None:
-            entry.update(summarize(rows, point.run.results))
-            entry["index_s"] = round(point.run.index_s, 2)
-            entry["query_s"] = round(point.run.query_s, 2)
-        commits.append(entry)
-    return {**head, "commits": commits}
+    commits = [_commit_row(rows, point, url) for point, url in zip(points, urls, strict=True)]
+    return History(
+        finder=head["finder"], engine_source=head["engine"]["source"],
+        engine_sha256=head["engine"]["sha256"], queries=head["queries"],
+        sourced=head["sourced"], repos=tuple(head["repos"]), types=tuple(head["types"]),
+        commits=tuple(commits),
+    )  # fmt: skip
+
+
+def _commit_row(rows: list[QueryRow], point: Point, url: str | None) -> CommitRow:
+    run = point.run
+    if run is None:
+        return CommitRow(point.commit, url, point.built, point.cached, point.error, None)
+    return CommitRow(
+        point.commit, url, point.built, point.cached, point.error,
+        summarize(rows, run.results), round(run.index_s, 2), round(run.query_s, 2),
+    )  # fmt: skip

@@ -28,9 +28,10 @@ import orjson
 from recall import __version__
 from recall.analysis.model import QueryResult, RunResult
 from recall.errors import RecallError
-from recall.files import write_atomic
+from recall.files import target, write_atomic
 from recall.inputs.corpus import Pin
-from recall.inputs.queryset import QueryRow
+from recall.inputs.queryset import QueryRow, query_set_path
+from recall.inputs.suite import locate
 from recall.inputs.symbols import ctags_version
 from recall.running.identity import environment_key
 from recall.running.results_cache import (
@@ -47,15 +48,27 @@ from recall.workflows.history import (
     KIND,
     SCHEMA,
     Commit,
+    History,
     Plan,
     Point,
     answered,
+    chosen_commits,
     commit_key,
+    commit_url,
     document,
     header,
+    make_plan,
     measure_rows,
+    select_rows,
 )
 from recall.workflows.merge import check_same_meta
+from recall.workflows.options import HistoryOptions, MergeOptions, listed
+
+# What judges a run's report, which a history's merge refuses: each option and its flag.
+RUN_ONLY = (
+    ("needs_baseline", "--fail-on-loss"), ("accept", "--accept"), ("regress", "--regress"),
+    ("no_regress", "--no-regress"), ("misses", "--misses"),
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -252,7 +265,7 @@ def _decode_part(where: str, item: object, known: dict[str, Commit], rows: list[
     return Part(tuple(repos), Point(known[item["sha"]], run, error, built, cached))
 
 
-def merge(paths: list[Path], pins: dict[str, Pin], rows: list[QueryRow], corpus: Path) -> dict:
+def merge(paths: list[Path], pins: dict[str, Pin], rows: list[QueryRow], corpus: Path) -> History:
     """The history object of the shards' files, for the selection rows of the merge's own
     flags (pins: the merge's corpus, read from corpus)."""
     shards = [load_shard(path) for path in paths]
@@ -340,3 +353,51 @@ def _joined(commit: Commit, parts: list[Part], rows: list[QueryRow]) -> Point:
         results, cached=cached, restarts=sum(r.restarts for r in runs),
     )  # fmt: skip
     return Point(commit, run, None, built, cached)
+
+
+def merge_history(options: MergeOptions) -> History:
+    """The history of the files a history's shards saved, as the unsharded history makes
+    it (`recall merge` of them; the Python API's `recall.merge_history`): for the rows of
+    the options' selection, else every row the files hold."""
+    if options.split is not None:
+        raise RecallError("--split goes with the files of a run's shards, not a history's")
+    for name, flag in RUN_ONLY:
+        if getattr(options, name):
+            raise RecallError(f"{flag} goes with the files of a run's shards, not a history's")
+    data = options.data
+    found = locate("merge", corpus=data.corpus, queries=data.queries)
+    corpus, queries = Path(found.corpus), query_set_path(found.queries or "")
+    pins, _all_rows, rows = select_rows(corpus, queries, listed(data.repos), listed(data.types))
+    paths = [Path(f) for f in options.files]
+    if data.repos is None and data.types is None:  # the rows the shards ran: all in each file
+        rows = load_shard(paths[0]).rows
+    return merge(paths, pins, rows, corpus)
+
+
+@dataclass(frozen=True)
+class SavedShard:
+    """What `recall history --shard K/N --save FILE` measured and saved: its (commit,
+    repo) pairs of the history's total, over how many commits."""
+
+    shard: tuple[int, int]
+    file: str
+    pairs: int
+    total: int
+    commits: int
+
+
+def measure_saved(options: HistoryOptions) -> SavedShard:
+    """Shard K of N of the options' history measured and saved to options.save for
+    `recall merge` (the Python API's `recall.history_shard`)."""
+    if options.shard is None or options.save is None:
+        raise RecallError("--shard K/N and --save FILE: a shard is measured to be saved")
+    target(Path(options.save))  # a FIFO or a device there is refused before any work
+    plan = make_plan(options.commits)
+    commits = chosen_commits(plan, options)
+    k, n = options.shard
+    measured = measure_shard(plan, commits, k, n)
+    urls = [(commit, commit_url(plan.root, commit.sha)) for commit in commits]
+    save_shard(Path(options.save), plan, urls, measured, options.shard)
+    pairs = sum(len(part.repos) for part, _key in measured)
+    total = len(commits) * len({row.repo for row in plan.rows})
+    return SavedShard(options.shard, options.save, pairs, total, len(measured))

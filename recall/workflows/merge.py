@@ -1,4 +1,5 @@
-"""`recall merge`: the runs of `recall run --shard K/N`, saved on many machines, as one.
+"""`recall merge`: the runs of `recall run --shard K/N`, saved on many machines, as one
+report, the one the unsharded run makes.
 
 A shard holds every row of some repos (`run.shard_rows`), so a merge takes each repo's
 rows from the one file that has them and puts them back in the query set's order. It
@@ -9,13 +10,85 @@ files or in none, or rows of a repo that are not the selection's.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
-from recall.analysis.model import QueryResult, RunResult
+from recall.analysis.accept import in_selection, read_accepted
+from recall.analysis.model import QueryResult, Report, RunResult, UnknownSource
 from recall.errors import RecallError
 from recall.files import file_sha256
-from recall.inputs.queryset import QueryRow
-from recall.running.results_cache import WORKING_TREE, Saved, code_of, load_saved
+from recall.inputs.corpus import cache_root, load_pins, mirror_root
+from recall.inputs.queryset import QueryRow, query_set_path
+from recall.inputs.sides import SPLITS, Split
+from recall.inputs.suite import locate
+from recall.running.measure import fetch_corpora, unknown_sources
+from recall.running.results_cache import (
+    HISTORY_KIND,
+    SAVED_KIND,
+    WORKING_TREE,
+    Saved,
+    code_of,
+    load_saved,
+    read_saved,
+)
+from recall.running.values import Corpus
+from recall.workflows.options import DEFAULT_REGRESS, MergeOptions, listed
+from recall.workflows.run import (
+    Measured,
+    Plan,
+    analyse_plan,
+    check_judged,
+    check_steps,
+    data_flags,
+    plan_ceiling,
+    regress_cases,
+    selected_rows,
+)
+
+NOUNS = {SAVED_KIND: "run", HISTORY_KIND: "history"}
+
+
+def shards_kind(files: tuple[str, ...]) -> str:
+    """What the files hold, the same in each: a run's shards (SAVED_KIND) or a history's
+    (HISTORY_KIND); a mix is refused, naming the odd file."""
+    kinds = [read_saved(Path(f), "merge", tuple(NOUNS))["kind"] for f in files]
+    for path, kind in zip(files, kinds, strict=True):
+        if kind != kinds[0]:
+            raise RecallError(
+                f"merge {path}: the file of a {NOUNS[kind]} shard, and {files[0]} of a "
+                f"{NOUNS[kinds[0]]} shard: merge the shards of one run or of one history"
+            )
+    return kinds[0]
+
+
+def shards_selection(
+    files: tuple[str, ...],
+) -> tuple[tuple[str, ...] | None, tuple[str, ...] | None, Split | None]:
+    """The --repo, --type and --split a run's shards ran with, as their files say: the same
+    in every file, or the merge refuses (a file from before they said it: no selection; one
+    from before --split: every row)."""
+    found = [read_saved(Path(f), "merge", (SAVED_KIND,)).get("selection") for f in files]
+    for path, selection in zip(files, found, strict=True):
+        if selection != found[0]:
+            raise RecallError(
+                f"merge {path}: ran with another --repo/--type/--split selection than {files[0]}"
+            )
+    selection = found[0]
+    if not isinstance(selection, dict):
+        return None, None, None
+    repos, types, split = selection.get("repo"), selection.get("type"), selection.get("split")
+    if split is not None and split not in SPLITS:
+        raise RecallError(f"merge {files[0]}: selection.split must be one of {', '.join(SPLITS)}")
+    for flag, value in (("repo", repos), ("type", types)):
+        if value is not None and not (
+            isinstance(value, list) and all(isinstance(v, str) for v in value)
+        ):
+            raise RecallError(f"merge {files[0]}: selection.{flag} must be a list of strings")
+    return (
+        None if repos is None else tuple(repos),
+        None if types is None else tuple(types),
+        split,
+    )
 
 
 def merge_saved(paths: list[Path], asked: list[QueryRow], data: dict[str, Path]) -> Saved:
@@ -109,3 +182,69 @@ def check_same_meta(path: Path, meta: dict, first_path: Path, first_meta: dict) 
         raise RecallError(
             f"merge {path}: ran other code or data than {first_path} ({', '.join(changed)} differ)"
         )
+
+
+def merge(options: MergeOptions) -> Report:
+    """The report of a run from the files its shards saved, as the unsharded run makes
+    it (the seconds are the shards' sums): the Python API's `recall.merge`. With no
+    --repo, --type or --split selection given, the one the files hold."""
+    if shards_kind(options.files) != SAVED_KIND:
+        raise RecallError(
+            f"merge {options.files[0]}: the file of a history's shard: recall.merge_history "
+            "merges those"
+        )
+    if options.data.repos is None and options.data.types is None and options.split is None:
+        repos, types, split = shards_selection(options.files)
+        selection = dataclasses.replace(options.data, repos=repos, types=types)
+        options = dataclasses.replace(options, data=selection, split=split)
+    found = locate("merge", corpus=options.data.corpus, queries=options.data.queries)
+    corpus_path, queries_path = Path(found.corpus), query_set_path(found.queries or "")
+    pins = load_pins(corpus_path)
+    selected = selected_rows(
+        queries_path, pins, listed(options.data.repos), listed(options.data.types),
+        options.split,
+    )  # fmt: skip
+    all_rows, rows, steps = selected.all_rows, selected.rows, selected.steps
+    if selected.judgments:
+        check_judged(queries_path, accept=options.accept, regress=options.regress,
+                     misses=options.misses)  # fmt: skip
+    if not rows:
+        raise RecallError(
+            f"merge: {queries_path} has no rows of the shards' selection "
+            "(give the --queries the shards ran with)"
+        )
+    cases, skipped = regress_cases(
+        options.no_regress, options.regress, found.default_regress, pins, rows
+    )
+    files = [Path(f) for f in options.files]
+    ran = {"corpus_sha256": corpus_path, "queries_sha256": queries_path}
+    merged = merge_saved(files, rows + [case.row for case in cases], ran)
+    if (options.needs_baseline or options.accept) and not merged.baseline:
+        raise RecallError("--fail-on-loss and --accept need shards run with a baseline")
+    accepted = (
+        in_selection(read_accepted(Path(options.accept)), all_rows, rows)
+        if options.accept
+        else None
+    )
+    explain = merged.explain or [None] * len(merged.runs)
+    measured = [
+        Measured(run, key, len(rows), flags)
+        for (run, key), flags in zip(merged.runs, explain, strict=True)
+    ]
+    cache, mirror = cache_root(options.data.cache), mirror_root(options.data.mirror)
+    corpora: dict[str, Corpus] = {}
+    unknown: tuple[UnknownSource, ...] = ()
+    if not (options.strict_queries or found.committed):
+        fetch_corpora(rows, pins, cache, mirror, corpora)
+        unknown = unknown_sources(rows, corpora, all_rows)
+    check_steps(steps, rows, pins, cache, mirror, corpora, queries_path)
+    data = data_flags(options.data, found, found.config)
+    plan = Plan(
+        pins, rows, cases, skipped, accepted, cache, mirror, corpora, unknown, data,
+        options.regress or DEFAULT_REGRESS, options.split, options.misses, steps,
+        selected.judgments,
+    )  # fmt: skip
+    return analyse_plan(
+        plan, measured, has_base=merged.baseline, meta=merged.meta, ceiling=plan_ceiling(plan),
+        bench=None,
+    )  # fmt: skip

@@ -1,5 +1,5 @@
 """What each workflow is asked, as typed, frozen values: the options of `recall run`,
-`merge`, `history`, `bisect` and `results`.
+`merge`, `history`, `bisect`, `explain`, `pin` and `results`.
 
 The commands (recall/commands/) turn their flags into these, and a Python program builds
 them directly (docs/api.md); below the commands no code reads a flag by its name. Each
@@ -215,18 +215,26 @@ class CommitOptions:
 @dataclass(frozen=True)
 class HistoryOptions:
     """`recall history`: which commits (a range, refs, or the tags matching a pattern),
-    every Nth of them, each measured as `commits` says."""
+    every Nth of them, each measured as `commits` says; or one shard of them, saved."""
 
     commits: CommitOptions = CommitOptions()
     revs: tuple[str, ...] = ()
     tags: str | None = None
     first_parent: bool = False
     every: int = 1
+    shard: tuple[int, int] | None = None  # measure shard K of N only, saved to `save`
+    save: str | None = None
 
     def __post_init__(self) -> None:
         check_fields(self)
         if self.every < 1:
             raise RecallError(f"--every {self.every}: give 1 or more")
+        if self.shard is not None and not 1 <= self.shard[0] <= self.shard[1]:
+            raise RecallError(f"--shard {self.shard[0]}/{self.shard[1]}: give K/N with 1 <= K <= N")
+        if self.save and not self.shard:
+            raise RecallError("--save goes with --shard K/N: a shard's results go to recall merge")
+        if self.shard and not self.save:
+            raise RecallError("--shard needs --save FILE: a shard's results go to recall merge")
 
 
 @dataclass(frozen=True)
@@ -269,6 +277,48 @@ class ExplainOptions:
         check_fields(self)
         check_timeout(self.timeout)
         check_build_timeout(self.build_timeout)
+
+
+@dataclass(frozen=True)
+class PinOptions:
+    """`recall pin`: the repo pinned at a full commit of url, its corpus language, and how
+    many names to sample (None: its settings file's n). Of `data`, the corpus, the query
+    set (a committed set's name stands for its file and derive settings), the cache and
+    the mirrors serve."""
+
+    repo: str
+    url: str
+    sha: str
+    language: str
+    data: Data = Data()
+    n: int | None = None
+    force: bool = False  # pin even when no name of the repo can be sampled
+    settings: str | None = None  # the derive settings (None: the set's own, else derive.json)
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+        if self.n is not None and self.n < 0:
+            raise RecallError("--n must be zero or more")
+
+
+@dataclass(frozen=True)
+class PruneOptions:
+    """`recall cache prune`: what is stale besides what no pin of the corpus needs: builds
+    past the keep_builds most recently used, entries unused for older_than days. Of
+    `data`, the corpus and the cache serve."""
+
+    data: Data = Data()
+    older_than: float | None = None
+    keep_builds: int | None = None
+    dry_run: bool = False  # say what would go; remove nothing
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+        # written so that NaN, which compares false with every bound, is refused too
+        if (self.older_than is not None and not 0 <= self.older_than < float("inf")) or (
+            self.keep_builds is not None and self.keep_builds < 0
+        ):
+            raise RecallError("--older-than and --keep-builds must be zero or more (and finite)")
 
 
 @dataclass(frozen=True)

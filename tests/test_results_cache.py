@@ -1,10 +1,15 @@
+"""The results cache and the files of --save and --against (recall/running/results_cache.py):
+what a stored or saved run is known by, and what reading one refuses."""
+
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 import orjson
 import pytest
 from conftest import ROOT, needs_ctags, run_cli
+from helpers import DEEP, DEEP_OBJECT, fault_args, fault_env, fault_world, one_line_exit_2
 
 from recall.analysis.model import Hit, QueryResult, RunResult
 from recall.cache import keep_file, read_file
@@ -15,7 +20,15 @@ from recall.inputs.queryset import QueryRow
 from recall.running import identity
 from recall.running import results_cache as saved
 from recall.running.identity import data_key
-from recall.running.results_cache import cached_run, load_against, run_key, save_runs, store_run
+from recall.running.results_cache import (
+    cached_run,
+    decode_run,
+    encode_run,
+    load_against,
+    run_key,
+    save_runs,
+    store_run,
+)
 
 PINS = {
     "gin": Pin("gin", "https://github.com/gin-gonic/gin", "a" * 40, "go"),
@@ -338,3 +351,126 @@ def test_a_kind_whose_worker_is_the_harnesss_own_keys_the_harnesss_code():
     plain = parse_engine(b'[engine]\nbin = ["git"]\nquery = ["{bin}", "{query}"]\n', "t")
     assert len(identity.environment_key(library)["harness code"]) == 64
     assert "harness code" not in identity.environment_key(plain)
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> dict:
+    return fault_world(tmp_path)
+
+
+def test_a_saved_run_nested_100k_deep_is_one_line_exit_2(world, tmp_path):
+    path = tmp_path / "saved.json"
+    path.write_bytes(DEEP_OBJECT)
+    proc = run_cli(
+        *fault_args(world, "--against", str(path)), cwd=world["finder"], env=fault_env(world)
+    )
+    one_line_exit_2(proc, f"--against {path}: not JSON")
+
+
+SHAPE_PINS = {"gin": Pin("gin", "https://github.com/gin-gonic/gin", "a" * 40, "go")}
+SHAPE_ROWS = [QueryRow("gin", "ctxjs", "abbr3", "ContextJSON")]
+SHAPE_RUN = RunResult(
+    "base", "finder", 0.5, 1.5, (QueryResult(1, (Hit("ContextJSON", "a.go", 4),)),)
+)
+SHAPE_KEY = {"format": saved.FORMAT, **data_key(SHAPE_PINS, SHAPE_ROWS)}
+
+
+def _encoded(**field) -> dict:
+    """A stored run with one part replaced: results[0] parts or a top-level field."""
+    data = encode_run(SHAPE_RUN, SHAPE_KEY)
+    rank, top, error, off_corpus = data["results"][0]
+    parts = {"rank": rank, "top": top, "error": error, "off_corpus": off_corpus}
+    for name in ("rank", "top", "error", "off_corpus", "hit", "hit_name", "hit_file", "hit_line"):
+        if name in field:
+            value = field.pop(name)
+            if name.startswith("hit_"):
+                hit = list(top[0])
+                hit[("hit_name", "hit_file", "hit_line").index(name)] = value
+                parts["top"] = [hit]
+            elif name == "hit":
+                parts["top"] = [value]
+            else:
+                parts[name] = value
+    data["results"] = [[parts["rank"], parts["top"], parts["error"], parts["off_corpus"]]]
+    return {**data, **field}
+
+
+BAD_RUNS = [
+    ({"rank": "1"}, "results[0]: rank must be a whole number 1 or more, or null, not '1'"),
+    ({"rank": -3}, "results[0]: rank must be a whole number 1 or more, or null, not -3"),
+    ({"rank": 0}, "results[0]: rank must be a whole number 1 or more, or null, not 0"),
+    ({"rank": True}, "results[0]: rank must be a whole number 1 or more, or null, not True"),
+    ({"top": "ab"}, "results[0]: top must be a list of [name, file, line], not 'ab'"),
+    ({"hit": "abc"}, "results[0]: top[0] must be [name, file, line], not 'abc'"),
+    ({"hit_name": 7}, "results[0]: top[0]: name must be a string, not 7"),
+    ({"hit_file": 7}, "results[0]: top[0]: file must be a string or null, not 7"),
+    ({"hit_line": True}, "results[0]: top[0]: line must be a whole number or null, not True"),
+    ({"hit_line": "4"}, "results[0]: top[0]: line must be a whole number or null, not '4'"),
+    ({"error": 5}, "results[0]: error must be a string or null, not 5"),
+    ({"off_corpus": 1}, "results[0]: off_corpus must be true or false, not 1"),
+    ({"results": {"a": 1}}, "results must be a list, not {'a': 1}"),
+    ({"results": [[1, []]]}, "results[0] must be [rank, top, error, off_corpus], not [1, []]"),
+    ({"label": 3}, "label must be a string, not 3"),
+    ({"index_s": "fast"}, "index_s must be a number of seconds, not 'fast'"),
+    ({"query_s": float("nan")}, None),  # orjson writes NaN as null
+    ({"key": []}, "key must be an object, not []"),
+]
+
+
+@pytest.mark.parametrize(("change", "message"), BAD_RUNS)
+def test_a_stored_run_of_the_wrong_shape_names_the_field(change, message):
+    data = orjson.loads(orjson.dumps(_encoded(**change)))
+    expected = message or "query_s must be a number of seconds, not None"
+    with pytest.raises(ValueError, match=f"^{re.escape(expected)}$"):
+        decode_run(data)
+
+
+def test_a_stored_run_that_is_not_an_object_is_refused():
+    with pytest.raises(ValueError, match=r"^expected an object, not \[\]$"):
+        decode_run([])
+
+
+def _save(path: Path, run: dict) -> None:
+    rows = [[r.repo, r.query, r.type, r.source] for r in SHAPE_ROWS]
+    data = {"kind": saved.SAVED_KIND, "format": saved.FORMAT, "meta": {}, "rows": rows,
+            "runs": [run]}  # fmt: skip
+    path.write_bytes(orjson.dumps(data))
+
+
+@pytest.mark.parametrize(("change", "message"), BAD_RUNS[:4] + BAD_RUNS[6:9])
+def test_a_saved_run_of_the_wrong_shape_is_refused_naming_the_file_and_field(
+    tmp_path, change, message
+):
+    path = tmp_path / "main.json"
+    _save(path, _encoded(**change))
+    with pytest.raises(RecallError, match=f"^--against {re.escape(str(path))}: runs\\[0\\]: "):
+        load_against(path, SHAPE_ROWS, SHAPE_KEY)
+    with pytest.raises(RecallError, match=re.escape(message)):
+        load_against(path, SHAPE_ROWS, SHAPE_KEY)
+
+
+@pytest.mark.parametrize("rows", [["gin", "ctxjs"], "abcd", [["gin", "ctxjs", "abbr3", 5]], {}])
+def test_saved_rows_of_the_wrong_shape_are_refused_naming_the_field(tmp_path, rows):
+    path = tmp_path / "main.json"
+    _save(path, encode_run(SHAPE_RUN, SHAPE_KEY))
+    data = orjson.loads(path.read_bytes())
+    path.write_bytes(orjson.dumps({**data, "rows": rows}))
+    with pytest.raises(RecallError, match=f"^--against {re.escape(str(path))}: rows"):
+        load_against(path, SHAPE_ROWS, SHAPE_KEY)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [DEEP, DEEP_OBJECT, orjson.dumps(_encoded(rank="1")), orjson.dumps(_encoded(hit_name=3)),
+     b"[]", b"null"],
+)  # fmt: skip
+def test_a_results_cache_entry_of_the_wrong_shape_is_a_warning_and_a_rerun(
+    tmp_path, capsys, content
+):
+    store_run(tmp_path, SHAPE_KEY, SHAPE_RUN)
+    (entry,) = (tmp_path / "results").iterdir()
+    keep_file(entry, content)  # under a digest of its own: the shape check is what fails
+    assert cached_run(tmp_path, SHAPE_KEY, "again", SHAPE_ROWS) is None
+    err = capsys.readouterr().err
+    assert err.startswith(f"recall: warning: cache entry {entry} is not a run of these rows")
+    assert err.count("\n") == 1 and "dropped, made again" in err
