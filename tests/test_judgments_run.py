@@ -20,6 +20,7 @@ import pytest
 from conftest import ROOT, make_repo, run_cli
 from helpers import weaker_clone
 
+from recall.analysis.model import Report
 from recall.inputs.judgments import candidates, read_judgments
 from recall.render.html import render_html
 
@@ -105,7 +106,7 @@ def test_a_judgments_file_the_tests_did_not_write_runs_with_the_same_columns(rea
     judged = report["judgments"]
     assert [r["label"] for r in judged["runs"]] == list(rows)
     assert [p["line"] for p in judged["pairs"]] == list(range(2, 10))
-    assert page.read_text() == render_html(report)
+    assert page.read_text() == render_html(Report.from_json(report))
     markdown = run_cli(*flags, "--markdown").stdout
     assert "## By source project" in markdown and "| finder | pairs | agree |" in markdown
 

@@ -21,6 +21,7 @@ from conftest import (
 )
 from helpers import chromium, has_color, weaker_clone
 
+from recall.analysis.model import Report
 from recall.inputs.queryset import HAND, QueryRow
 from recall.render.html import render_html
 from recall.render.results_page import render_results
@@ -92,7 +93,7 @@ def test_a_weaker_finder_needs_more_keystrokes_and_the_page_draws_the_k_curve(
         assert len(change["base_query"]) == change["base_keys"]
         assert change["new_keys"] is None or change["new_keys"] > change["base_keys"]
     html = page.read_text()
-    assert html == render_html(report)
+    assert html == render_html(Report.from_json(report))
     assert 'aria-label="k-curve"' in html and html.count("<polyline") == 3  # two runs, ceiling
     assert "<h1>recall: keystrokes to the name, " in html and "<h2>By type</h2>" not in html
 

@@ -14,7 +14,7 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from recall.analysis.model import CeilingCounts, Counts
+from recall.analysis.model import CeilingCounts, Counts, Holdout
 
 ABOVE = "^"  # a finder's #1 or top 10 above the ceiling's 95% range on the same rows
 NONE = "-"  # a cell with nothing to show (the ceiling has no MRR)
@@ -128,19 +128,18 @@ def bound_from_json(data: dict) -> Bound:
                  data["top10"], data["top10_pct"], ci("top10"))  # fmt: skip
 
 
-def holdout_lines(holdout: dict) -> list[str]:
+def holdout_lines(holdout: Holdout) -> list[str]:
     """A --split holdout report's corpora, fresh and seen, and on each the first finder's
     margin over the best of the others (the JSON report's `holdout`): plain lines that
     text, Markdown and HTML show alike, each escaping them for its medium."""
     lines = []
-    for name in ("fresh", "seen"):
-        view = holdout[name]
-        line = f"{name} holdout: {', '.join(view['corpora']) or 'none'} ({view['n']} sourced rows)"
-        m = view["margin"]
+    for name, view in (("fresh", holdout.fresh), ("seen", holdout.seen)):
+        line = f"{name} holdout: {', '.join(view.corpora) or 'none'} ({view.n} sourced rows)"
+        m = view.margin
         if m is not None:
             line += (
-                f"; #1 {m['label']} {m['first_pct']:.1f}% against {m['other']} "
-                f"{m['other_pct']:.1f}%, margin {m['points']:+.1f} points (paired SE {m['se']:.1f})"
+                f"; #1 {m.label} {m.first_pct:.1f}% against {m.other} "
+                f"{m.other_pct:.1f}%, margin {m.points:+.1f} points (paired SE {m.se:.1f})"
             )
         lines.append(line)
     return lines

@@ -3,7 +3,9 @@ keystrokes to the name side by side, from each finder's JSON report, with the ce
 
 from __future__ import annotations
 
-from recall.analysis.effort import Effort, run_from_json
+from dataclasses import replace
+
+from recall.analysis.effort import Effort, EffortRun
 from recall.render.columns import split_note
 from recall.render.effort import render_effort
 
@@ -15,10 +17,13 @@ def is_typing_page(entries: list[dict]) -> bool:
 def render_effort_results(entries: list[dict], host: dict[str, str]) -> str:
     """The page: the finders' effort tables, each finder one row, the ceiling last."""
     first = entries[0]["report"]["effort"]
-    runs = tuple(run_from_json(e["report"]["effort"]["runs"][0], e["label"]) for e in entries)
+    runs = tuple(
+        replace(EffortRun.from_json(e["report"]["effort"]["runs"][0]), label=e["label"])
+        for e in entries
+    )
     effort = Effort(
         first["sequences"], first["steps"], first["prompts"], runs,
-        run_from_json(first["ceiling"]),
+        EffortRun.from_json(first["ceiling"]),
     )  # fmt: skip
     lines = [
         "# Results: keystrokes to the name, the reference finder and its peers",

@@ -12,7 +12,6 @@ from recall.analysis.judgments import (
     JudgedRun,
     SetCorrelation,
     disputed_by,
-    judged_from_json,
     set_correlation,
 )
 from recall.render.escape import Markdown, code_span
@@ -74,7 +73,7 @@ def render_judgments_results(
 ) -> str:
     """The page, from each finder's label, version, command, note and JSON report, and
     each set's #1 share per finder (empty: no set named, no correlation)."""
-    sections = [judged_from_json(entry["report"]["judgments"]) for entry in entries]
+    sections = [Judged.from_json(entry["report"]["judgments"]) for entry in entries]
     runs = tuple(
         dataclasses.replace(section.runs[0], label=entry["label"])
         for entry, section in zip(entries, sections, strict=True)
