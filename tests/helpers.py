@@ -27,6 +27,7 @@ from recall.analysis.report import analyse
 from recall.finders.protocol import rank_by_name
 from recall.inputs.corpus import Pin
 from recall.inputs.queryset import QueryRow
+from recall.render.results_entry import Entry
 
 # A clone of this repo whose finder is one commit weaker (test_html, test_typing_run) ----
 
@@ -239,3 +240,21 @@ def chromium(page: Path, tmp: Path) -> tuple[np.ndarray, list[str]]:
 
 def has_color(pixels: np.ndarray, color: tuple[int, int, int]) -> bool:
     return bool(np.all(pixels == np.array(color, dtype=np.uint8), axis=2).any())
+
+
+def kept_entries(entries: list[dict]) -> list[Entry]:
+    """Results pages' entries as `recall results --reports` keeps them, read back: each
+    report completed with the parts a page does not draw (no error, no regress case, a
+    ceiling with no group), as `recall run --json` writes them."""
+    run_parts = {"cached": False, "error_rows": [], "off_corpus": 0, "off_corpus_first": [],
+                 "dirtied": [], "restarts": 0, "regress": None}  # fmt: skip
+    ceiling = {"n": 8, "first": 7.0, "top10": 8.0, "first_pct": 87.5, "top10_pct": 100.0,
+               "first_ci": [7, 8], "top10_ci": [8, 8], "by_type": {}, "by_repo": {},
+               "by_language": {}}  # fmt: skip
+    typed = []
+    for entry in entries:
+        report = {"ceiling": ceiling, "unknown_sources": {"count": 0, "first": []},
+                  "split": None} | entry["report"]  # fmt: skip
+        report["runs"] = [run_parts | run for run in report["runs"]]
+        typed.append(Entry.from_json(entry | {"report": report}))
+    return typed

@@ -8,12 +8,12 @@ import dataclasses
 import json
 
 import pytest
+from helpers import golden_report
 
 from recall.analysis.codec import decode
 from recall.analysis.effort import EffortCounts
 from recall.analysis.model import Counts, Report, RunSummary
 from recall.errors import RecallError
-from tests.helpers import golden_report
 
 
 def _bytes(data: object) -> str:

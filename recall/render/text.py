@@ -33,6 +33,7 @@ from recall.render.columns import (
     cells,
     holdout_lines,
     marked,
+    range_pct,
 )
 from recall.render.commandline import explain_command
 from recall.render.effort import render_effort
@@ -66,18 +67,14 @@ def _column_cell(c: Counts, against: AgainstCeiling | None = None) -> str:
     return f"{first} / {top10} / {c.found_pct:.1f} / {c.mrr:.3f}"
 
 
-def _range_pct(c: CeilingCounts, ci: tuple[int, int]) -> str:
-    return f"{100.0 * ci[0] / c.n:.1f}-{100.0 * ci[1] / c.n:.1f}" if c.n else "-"
-
-
 def _ceiling_cell(c: CeilingCounts | None, n: int) -> str:
     """A group's ceiling in percent with its ranges, and its own n where it leaves rows of
     the group out."""
     if not c:
         return "-"
     cell = (
-        f"{c.first_pct:.1f} [{_range_pct(c, c.first_ci)}] / "
-        f"{c.top10_pct:.1f} [{_range_pct(c, c.top10_ci)}]"
+        f"{c.first_pct:.1f} [{range_pct(c, c.first_ci)}] / "
+        f"{c.top10_pct:.1f} [{range_pct(c, c.top10_ci)}]"
     )
     return cell if c.n == n else f"{cell} of {c.n}"
 
