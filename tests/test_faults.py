@@ -7,6 +7,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 import shutil
 import signal
 import stat
@@ -686,3 +687,13 @@ def test_no_finder_kind_writes_outside_the_run_s_folders_and_the_cache(kind, tmp
         errors = {row["repo"]: row["error"] for row in run["error_rows"]}
         assert set(errors) == set(GO_MODS) - {"go-ok"}
         assert all("no module line naming a Go module path" in e for e in errors.values())
+
+
+def test_faults_md_says_how_many_faults_its_tables_hold():
+    """The header's count is the tables' rows (a header and a rule line each aside), so a
+    row added without its count, or a count edited by hand, fails here."""
+    lines = (ROOT / "docs" / "faults.md").read_text().splitlines()
+    header = "| fault or input | behaviour | exit | test |"
+    tables = sum(line == header for line in lines)
+    rows = sum(line.startswith("| ") and line != header for line in lines)
+    assert re.search(rf"^{rows} faults in {tables} tables ", "\n".join(lines), re.MULTILINE)

@@ -182,6 +182,25 @@ def test_a_typing_run_saved_and_merged_reports_the_same_effort(real_cache, gin, 
     assert json.loads(merged.stdout)["effort"] == json.loads(ran.stdout)["effort"]
 
 
+@pytest.mark.slow
+def test_a_typing_set_s_shards_each_run_their_own_repos_steps_and_merge_to_the_whole(
+    real_cache, gin, tmp_path
+):
+    """CI's matrix failed with a KeyError: each shard checked every step of the selection,
+    whose other repos' corpora it had not fetched."""
+    flags = ("--cache", str(real_cache), "--queries", "typing", "--repo", "gin", "--repo",
+             "fmt", "--type", "starts", "--no-regress")  # fmt: skip
+    whole = run_cli(*flags, "--json")
+    assert whole.returncode == 0, whole.stderr
+    for k in (1, 2):
+        proc = run_cli(*flags, "--shard", f"{k}/2", "--save", str(tmp_path / f"{k}.json"))
+        assert proc.returncode == 0, proc.stderr
+    merged = run_cli("merge", *flags, str(tmp_path / "1.json"), str(tmp_path / "2.json"),
+                     "--json")  # fmt: skip
+    assert merged.returncode == 0, merged.stderr
+    assert json.loads(merged.stdout)["effort"] == json.loads(whole.stdout)["effort"]
+
+
 def test_history_bisect_and_explain_refuse_a_typing_set_naming_the_command(tmp_path):
     for argv in (
         ("history", "HEAD~1..HEAD"),
