@@ -162,6 +162,19 @@ def test_kept_reports_of_another_split_are_not_rendered_as_the_split_asked(tmp_p
     assert run_cli(*flags, "--out", str(tmp_path / "page.md")).returncode == 0
 
 
+def test_a_kept_report_that_does_not_fit_schema_2_is_refused_naming_its_key(tmp_path):
+    kept = dataclasses.replace(kept_entries(ENTRIES)[1], label="fzy").to_json()
+    kept["report"]["runs"][0]["first"] = "three"
+    (tmp_path / "fzy.json").write_text(json.dumps(kept))
+    proc = run_cli("results", "--render-only", "--reports", str(tmp_path), "--only", "fzy",
+                   "--out", str(tmp_path / "page.md"))  # fmt: skip
+    assert proc.returncode == 2 and not (tmp_path / "page.md").exists()
+    assert proc.stderr == (
+        f"recall: {tmp_path / 'fzy.json'}: a kept report that does not fit schema 2: "
+        "entry.report.runs[0].first: expected int, got 'three'\n"
+    )
+
+
 def test_results_split_runs_each_peer_on_that_split():
     peer = Peer("fzf", "fzf", "defaults")
     options = ResultsOptions(corpus="corpus.json", split="holdout")
