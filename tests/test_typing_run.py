@@ -24,6 +24,7 @@ from helpers import chromium, has_color, weaker_clone
 from recall.analysis.model import Report
 from recall.inputs.queryset import HAND, QueryRow
 from recall.render.html import render_html
+from recall.render.results_entry import Entry
 from recall.render.results_page import render_results
 from recall.running.session import BatchFeed, limit_of
 
@@ -144,7 +145,9 @@ def test_the_results_page_of_a_typing_set_puts_each_finder_s_effort_side_by_side
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     entries = [
-        {"label": label, "version": "1", "command": "c", "note": "", "report": report}
+        Entry.from_json(
+            {"label": label, "version": "1", "command": "c", "note": "", "report": report}
+        )
         for label in ("reference", "again")
     ]
     page = render_results(entries, {"cpu": "x"})
