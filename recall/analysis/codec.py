@@ -15,7 +15,7 @@ The rules, the same for every class:
   the writer wrote it, so that a value read back writes the same bytes.
 
 msgspec does this too, but cannot flatten a field, compute a key or keep those ints, and
-the schema (schema.py) needs the same rules read the same way: these eighty lines are
+the schema (schema.py) needs the same rules read the same way: these hundred lines are
 the rules.
 """
 
