@@ -5,6 +5,7 @@ each pair's verdict from its two ranks."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 
@@ -29,12 +30,16 @@ from recall.inputs.judgments import (
     judged_rows,
     list_name,
     lists_of,
+    on_side,
     parse_judgments,
+    project_side,
+    projects_by_side,
     read_judgments,
 )
 from recall.inputs.paths import domain_of
 from recall.inputs.queryset import JUDGED
 from recall.render.judgments import render_judged_diff
+from recall.workflows.run import selected_rows
 
 COMMITTED = ROOT / "judgments.tsv"
 HEAD = "\t".join(HEADER) + "\n"
@@ -216,12 +221,65 @@ def test_a_set_correlates_over_the_finders_of_both_and_the_leaders_disputed_pair
     assert disputed_by(judged.pairs, judged.runs) == [(0, 2), (2, 2)]
 
 
+HOLDOUT_PROJECTS = (
+    "garybernhardt/selecta", "KDE/kcoreaddons", "kovidgoyal/kitty", "krisk/Fuse",
+    "mawww/kakoune", "superhuman/command-score", "vim/vim", "wincent/command-t",
+)  # fmt: skip
+
+
+def test_the_committed_set_holds_out_eight_whole_projects_by_the_hash_of_owner_repo():
+    rows = read_judgments(COMMITTED)
+    sides = projects_by_side(rows)
+    assert sides["holdout"] == HOLDOUT_PROJECTS and len(sides["tune"]) == 17
+    for project in {j.project for j in rows}:  # the rule: sha256's first byte below 77
+        below = hashlib.sha256(project.encode()).digest()[0] < 77
+        assert project_side(project) == ("holdout" if below else "tune")
+    holdout, tune = on_side(rows, "holdout"), on_side(rows, "tune")
+    assert (len(holdout), len(tune)) == (137, 410) and on_side(rows, None) == rows
+    assert {j.project for j in holdout} == set(HOLDOUT_PROJECTS)  # each project whole
+    assert not {j.project for j in holdout} & {j.project for j in tune}
+
+    # flx's tests import 13 Command-T cases: the same pairs sit on both sides (queries.md)
+    def pair(j):
+        return j.domain, j.query, j.preferred, j.other
+
+    leaked = {pair(j) for j in holdout} & {pair(j) for j in tune}
+    assert len(leaked) == 13
+    assert {j.project for j in holdout if pair(j) in leaked} == {"wincent/command-t"}
+    assert {j.project for j in tune if pair(j) in leaked} == {"lewang/flx"}
+
+
+def test_split_selects_the_candidates_of_its_side_s_pairs_and_keeps_every_pair_to_name_sides():
+    for split, pairs in (("holdout", 137), ("tune", 410)):
+        selected = selected_rows(COMMITTED, {}, None, None, split)
+        side = on_side(read_judgments(COMMITTED), split)
+        assert len(side) == pairs and selected.rows == judged_rows(side)
+        assert len(selected.judgments) == 547  # the report names both sides' projects
+    with pytest.raises(RecallError, match=r"^--split: unknown split 'sealed' \(one of tune"):
+        on_side(read_judgments(COMMITTED), "sealed")
+
+
+def test_a_split_with_no_project_of_its_side_is_refused_in_one_line_before_anything_runs(
+    tmp_path,
+):
+    path = ROOT / "tests" / "fixtures" / "zerobrane-judgments.tsv"  # one project, tune
+    assert project_side("pkulchenko/ZeroBraneStudio") == "tune"
+    proc = run_cli("--cache", str(tmp_path), "--queries", str(path), "--split", "holdout")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.strip() == (
+        f"recall: --split holdout: {path} holds no judgment of a project on the holdout side "
+        "(a project's side is a hash of its owner/repo: docs/queries.md, the judgments set)"
+    )
+    assert not (tmp_path / "results").exists()
+    bad = run_cli("--cache", str(tmp_path), "--queries", "judgments", "--split", "sealed")
+    assert bad.returncode == 2 and "invalid choice: 'sealed'" in bad.stderr
+
+
 @pytest.mark.parametrize(
     ("flags", "said"),
     [
         (("--repo", "gin"), "--repo: "),
         (("--type", "abbr3"), "--type: "),
-        (("--split", "tune"), "--split: "),
         (("--bench", "1"), "--bench: "),
         (("--regress", "regress.tsv"), "--regress: "),
         (("--misses",), "--misses: "),

@@ -166,6 +166,39 @@ def test_a_judgments_run_shards_and_merges_to_the_unsharded_report(real_cache, t
     assert json.loads(merged.stdout)["judgments"] == json.loads(whole.stdout)["judgments"]
 
 
+def test_split_tune_runs_the_tune_projects_pairs_and_every_report_names_both_sides(
+    real_cache, tmp_path
+):
+    page = tmp_path / "report.html"
+    flags = ("--cache", str(real_cache), "--queries", "judgments", "--engine", "fzf",
+             "--split", "tune")  # fmt: skip
+    text = run_cli(*flags)
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.startswith("Judgments: 410 pairs from 17 projects (245 symbol, 165 path)")
+    sides = text.stdout.splitlines()[1]
+    assert sides.startswith("the tune split of the judgments, by source project: tune 17 (")
+    assert sides.endswith(
+        "; holdout 8 (garybernhardt/selecta, KDE/kcoreaddons, kovidgoyal/kitty, krisk/Fuse, "
+        "mawww/kakoune, superhuman/command-score, vim/vim, wincent/command-t)"
+    )
+    assert all(cells[0] == "410" for cells in _overall(text.stdout).values())
+    report = json.loads(run_cli(*flags, "--json", "--html", str(page)).stdout)
+    SCHEMA.validate(report)
+    judged = report["judgments"]
+    assert report["split"] == judged["split"] == "tune" and len(judged["pairs"]) == 410
+    assert len(judged["sides"]["tune"]) == 17 and len(judged["sides"]["holdout"]) == 8
+    assert sides in page.read_text() and page.read_text() == render_html(report)
+    assert f"\n{sides}\n" in run_cli(*flags, "--markdown").stdout
+    whole = json.loads(run_cli(*flags[:-2], "--json").stdout)["judgments"]
+    assert whole["split"] is None and len(whole["pairs"]) == 547
+    files = [str(tmp_path / f"shard-{k}.json") for k in (1, 2)]
+    for k, file in enumerate(files, 1):
+        assert run_cli(*flags, "--shard", f"{k}/2", "--save", file).returncode == 0
+    merged = run_cli("merge", "--queries", "judgments", *files, "--json")
+    assert merged.returncode == 0, merged.stderr
+    assert json.loads(merged.stdout)["judgments"] == judged
+
+
 def test_a_saved_judgments_run_is_a_baseline_and_the_results_cache_keys_its_rows(
     real_cache, tmp_path
 ):

@@ -101,6 +101,10 @@ def test_pluck_and_distinct(): pass
 def test_pluck_with_multiple_columns_and_includes(): pass
 class TestUriInnerBinding: pass
 class TestRenderHTMLTemplateEmptyName: pass
+def local_key_get_panic_caller(): pass
+class LockGuard: pass
+class ErrorTypeAny: pass
+class Meta: pass
 """
 
 
@@ -119,6 +123,10 @@ def word_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ("teplandi", "test_pluck_and_distinct", "test_pluck_with_multiple_columns_and_includes"),
         # A run of consecutive letters (`nn` in Inner) outweighs letters spread over words.
         ("tstrnn", "TestUriInnerBinding", "TestRenderHTMLTemplateEmptyName"),
+        # Word starts typed one after the other (an acronym, as a picker's user types it)
+        # beat the same letters as a run inside a word or reached by skipping into one.
+        ("eta", "ErrorTypeAny", "Meta"),
+        ("lkg", "local_key_get_panic_caller", "LockGuard"),
     ],
 )
 @needs_ctags
@@ -152,8 +160,9 @@ def test_names_that_start_with_the_query_come_first_the_shorter_first(tmp_path_f
 
 
 # gin's query rows (both committed sets) and a few of every other shape (an owner, globs,
-# one letter, non-ASCII, empty), each with a digest of the finder's unlimited JSON answer
-# as the NumPy ranker of 3c81247 gave it: the compiled kernel must rank byte for byte the same.
+# one letter, non-ASCII, empty), each with a digest of the finder's unlimited JSON answer:
+# as the NumPy ranker of 3c81247 gave it, then with the weights of DECISIONS.md's entry 12
+# (241 of the 966 answers moved): the kernel must rank byte for byte the same.
 GOLDEN = ROOT / "tests" / "golden" / "reference-gin.tsv"
 
 

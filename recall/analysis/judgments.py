@@ -21,7 +21,7 @@ judges the change with McNemar's exact test on them, as a name diff's verdict on
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from recall.analysis.codec import Coded
 from recall.analysis.stats import (
@@ -171,8 +171,10 @@ class Judged(Coded):
     lists: int
     runs: tuple[JudgedRun, ...]
     diffs: tuple[JudgedDiff, ...] = ()
+    split: str | None = None  # --split: the side whose pairs these are; None: the whole file
+    sides: dict[str, tuple[str, ...]] = field(default_factory=dict)  # each side's projects
 
-    JSON_KEYS = ("pairs", "queries", "lists", "contested", "runs", "diffs")
+    JSON_KEYS = ("pairs", "queries", "lists", "contested", "runs", "diffs", "split", "sides")
 
     @property
     def contested(self) -> int:

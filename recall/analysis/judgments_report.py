@@ -10,6 +10,7 @@ finder's own error names it).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 from recall.analysis import ceiling
@@ -23,7 +24,7 @@ from recall.analysis.model import (
     RunSummary,
 )
 from recall.analysis.report import OFF_CORPUS_SHOWN, counts
-from recall.inputs.judgments import Judgment
+from recall.inputs.judgments import Judgment, on_side, projects_by_side
 from recall.inputs.queryset import QueryRow
 
 NO_CEILING = ceiling.summary([], {}, {})  # no recipe makes a judgment: nothing to bound
@@ -31,17 +32,21 @@ NO_CEILING = ceiling.summary([], {}, {})  # no recipe makes a judgment: nothing 
 
 def judgments_report(
     meta: dict, judgments: list[Judgment], rows: list[QueryRow], runs: list[RunResult], *,
-    baseline: bool,
+    baseline: bool, split: str | None = None,
 ) -> Report:  # fmt: skip
-    """The report of runs (the baseline first, with one) over the judged rows."""
+    """The report of runs (the baseline first, with one) over the judged rows: the rows
+    of the pairs of the --split side (every pair of the file without it), which the report
+    judges, naming the projects of each side."""
     answers = [[(r.rank, r.error) for r in run.results] for run in runs]
     judged = judge(
-        judgments, rows, list(zip((run.label for run in runs), answers, strict=True)),
-        baseline=baseline,
+        on_side(judgments, split), rows,
+        list(zip((run.label for run in runs), answers, strict=True)), baseline=baseline,
     )  # fmt: skip
+    judged = dataclasses.replace(judged, split=split, sides=projects_by_side(judgments))
     return Report(
         meta=meta, corpus={}, queries=judged.queries, sourced=0,
         runs=tuple(_summary(run, rows) for run in runs), ceiling=NO_CEILING, judgments=judged,
+        split=split,
     )  # fmt: skip
 
 

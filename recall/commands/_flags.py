@@ -89,7 +89,8 @@ def add_split(parser: argparse.ArgumentParser) -> None:
         "--split", choices=SPLITS,
         help="only the rows of the corpora on this side of the tune/holdout split, as each "
         "pin's `split` in corpus.json says; holdout runs the fresh holdout and the seen "
-        "one, and the report names both: docs/queries.md (default: every row)",
+        "one, and the report names both; with a judgments set, the pairs of the source "
+        "projects on this side: docs/queries.md (default: every row)",
     )  # fmt: skip
 
 

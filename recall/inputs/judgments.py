@@ -27,10 +27,14 @@ from pathlib import Path
 from recall.errors import RecallError
 from recall.files import read_input
 from recall.inputs.queryset import JUDGED_TYPES, QueryRow, parse_rows
+from recall.inputs.sides import HOLDOUT, SPLITS, TUNE
 
 HEADER = ("domain", "query", "preferred", "other", "source")
 DOMAINS = JUDGED_TYPES  # symbol, path: what a row's candidates are
 LIST_PREFIX = "judged-"  # a pseudo-corpus's name: this, and the digest of its candidates
+# A project is on the holdout when the first byte of sha256("owner/repo") is below this:
+# 30% of projects, whole, as the corpora are held out whole (docs/queries.md).
+HOLDOUT_BELOW = 77
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,29 @@ class Judgment:
 
     def reverse(self) -> tuple[str, str, str, str]:
         return self.domain, self.query, self.other, self.preferred
+
+
+def project_side(project: str) -> str:
+    """The side of the tune/holdout split a source project is on, all its rows with it:
+    judgments of one project share its scorer's taste, as names of one corpus share its
+    style, so a holdout of other rows of the tuned projects would predict nothing."""
+    first = hashlib.sha256(project.encode("utf-8")).digest()[0]
+    return HOLDOUT if first < HOLDOUT_BELOW else TUNE
+
+
+def on_side(judgments: Iterable[Judgment], split: str | None) -> list[Judgment]:
+    """The judgments --split runs: those of the side's projects (every one without it)."""
+    if split is None:
+        return list(judgments)
+    if split not in SPLITS:
+        raise RecallError(f"--split: unknown split {split!r} (one of {', '.join(SPLITS)})")
+    return [j for j in judgments if project_side(j.project) == split]
+
+
+def projects_by_side(judgments: Iterable[Judgment]) -> dict[str, tuple[str, ...]]:
+    """Each side's source projects, in file order: what a report says each side holds."""
+    projects = list(dict.fromkeys(j.project for j in judgments))
+    return {side: tuple(p for p in projects if project_side(p) == side) for side in SPLITS}
 
 
 def is_judgments_file(path: Path) -> bool:

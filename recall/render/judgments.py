@@ -68,6 +68,18 @@ def _head(judged: Judged) -> str:
     )
 
 
+def sides_line(judged: Judged) -> str | None:
+    """With --split: which side the pairs are of, and each side's projects (a project is
+    on one side whole: docs/queries.md, the judgments set)."""
+    if not judged.split:
+        return None
+    named = "; ".join(
+        f"{side} {len(projects)} ({', '.join(projects)})" if projects else f"{side} none"
+        for side, projects in judged.sides.items()
+    )
+    return f"the {judged.split} split of the judgments, by source project: {named}"
+
+
 def overall_rows(runs: tuple[JudgedRun, ...]) -> list[list[str]]:
     return [
         [r.label, str(r.agreement.n), f"{r.agreement.agree} ({r.agreement.pct:.1f}%)",
@@ -131,6 +143,9 @@ def render_judgments(judged: Judged, markdown: bool) -> list[str]:
     """The section's lines: the finders' agreement, by project and domain, the contested
     pairs, then each diff's lost and gained judgments."""
     out = _heading(_head(judged), markdown)[1:]
+    sides = sides_line(judged)
+    if sides:
+        out += ["", sides, ""] if markdown else [sides]
     out += numbers_table(HEADER, overall_rows(judged.runs), markdown)
     out += ["", NOTE]
     labels = [r.label for r in judged.runs]
@@ -185,8 +200,10 @@ def _table(head: list[str], rows: list[list[str]], text: frozenset[int]) -> str:
 def judgments_html(judged: Judged) -> list[str]:
     """The judgments section of the HTML page."""
     labels = [r.label for r in judged.runs]
+    sides = sides_line(judged)
     out = [
         f"<h2>{_e(_head(judged))}</h2>",
+        *([f"<p>{_e(sides)}</p>"] if sides else []),
         _table(HEADER, overall_rows(judged.runs), frozenset({0})),
         f"<p>{_e(NOTE)}</p>",
     ]

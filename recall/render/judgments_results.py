@@ -24,6 +24,7 @@ from recall.render.judgments import (
     group_rows,
     overall_rows,
     ranks_cell,
+    sides_line,
     verbatim,
 )
 from recall.render.results_entry import Entry
@@ -87,7 +88,7 @@ def render_judgments_results(
         for entry, section in zip(entries, sections, strict=True)
     )
     first = sections[0]
-    judged = Judged(first.pairs, first.queries, first.lists, runs)
+    judged = Judged(first.pairs, first.queries, first.lists, runs, (), first.split, first.sides)
     labels = [r.label for r in runs]
     projects = len({p.project for p in judged.pairs})
     out = [
@@ -102,6 +103,7 @@ def render_judgments_results(
         f"in their path mode too (labelled {code_span(PATH_MODE.strip())}); the language "
         "servers are not here: each needs a corpus, and a judgment has only its candidates.",
         "",
+        *([sides_line(judged) or "", ""] if judged.split else []),
         "## Agreement",
         "",
         *_numbers(HEADER, overall_rows(runs)),

@@ -52,6 +52,7 @@ from recall.inputs.judgments import (
     is_judgments_file,
     judged_rows,
     lists_of,
+    on_side,
     read_judgments,
 )
 from recall.inputs.keystrokes import TypingRow
@@ -392,7 +393,7 @@ class Plan:
     split: str | None = None  # the side of the tune/holdout split the rows are
     show_misses: bool = False  # list every source not ranked #1
     steps: tuple[TypingRow, ...] = ()  # a typing set's steps, whose prompts `rows` are
-    judgments: tuple[Judgment, ...] = ()  # a judgments set's pairs, whose candidates `rows` are
+    judgments: tuple[Judgment, ...] = ()  # a judgments file's pairs; `rows`: its split's candidates
 
 
 def _ceiling(plan: Plan) -> CeilingSummary:
@@ -414,7 +415,9 @@ def _analyse(
     rows, cases = plan.rows, plan.cases
     if plan.judgments:
         ran = [m.run for m in measured]
-        return judgments_report(meta, list(plan.judgments), rows, ran, baseline=has_base)
+        return judgments_report(
+            meta, list(plan.judgments), rows, ran, baseline=has_base, split=plan.split
+        )
     regress = (
         RegressSection(plan.regress_file, len(cases), plan.skipped)
         if cases or plan.skipped
@@ -515,8 +518,9 @@ def merge(options: MergeOptions) -> Report:
 @dataclass(frozen=True)
 class Selected:
     """A query file's rows and the selection's; for a typing set its selected steps, whose
-    distinct prompts are the rows that run (each once); for a judgments set its pairs,
-    whose candidates are the rows that run (recall/inputs/judgments.py)."""
+    distinct prompts are the rows that run (each once); for a judgments set every pair of
+    the file, the rows that run being the candidates of the --split side's pairs
+    (recall/inputs/judgments.py), so that its report can name both sides' projects."""
 
     all_rows: list[QueryRow]
     rows: list[QueryRow]
@@ -530,16 +534,24 @@ def selected_rows(
 ) -> Selected:  # fmt: skip
     """The query set's rows and the selection's, of whichever kind its header says."""
     if is_judgments_file(path):
-        for flag, given in (("--repo", repos), ("--type", types), ("--split", split)):
+        for flag, given in (("--repo", repos), ("--type", types)):
             if given:
                 raise RecallError(
                     f"{flag}: {path} is a judgments set, whose queries run over their own "
-                    "candidates: it has no corpora, types or tune/holdout split to select"
+                    "candidates: it has no corpora or types to select (--split selects "
+                    "source projects)"
                 )
         if bench:
             raise RecallError(f"--bench: {path} is a judgments set, with no hand rows to time")
         judgments = read_judgments(path)
-        rows = judged_rows(judgments)
+        pairs = on_side(judgments, split)
+        if not pairs:
+            raise RecallError(
+                f"--split {split}: {path} holds no judgment of a project on the {split} side "
+                "(a project's side is a hash of its owner/repo: docs/queries.md, the "
+                "judgments set)"
+            )
+        rows = judged_rows(pairs)
         return Selected(rows, rows, judgments=tuple(judgments))
     side = split_repos({name: pin.split for name, pin in pins.items()}, split)
     if not keystrokes.is_typing_file(path):
