@@ -187,7 +187,7 @@ def test_split_tune_runs_the_tune_projects_pairs_and_every_report_names_both_sid
     judged = report["judgments"]
     assert report["split"] == judged["split"] == "tune" and len(judged["pairs"]) == 410
     assert len(judged["sides"]["tune"]) == 17 and len(judged["sides"]["holdout"]) == 8
-    assert sides in page.read_text() and page.read_text() == render_html(report)
+    assert sides in page.read_text() and page.read_text() == render_html(Report.from_json(report))
     assert f"\n{sides}\n" in run_cli(*flags, "--markdown").stdout
     whole = json.loads(run_cli(*flags[:-2], "--json").stdout)["judgments"]
     assert whole["split"] is None and len(whole["pairs"]) == 547
