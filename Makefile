@@ -12,7 +12,7 @@ ARGS ?=
 # No "Entering directory" lines on stdout when make runs make.
 MAKEFLAGS += --no-print-directory
 
-.PHONY: recall fetch fetched results results-typed results-typing results-paths results-judgments test test-fast test-install check derive-check clean bench wheel
+.PHONY: schema recall fetch fetched results results-typed results-typing results-paths results-judgments test test-fast test-install check derive-check clean bench wheel
 
 # stdout holds what the target is for (`make recall ARGS=--json > x.json` parses): the
 # venv's set-up and the corpora's fetch speak on stderr, each command echoed there (say).
@@ -108,3 +108,8 @@ derive-check: fetched
 
 clean:
 	rm -rf $(VENV) .venv-* *.egg-info build dist
+
+# docs/report.schema.json from the report's types (recall/analysis/schema.py); a test holds
+# the committed file to it.
+schema: $(STAMP)
+	$(BIN)/python -m recall.analysis.schema > docs/report.schema.json

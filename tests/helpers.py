@@ -27,6 +27,7 @@ from recall.analysis.report import analyse
 from recall.finders.protocol import rank_by_name
 from recall.inputs.corpus import Pin
 from recall.inputs.queryset import QueryRow
+from recall.render.results_entry import Entry
 
 # A clone of this repo whose finder is one commit weaker (test_html, test_typing_run) ----
 
@@ -261,3 +262,21 @@ def tiny_pin(tmp_path: Path) -> Pin:
     """A pin of a one-file python repo made in tmp_path/up."""
     upstream = make_repo(tmp_path / "up", {"a.py": "def alpha_function():\n    pass\n"})
     return Pin("tiny", (tmp_path / "up").as_uri(), upstream.head.commit.hexsha, "python")
+
+
+def kept_entries(entries: list[dict]) -> list[Entry]:
+    """Results pages' entries as `recall results --reports` keeps them, read back: each
+    report completed with the parts a page does not draw (no error, no regress case, a
+    ceiling with no group), as `recall run --json` writes them."""
+    run_parts = {"cached": False, "error_rows": [], "off_corpus": 0, "off_corpus_first": [],
+                 "dirtied": [], "restarts": 0, "regress": None}  # fmt: skip
+    ceiling = {"n": 8, "first": 7.0, "top10": 8.0, "first_pct": 87.5, "top10_pct": 100.0,
+               "first_ci": [7, 8], "top10_ci": [8, 8], "by_type": {}, "by_repo": {},
+               "by_language": {}}  # fmt: skip
+    typed = []
+    for entry in entries:
+        report = {"ceiling": ceiling, "unknown_sources": {"count": 0, "first": []},
+                  "split": None} | entry["report"]  # fmt: skip
+        report["runs"] = [run_parts | run for run in report["runs"]]
+        typed.append(Entry.from_json(entry | {"report": report}))
+    return typed

@@ -199,7 +199,7 @@ def test_a_row_the_recipes_cannot_make_from_its_source_is_named_and_left_out():
     assert set(per_row) == {rows[0], rows[4]}
     got = summary(rows, per_row, {"r": "ruby"})
     assert got.counts.n == 2
-    assert [(r.query, r.type, r.source) for r in got.left_out] == [
+    assert [(r.query, r.type, r.source) for r in got.left_out.first] == [
         ("tstcnt", "consonants", "parse_engine"), ("zqzqzq", "abbr3", "test_count"),
         ("test_count", "exact", "test_count"),
     ]  # fmt: skip

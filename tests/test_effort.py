@@ -9,6 +9,7 @@ import pytest
 from recall.analysis.effort import (
     Chances,
     Effort,
+    EffortCounts,
     EffortRun,
     Reach,
     TypedSequence,
@@ -97,8 +98,9 @@ def test_a_sequence_that_needs_more_keys_or_leaves_the_top_3_is_a_loss_with_its_
     assert gone.is_loss and gone.more == 1 and gone.more_keys[0].new_keys is None
     ((top3,),) = [gone.lost_top3]
     assert (top3.base_keys, top3.base_query, top3.new_keys) == (1, "b", None)
-    assert (gone.first.gained, gone.first.lost, gone.top3.lost) == (0, 1, 1)
-    assert gone.verdict_line() == (
+    verdict = gone.verdict
+    assert (verdict.first.gained, verdict.first.lost, verdict.top3.lost) == (0, 1, 1)
+    assert verdict.summary == (
         "verdict on sequences (McNemar's exact test, two-sided, alpha 0.05): #1 reached no "
         "significant change (0 gained, 1 lost, p=1); top 3 reached no significant change "
         "(0 gained, 1 lost, p=1)"
@@ -108,10 +110,10 @@ def test_a_sequence_that_needs_more_keys_or_leaves_the_top_3_is_a_loss_with_its_
         "1 no longer reach the top 3"
     )
     slower = effort_diff("base", "new", [BIND], before, [later])
-    assert slower.is_loss and slower.lost_top3 == () and slower.first.lost == 0
+    assert slower.is_loss and slower.lost_top3 == () and slower.verdict.first.lost == 0
     assert not effort_diff("base", "new", [BIND], before, before).is_loss
     back = effort_diff("base", "new", [BIND], [never], before)
-    assert not back.is_loss and (back.first.gained, back.top3.gained) == (1, 1)
+    assert not back.is_loss and (back.verdict.first.gained, back.verdict.top3.gained) == (1, 1)
 
 
 def test_the_section_maps_answers_back_and_a_self_diff_shows_no_change():
@@ -142,7 +144,7 @@ def test_a_sequence_the_model_does_not_type_has_no_ceiling_and_is_named():
     ]  # fmt: skip
     names = {"gin": ["bind", "binding", "bool_x", "bytes", "Context", "Bind"]}
     section = effort(rows, [("a", _answers_or_none)], names, {"gin": "go"}, baseline=False)
-    assert [(s.source, s.sequence, s.typed) for s in section.left_out] == [
+    assert [(s.source, s.sequence, s.typed) for s in section.left_out.first] == [
         ("Context", "prefix", "Te"), ("Bind", "prefix", "zq"), ("Bind", "starts", "b"),
     ]  # fmt: skip
     assert section.runs[0].counts.n == 4 and section.ceiling.counts.n == 1
@@ -163,10 +165,15 @@ def test_a_name_sampling_could_not_pick_typed_as_the_model_types_it_counts_as_on
 
 
 def test_the_k_curve_s_legend_widens_for_a_base_label_so_no_label_is_cut_off():
-    curve = [float(k) for k in range(1, 11)]
-    short = k_curve([{"label": "fzy", "curve": curve}], None)
+    curve = tuple(float(k) for k in range(1, 11))
+    counts = EffortCounts(10, 1, 10.0, 1.0, 1, 10.0, 1.0, 0, 10, 0.0, curve)
+
+    def run(label: str) -> EffortRun:
+        return EffortRun(label, counts, {}, {}, {})
+
+    short = k_curve([run("fzy")], None)
     label = "base origin/main~12 (d8ba8c6f8d83)"
-    long = k_curve([{"label": label, "curve": curve}], {"label": "ceiling", "curve": curve})
+    long = k_curve([run(label)], run("ceiling"))
     width = int(re.search(r'<svg [^>]*width="(\d+)"', long)[1])  # type: ignore[index]
     assert 'width="830"' in short  # the legend's least width
     text_x = float(re.search(rf'<text x="([\d.]+)" y="\d+">{re.escape(label)} ', long)[1])  # type: ignore[index]
@@ -198,7 +205,7 @@ def test_the_typing_ceiling_has_a_95_percent_range_as_the_name_sets_and_flags_a_
     assert "9 (90.0%)^" in rows["beyond"] and "8 (80.0%)^" not in rows["within"]
     assert any(line.startswith("^ above the ceiling's 95% range") for line in text)
     assert "50.0 [20.0-80.0] / 1.50 / 35.0" in rows["gin"] and "90.0^ / 2.00" in rows["gin"]
-    page = "".join(effort_html(section.to_json()))
+    page = "".join(effort_html(section))
     assert "<td>5 (50.0%) [2-8]</td>" in page and "<td>9 (90.0%)^</td>" in page
     calm = render_effort(Effort(10, 20, 2, (finder("within", 8),), ceiling), markdown=True)
     assert not any("^" in line for line in calm)

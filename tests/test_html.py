@@ -16,6 +16,7 @@ from helpers import (
     weaker_clone,
 )
 
+from recall.analysis.model import Report
 from recall.render.html import VERDICT_BACKGROUND, render_html, source_link
 
 
@@ -41,7 +42,7 @@ def test_html_of_a_base_run_renders_charts_and_links_without_console_errors(
     assert lost and all(r["source_file"] and r["source_line"] for r in lost)
     assert sum(report["diff"]["moves"].values()) == report["runs"][1]["n"]
     html = page.read_text()
-    assert html == render_html(report)
+    assert html == render_html(Report.from_json(report))
     link = source_link(report["corpus"]["gin"], lost[0]["source_file"], lost[0]["source_line"])
     assert link.startswith(f"https://github.com/gin-gonic/gin/blob/{gin.pin.sha}/")
     assert f'href="{link}"' in html
@@ -79,7 +80,7 @@ def _first_row(pixels: np.ndarray, color: tuple[int, int, int]) -> int | None:
 
 
 def test_the_verdict_and_its_counts_open_the_page_before_any_table():
-    page = render_html(golden_report().to_json())
+    page = render_html(golden_report())
     body = page[page.index("<body>") :]
     first = body.index('<div class="verdict ')
     assert first < body.index("<table") and first < body.index("<h2>")
@@ -99,21 +100,15 @@ def test_the_console_check_sees_a_page_script_error(tmp_path):
     assert any("Uncaught ReferenceError" in line for line in console)
 
 
-def _tiny_report(source: str, file: str) -> dict:
-    counts = {"n": 1, "first": 1, "top10": 1, "found": 1, "errors": 0, "first_pct": 100.0,
-              "top10_pct": 100.0, "found_pct": 100.0, "mrr": 1.0, "ndcg10": 1.0}  # fmt: skip
-    run = {"label": "candidate <b>", "bin": "x", "index_s": 0.0, "query_s": 0.0, **counts,
-           "by_type": {"abbr3": counts}, "by_repo": {"r": counts},
-           "by_language": {"go": counts}, "error_rows": []}  # fmt: skip
+def _tiny_report(source: str, file: str) -> Report:
+    """The golden report with a stranger's strings in a label, a query, a name and a file."""
+    data = golden_report().to_json()
     row = {"repo": "r", "query": "<q>", "type": "abbr3", "source": source, "base_rank": 1,
            "new_rank": 2, "new_first": "x", "source_file": file, "source_line": 3}  # fmt: skip
-    return {
-        "meta": {}, "queries": 1, "sourced": 1, "runs": [run, run],
-        "corpus": {"r": {"url": "https://github.com/o/r.git", "sha": "a" * 40, "language": "go"}},
-        "diff": {"base": "base", "new": "candidate", "up": 0, "down": 1, "same": 0,
-                 "top10_changed": 1, "moves": {"same": 0, "down 1": 1}, "lost_first": [row],
-                 "lost_top10": [], "significance": {"summary": "s"}},
-    }  # fmt: skip
+    data["runs"][1]["label"] = "candidate <b>"
+    data["diffs"][0]["lost_first"] = [row]
+    data["corpus"]["r"] = {"url": "https://github.com/o/r.git", "sha": "a" * 40}
+    return Report.from_json(data)
 
 
 def test_every_report_string_is_escaped_and_the_page_is_deterministic():
@@ -135,7 +130,7 @@ def test_source_links_only_for_github_pins_with_a_file():
 
 
 def test_the_headline_shows_the_text_report_s_columns_and_cells_ndcg_at_10_included():
-    page = render_html(golden_report().to_json())
+    page = render_html(golden_report())
     headline = page.split("<h2>Headline</h2>")[1].split("</table>")[0]
     shown = [
         [html.unescape(cell) for cell in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row)]

@@ -17,7 +17,6 @@ from recall.analysis.judgments import (
     agrees,
     disputed_by,
     judge,
-    judged_from_json,
     neither,
     set_correlation,
 )
@@ -183,10 +182,11 @@ def test_a_diff_lists_lost_and_gained_judgments_and_judges_them_with_mcnemar():
     (diff,) = judged.diffs
     assert [c.pair.query for c in diff.lost] == ["ab"] and diff.lost[0].new == (2, 1)
     assert [c.pair.query for c in diff.gained] == ["z"] and diff.same == 1
-    assert (diff.verdict.gained, diff.verdict.lost, diff.verdict.p) == (1, 1, 1.0)
+    agreement = diff.verdict.agreement
+    assert (agreement.gained, agreement.lost, agreement.p) == (1, 1, 1.0)
     assert diff.is_loss
     assert diff.verdict_line().startswith("verdict on judgments (McNemar's exact test")
-    assert judged_from_json(json.loads(json.dumps(judged.to_json()))) == judged
+    assert Judged.from_json(json.loads(json.dumps(judged.to_json()))) == judged
 
 
 def test_wilson_interval_matches_its_textbook_values():

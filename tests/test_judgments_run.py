@@ -20,6 +20,7 @@ import pytest
 from conftest import ROOT, make_repo, run_cli
 from helpers import weaker_clone
 
+from recall.analysis.model import Report
 from recall.inputs.judgments import candidates, read_judgments
 from recall.render.html import render_html
 
@@ -105,7 +106,7 @@ def test_a_judgments_file_the_tests_did_not_write_runs_with_the_same_columns(rea
     judged = report["judgments"]
     assert [r["label"] for r in judged["runs"]] == list(rows)
     assert [p["line"] for p in judged["pairs"]] == list(range(2, 10))
-    assert page.read_text() == render_html(report)
+    assert page.read_text() == render_html(Report.from_json(report))
     markdown = run_cli(*flags, "--markdown").stdout
     assert "## By source project" in markdown and "| finder | pairs | agree |" in markdown
 
@@ -186,7 +187,7 @@ def test_split_tune_runs_the_tune_projects_pairs_and_every_report_names_both_sid
     judged = report["judgments"]
     assert report["split"] == judged["split"] == "tune" and len(judged["pairs"]) == 410
     assert len(judged["sides"]["tune"]) == 17 and len(judged["sides"]["holdout"]) == 8
-    assert sides in page.read_text() and page.read_text() == render_html(report)
+    assert sides in page.read_text() and page.read_text() == render_html(Report.from_json(report))
     assert f"\n{sides}\n" in run_cli(*flags, "--markdown").stdout
     whole = json.loads(run_cli(*flags[:-2], "--json").stdout)["judgments"]
     assert whole["split"] is None and len(whole["pairs"]) == 547

@@ -1,5 +1,6 @@
 import pytest
 from conftest import ROOT, mirror_dir, needs_tool, run_cli
+from helpers import kept_entries
 
 from recall.errors import RecallError
 from recall.workflows.results_page import path_peers
@@ -46,7 +47,7 @@ def test_the_paths_page_has_every_file_picker_and_no_language_server():
 
 
 def test_the_page_says_paths_where_the_names_page_says_names():
-    page = render_paths_page(ENTRIES, HOST)
+    page = render_paths_page(kept_entries(ENTRIES), HOST)
     assert page.startswith("# Results on paths:")
     assert "Rank is by path" in page and "Rank is by name" not in page
     for names, _paths in WORDING:
@@ -60,7 +61,7 @@ def test_a_sentence_the_names_page_lost_is_an_error_not_a_half_worded_page(monke
         recall.workflows.results_paths, "render_results", lambda e, h: "# Other title\n"
     )
     with pytest.raises(RecallError, match="no longer says"):
-        render_paths_page(ENTRIES, HOST)
+        render_paths_page(kept_entries(ENTRIES), HOST)
 
 
 @needs_tool("fzy")

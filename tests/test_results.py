@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, Ran, mirror_dir, run_cli
+from helpers import kept_entries
 
 from recall.errors import RecallError
 from recall.finders.engine import load_preset
@@ -76,7 +77,7 @@ HOST = {"cpus": "2", "cpu_model": "Test CPU", "system": "Linux", "python": "3.11
 
 
 def test_overall_table_has_a_row_per_finder_with_counts_mrr_ndcg_and_latency():
-    page = render_results(ENTRIES, HOST)
+    page = render_results(kept_entries(ENTRIES), HOST)
     assert (
         "| finder | n | #1 | top 10 | found | MRR | nDCG@10 | errors | ms / query | index s |\n"
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
@@ -88,20 +89,20 @@ def test_overall_table_has_a_row_per_finder_with_counts_mrr_ndcg_and_latency():
 
 
 def test_type_rows_follow_the_recipe_order_skip_hand_rows_and_name_the_best_peer():
-    page = render_results(ENTRIES, HOST)
+    page = render_results(kept_entries(ENTRIES), HOST)
     assert (
-        "| type | n | reference | fzf | fzy | best peer (#1) |\n"
-        "|---|---:|---:|---:|---:|---:|\n"
+        "| type | n | reference | fzf | fzy | best peer (#1) | ceiling (#1 / top 10) |\n"
+        "|---|---:|---:|---:|---:|---:|---:|\n"
         "| abbr3 | 4 | 50.0 / 100.0 / 100.0 | 75.0 / 100.0 / 100.0 | 75.0 / 75.0 / 100.0"
-        " | fzf, fzy |\n"
-        "| typo | 4 | 100.0 / 100.0 / 100.0 | 0.0 / 0.0 / 0.0 | 0.0 / 0.0 / 0.0 | - |\n"
+        " | fzf, fzy | - |\n"
+        "| typo | 4 | 100.0 / 100.0 / 100.0 | 0.0 / 0.0 / 0.0 | 0.0 / 0.0 / 0.0 | - | - |\n"
     ) in page
     assert "| hand |" not in page
     assert "| typo | 1.000 | 0.000 | 0.000 |" in page  # the MRR table
 
 
 def test_page_states_versions_commands_and_the_machine():
-    page = render_results(ENTRIES, HOST)
+    page = render_results(kept_entries(ENTRIES), HOST)
     assert "| fzf | fzf 1.0 | `fzf {query}` | defaults |" in page
     assert "| CPU model | Test CPU |" in page and "| CPUs (`nproc`) | 2 |" in page
     assert "| Universal Ctags | 5.9.0 |" in page
@@ -109,22 +110,24 @@ def test_page_states_versions_commands_and_the_machine():
 
 
 def test_rendering_is_a_pure_function_of_the_reports():
-    assert render_results(ENTRIES, HOST) == render_results(json.loads(json.dumps(ENTRIES)), HOST)
+    assert render_results(kept_entries(ENTRIES), HOST) == render_results(
+        kept_entries(json.loads(json.dumps(ENTRIES))), HOST
+    )
 
 
 def test_latency_is_query_seconds_over_queries_run():
-    assert latency_ms(ENTRIES[1]["report"]) == pytest.approx(20.0)
+    assert latency_ms(kept_entries(ENTRIES)[1].report) == pytest.approx(20.0)
 
 
 def test_reports_over_different_query_sets_are_refused():
     other = json.loads(json.dumps(ENTRIES[1]))
     other["report"]["meta"]["queries_sha256"] = "cd" * 32
     with pytest.raises(RecallError, match="fzf: ran a different query set"):
-        check_comparable([ENTRIES[0], other])
+        check_comparable(kept_entries([ENTRIES[0], other]))
     other["report"]["queries"] = 10
     with pytest.raises(RecallError, match="queries differs"):
-        check_comparable([ENTRIES[0], other])
-    check_comparable(ENTRIES)
+        check_comparable(kept_entries([ENTRIES[0], other]))
+    check_comparable(kept_entries(ENTRIES))
 
 
 def test_a_page_of_one_split_says_so_and_reports_of_other_splits_are_not_one_page():
@@ -136,20 +139,20 @@ def test_a_page_of_one_split_says_so_and_reports_of_other_splits_are_not_one_pag
     for entry in holdout:
         entry["report"]["split"] = "holdout"
         entry["report"]["holdout"] = views
-    check_comparable(holdout)
-    page = render_results(holdout, HOST)
+    check_comparable(kept_entries(holdout))
+    page = render_results(kept_entries(holdout), HOST)
     assert (
         "over the committed query set (its holdout split, `--split holdout`: docs/queries.md; "
         "fresh holdout okio, telescope; seen holdout none):"
     ) in page
-    assert "split" not in render_results(ENTRIES, HOST).split("## Overall")[0]
+    assert "split" not in render_results(kept_entries(ENTRIES), HOST).split("## Overall")[0]
     with pytest.raises(RecallError, match="fzf: its report shows the whole set's rows"):
-        check_comparable([holdout[0], ENTRIES[1]])
+        check_comparable(kept_entries([holdout[0], ENTRIES[1]]))
 
 
 def test_kept_reports_of_another_split_are_not_rendered_as_the_split_asked(tmp_path):
-    kept = {**ENTRIES[1], "label": "fzy", "firsts": [], "jobs": 1}
-    (tmp_path / "fzy.json").write_text(json.dumps(kept))
+    kept = dataclasses.replace(kept_entries(ENTRIES)[1], label="fzy", firsts=(), jobs=1)
+    (tmp_path / "fzy.json").write_text(json.dumps(kept.to_json()))
     flags = ("results", "--render-only", "--reports", str(tmp_path), "--only", "fzy")
     proc = run_cli(*flags, "--split", "holdout", "--out", str(tmp_path / "page.md"))
     assert proc.returncode == 2 and not (tmp_path / "page.md").exists()
@@ -157,6 +160,19 @@ def test_kept_reports_of_another_split_are_not_rendered_as_the_split_asked(tmp_p
         proc.stderr
     )
     assert run_cli(*flags, "--out", str(tmp_path / "page.md")).returncode == 0
+
+
+def test_a_kept_report_that_does_not_fit_schema_2_is_refused_naming_its_key(tmp_path):
+    kept = dataclasses.replace(kept_entries(ENTRIES)[1], label="fzy").to_json()
+    kept["report"]["runs"][0]["first"] = "three"
+    (tmp_path / "fzy.json").write_text(json.dumps(kept))
+    proc = run_cli("results", "--render-only", "--reports", str(tmp_path), "--only", "fzy",
+                   "--out", str(tmp_path / "page.md"))  # fmt: skip
+    assert proc.returncode == 2 and not (tmp_path / "page.md").exists()
+    assert proc.stderr == (
+        f"recall: {tmp_path / 'fzy.json'}: a kept report that does not fit schema 2: "
+        "entry.report.runs[0].first: expected int, got 'three'\n"
+    )
 
 
 def test_results_split_runs_each_peer_on_that_split():
@@ -175,7 +191,7 @@ def _server_entry(queries: int = 4) -> dict:
 
 
 def test_a_finder_of_some_languages_has_its_own_section_beside_the_others_on_them():
-    page = render_results([*ENTRIES, _server_entry()], HOST)
+    page = render_results(kept_entries([*ENTRIES, _server_entry()]), HOST)
     assert "| golsp |" not in page.split("## golsp on its languages (go)")[0].split("## Finders")[0]
     section = page.split("## golsp on its languages (go)")[1].split("## Finders")[0]
     assert "| abbr3 | 4 | 1 (25.0%) | 2 (50.0%) | 2 (50.0%) | 0.300 | 0.350 | 0 |" in section
@@ -185,11 +201,11 @@ def test_a_finder_of_some_languages_has_its_own_section_beside_the_others_on_the
 
 
 def test_a_finder_of_some_languages_is_compared_on_those_languages_rows():
-    check_comparable([*ENTRIES, _server_entry(queries=4)])
+    check_comparable(kept_entries([*ENTRIES, _server_entry(queries=4)]))
     other = _server_entry()
     other["report"]["runs"][0]["by_language"]["go"]["n"] = 7
     with pytest.raises(RecallError, match="golsp: its go rows differ"):
-        check_comparable([ENTRIES[0], other])
+        check_comparable(kept_entries([ENTRIES[0], other]))
 
 
 def test_the_language_servers_run_on_the_corpora_of_their_languages_only():
@@ -311,15 +327,20 @@ def test_results_measures_every_finder_now_and_states_the_jobs_its_seconds_had(
 
 def test_the_reference_report_s_ceiling_is_a_row_and_a_column_of_the_page():
     entries = json.loads(json.dumps(ENTRIES))
-    cell = {"n": 4, "first": 3.5, "top10": 4.0, "first_pct": 87.5, "top10_pct": 100.0}
+    cell = {"n": 4, "first": 3.5, "top10": 4.0, "first_pct": 87.5, "top10_pct": 100.0,
+            "first_ci": [3, 4], "top10_ci": [4, 4]}  # fmt: skip
     entries[0]["report"]["ceiling"] = {
         "n": 8, "first": 7.0, "top10": 8.0, "first_pct": 87.5, "top10_pct": 100.0,
+        "first_ci": [6, 8], "top10_ci": [8, 8],
         "by_type": {"abbr3": cell}, "by_repo": {"gin": cell}, "by_language": {"go": cell},
     }  # fmt: skip
-    page = render_results(entries, HOST)
-    assert "| ceiling | 8 | 7.0 (87.5%) | 8.0 (100.0%) | - | - | - | - | - | - |\n" in page
+    page = render_results(kept_entries(entries), HOST)
+    ceiling = (
+        r"| ceiling | 8 | 7.0 (87.5%) \[6-8\] | 8.0 (100.0%) \[8-8\] | - | - | - | - | - | - |"
+    )
+    assert ceiling + "\n" in page
     assert "| type | n | reference | fzf | fzy | best peer (#1) | ceiling (#1 / top 10) |" in page
-    assert "| fzf, fzy | 87.5 / 100.0 |\n" in page
+    assert r"| fzf, fzy | 87.5 \[75.0-100.0\] / 100.0 \[100.0-100.0\] |" + "\n" in page
     assert (
         "| typo | 4 | 100.0 / 100.0 / 100.0 | 0.0 / 0.0 / 0.0 | 0.0 / 0.0 / 0.0 | - | - |" in page
     )
@@ -332,19 +353,24 @@ def test_the_agreement_matrix_counts_queries_two_finders_put_the_same_name_first
              ["A", "B", None, None, None, None, None, None, None]]  # fmt: skip
     for entry, firsts in zip(entries, names, strict=True):
         entry["firsts"] = firsts
-    assert agreement(entries)[0] == [None, pytest.approx(700 / 9), pytest.approx(200 / 9)]
-    page = render_results(entries, HOST)
+    assert agreement(kept_entries(entries))[0] == [
+        None,
+        pytest.approx(700 / 9),
+        pytest.approx(200 / 9),
+    ]
+    page = render_results(kept_entries(entries), HOST)
     assert "| reference | - | 77.8 | 22.2 |\n| fzf | 77.8 | - | 11.1 |" in page
     del entries[2]["firsts"]  # a kept report from before: no matrix rather than a wrong one
-    assert "agreement" not in render_results(entries, HOST)
+    assert "agreement" not in render_results(kept_entries(entries), HOST)
 
 
 def test_reports_measured_with_different_jobs_are_not_one_page():
     from recall.workflows.results_page import measured_jobs
 
-    assert measured_jobs([{"jobs": 2}, {"jobs": 2}]) == "2"
+    entry = kept_entries(ENTRIES)[0]
+    assert measured_jobs([dataclasses.replace(entry, jobs=2)] * 2) == "2"
     with pytest.raises(RecallError, match=r"measured with different --jobs \(1, 2\)"):
-        measured_jobs([{"jobs": 1}, {"jobs": 2}])
+        measured_jobs([dataclasses.replace(entry, jobs=jobs) for jobs in (1, 2)])
 
 
 def test_the_page_shows_the_ceiling_s_range_and_marks_a_finder_only_beyond_it():
@@ -356,7 +382,7 @@ def test_the_page_shows_the_ceiling_s_range_and_marks_a_finder_only_beyond_it():
         "n": 8, "first": 5.5, "top10": 8.0, "first_pct": 68.8, "first_ci": [5, 6],
         "top10_ci": [8, 8], "by_type": {"abbr3": cell}, "by_repo": {}, "by_language": {},
     }  # fmt: skip
-    page = render_results(entries, HOST)
+    page = render_results(kept_entries(entries), HOST)
     assert r"| ceiling | 8 | 5.5 (68.8%) \[5-6\] | 8.0 (100.0%) \[8-8\] |" in page
     assert (
         "| abbr3 | 4 | 50.0 / 100.0 / 100.0 | 75.0^ / 100.0 / 100.0 | 75.0^ / 75.0 / 100.0"

@@ -314,8 +314,8 @@ def test_summary_never_prints_negative_zero() -> None:
     assert "-0.0 " not in line
 
 
-def test_as_json_keys_and_lists() -> None:
-    data = EXAMPLE.as_json()
+def test_significance_json_has_its_keys_lists_and_summary_and_reads_back() -> None:
+    data = EXAMPLE.to_json()
     assert list(data) == [
         "wins",
         "ties",
@@ -331,10 +331,12 @@ def test_as_json_keys_and_lists() -> None:
         "gained_top10",
         "lost_top10",
         "mcnemar_top10_p",
+        "summary",
     ]
     assert data["first_ci"] == [0.002, 0.016]
     assert data["mrr_ci"] == [0.002, 0.014]
-    assert json.loads(json.dumps(data)) == data
+    assert data["summary"] == EXAMPLE.summary()
+    assert Significance.from_json(json.loads(json.dumps(data))) == EXAMPLE
 
 
 # --- latency summary -----------------------------------------------------------------------
@@ -388,14 +390,14 @@ def test_the_top10_verdict_counts_entering_and_leaving_the_top_10():
      (0, 0, 1.0, "no significant change")],
 )  # fmt: skip
 def test_a_verdict_needs_p_below_alpha_and_a_side(gained, lost, p, outcome):
-    assert Verdict("#1", gained, lost, p).outcome == outcome
+    assert Verdict(gained, lost, p).outcome == outcome
 
 
 def test_a_p_value_below_a_floats_range_is_shown_as_a_bound_not_as_zero():
     sig = compare([1] * 1600, [2] * 1600, resamples=10)
     assert sig.mcnemar_p == 0.0  # 2 / 2**1600 underflows
     assert "McNemar (#1) p<1e-300" in sig.summary() and "p=0;" not in sig.summary()
-    assert sig.first.phrase() == "#1 regressed (0 gained, 1600 lost, p<1e-300)"
+    assert sig.first.phrase("#1") == "#1 regressed (0 gained, 1600 lost, p<1e-300)"
 
 
 def test_the_paired_standard_error_is_the_spread_of_the_row_differences_in_points():

@@ -21,8 +21,10 @@ from conftest import (
 )
 from helpers import chromium, has_color, weaker_clone
 
+from recall.analysis.model import Report
 from recall.inputs.queryset import HAND, QueryRow
 from recall.render.html import render_html
+from recall.render.results_entry import Entry
 from recall.render.results_page import render_results
 from recall.running.session import BatchFeed, limit_of
 
@@ -92,7 +94,7 @@ def test_a_weaker_finder_needs_more_keystrokes_and_the_page_draws_the_k_curve(
         assert len(change["base_query"]) == change["base_keys"]
         assert change["new_keys"] is None or change["new_keys"] > change["base_keys"]
     html = page.read_text()
-    assert html == render_html(report)
+    assert html == render_html(Report.from_json(report))
     assert 'aria-label="k-curve"' in html and html.count("<polyline") == 3  # two runs, ceiling
     assert "<h1>recall: keystrokes to the name, " in html and "<h2>By type</h2>" not in html
 
@@ -143,7 +145,9 @@ def test_the_results_page_of_a_typing_set_puts_each_finder_s_effort_side_by_side
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     entries = [
-        {"label": label, "version": "1", "command": "c", "note": "", "report": report}
+        Entry.from_json(
+            {"label": label, "version": "1", "command": "c", "note": "", "report": report}
+        )
         for label in ("reference", "again")
     ]
     page = render_results(entries, {"cpu": "x"})

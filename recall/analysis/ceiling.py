@@ -27,7 +27,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from recall.analysis.model import CeilingCounts, CeilingSummary, LeftOut
+from recall.analysis.model import (
+    LEFT_OUT_SHOWN,
+    CeilingCounts,
+    CeilingSummary,
+    LeftOut,
+    LeftOutRows,
+)
 from recall.analysis.stats import interval, standard_error
 from recall.inputs.derive import NameSource, eligible
 from recall.inputs.queryset import QueryRow
@@ -290,6 +296,7 @@ def summary(
         )
 
     by = ceilings(rows, per_row, languages)
+    left_out = [row for row in rows if row.sourced and row not in per_row]
 
     def of(axis: str) -> dict[str, CeilingCounts]:
         return {key: cell(c) for key, c in by[axis].items()}
@@ -299,11 +306,11 @@ def summary(
         by_type=of("type"),
         by_repo=of("repo"),
         by_language=of("language"),
-        left_out=tuple(
-            LeftOut(row.repo, row.query, row.type, row.source)
-            for row in rows
-            if row.sourced and row not in per_row
+        left_out=LeftOutRows(
+            len(left_out),
+            tuple(LeftOut(r.repo, r.query, r.type, r.source) for r in left_out[:LEFT_OUT_SHOWN]),
         ),
+        unmodelled=frozenset((r.repo, r.query, r.type, r.source) for r in left_out),
     )
 
 

@@ -18,7 +18,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from recall.analysis.stats import ALPHA, VERDICT_TEST, Verdict, interval, mcnemar_exact
+from recall.analysis.codec import Coded
+from recall.analysis.stats import McNemar, Verdict, interval, mcnemar_exact, verdict_line
 
 CURVE = tuple(range(1, 11))  # k of the k-curve: the share at #1 within k keystrokes
 VISIBLE = 3  # the top 3: what a picker shows without scrolling
@@ -97,7 +98,7 @@ def certain(reach_: Reach, length: int) -> Chances:
 
 
 @dataclass(frozen=True)
-class EffortCounts:
+class EffortCounts(Coded):
     """How a group of sequences went: how many reach #1 and the top 3, in how many
     keystrokes on average (of those that reach it; None when none does), the k-curve
     (percent at #1 within k keystrokes, k = 1..10), and the keystrokes saved against
@@ -118,16 +119,6 @@ class EffortCounts:
     curve: tuple[float, ...]
     first_ci: tuple[int, int] | None = None
     top3_ci: tuple[int, int] | None = None
-
-    def to_json(self) -> dict:
-        return {
-            "n": self.n, "first": self.first, "first_pct": self.first_pct,
-            "first_keys": self.first_keys, "top3": self.top3, "top3_pct": self.top3_pct,
-            "top3_keys": self.top3_keys, "saved": self.saved, "typed": self.typed,
-            "saved_pct": self.saved_pct, "curve": list(self.curve),
-            "first_ci": list(self.first_ci) if self.first_ci else None,
-            "top3_ci": list(self.top3_ci) if self.top3_ci else None,
-        }  # fmt: skip
 
     def above(self, ceiling: EffortCounts | None) -> tuple[bool, bool]:
         """Whether this finder's #1 and top 3 counts are above the ceiling's 95% range on
@@ -180,7 +171,7 @@ def counts(pairs: list[tuple[TypedSequence, Chances]], *, ranged: bool = False) 
 
 
 @dataclass(frozen=True)
-class EffortRun:
+class EffortRun(Coded):
     """One finder's effort (or the ceiling's): overall, and by sequence kind, repo and
     language."""
 
@@ -190,14 +181,7 @@ class EffortRun:
     by_repo: dict[str, EffortCounts]
     by_language: dict[str, EffortCounts]
 
-    def to_json(self) -> dict:
-        def of(groups: dict[str, EffortCounts]) -> dict:
-            return {key: c.to_json() for key, c in groups.items()}
-
-        return {
-            "label": self.label, **self.counts.to_json(), "by_sequence": of(self.by_sequence),
-            "by_repo": of(self.by_repo), "by_language": of(self.by_language),
-        }  # fmt: skip
+    JSON_FLAT = frozenset({"counts"})
 
 
 def effort_run(
@@ -220,7 +204,7 @@ def effort_run(
 
 
 @dataclass(frozen=True)
-class EffortChange:
+class EffortChange(Coded):
     """A sequence that needs more keystrokes than in the baseline to reach #1 (or, in
     `lost_top3`, the top 3): the step at which it used to get there (its query), and now
     (None: never within the sequence)."""
@@ -232,16 +216,9 @@ class EffortChange:
     base_query: str
     new_keys: int | None
 
-    def to_json(self) -> dict:
-        return {
-            "repo": self.repo, "sequence": self.sequence, "source": self.source,
-            "base_keys": self.base_keys, "base_query": self.base_query,
-            "new_keys": self.new_keys,
-        }  # fmt: skip
-
 
 @dataclass(frozen=True)
-class EffortDiff:
+class EffortDiff(Coded):
     """A candidate's keystrokes to #1 against the baseline's, sequence by sequence, and
     the sequences that reach #1 and the top 3 in one build and never in the other, whose
     verdicts (McNemar's exact test, as a name diff's on #1 and the top 10) judge the
@@ -255,19 +232,11 @@ class EffortDiff:
     same: int
     more_keys: tuple[EffortChange, ...]
     lost_top3: tuple[EffortChange, ...]
-    first: Verdict  # on the sequences that reach #1
-    top3: Verdict  # on those that reach the top 3
+    verdict: EffortVerdict
 
     @property
     def is_loss(self) -> bool:
         return bool(self.more_keys or self.lost_top3)
-
-    def verdict_line(self) -> str:
-        """The verdict on the sequences that reach #1 and the top 3, as a name diff's."""
-        return (
-            f"verdict on sequences ({VERDICT_TEST}, two-sided, alpha {ALPHA:g}): "
-            f"{self.first.phrase()}; {self.top3.phrase()}"
-        )
 
     def counts_line(self) -> str:
         never = sum(1 for c in self.more_keys if c.new_keys is None)
@@ -277,27 +246,33 @@ class EffortDiff:
             "the top 3"
         )
 
-    def to_json(self) -> dict:
-        return {
-            "base": self.base, "new": self.new, "more": self.more, "fewer": self.fewer,
-            "same": self.same, "more_keys": [c.to_json() for c in self.more_keys],
-            "lost_top3": [c.to_json() for c in self.lost_top3],
-            "verdict": {
-                "first": self.first.as_json(), "top3": self.top3.as_json(),
-                "test": "mcnemar_exact", "alpha": ALPHA, "summary": self.verdict_line(),
-            },
-        }  # fmt: skip
+
+@dataclass(frozen=True)
+class EffortVerdict(McNemar):
+    """The verdicts on the sequences that reach #1 and on those that reach the top 3."""
+
+    first: Verdict
+    top3: Verdict
+
+    JSON_KEYS = ("first", "top3", "test", "alpha", "summary")
+
+    @property
+    def summary(self) -> str:
+        """The verdict line, as a name diff's."""
+        return verdict_line(
+            "verdict on sequences", (self.first, "#1 reached"), (self.top3, "top 3 reached")
+        )
 
 
 def _keys(first: int | None) -> float:
     return float("inf") if first is None else float(first)
 
 
-def _verdict(outcome: str, before: list[int | None], after: list[int | None]) -> Verdict:
+def _verdict(before: list[int | None], after: list[int | None]) -> Verdict:
     """McNemar's exact test on the sequences that reach the outcome in one build only."""
     gained = sum(1 for b, a in zip(before, after, strict=True) if b is None and a is not None)
     lost = sum(1 for b, a in zip(before, after, strict=True) if b is not None and a is None)
-    return Verdict(outcome, gained, lost, mcnemar_exact(gained, lost))
+    return Verdict(gained, lost, mcnemar_exact(gained, lost))
 
 
 def effort_diff(
@@ -331,13 +306,15 @@ def effort_diff(
             )  # fmt: skip
     return EffortDiff(
         base, new, len(more), fewer, same, tuple(more), tuple(lost_top3),
-        _verdict("#1 reached", [r.first for r in old], [r.first for r in now]),
-        _verdict("top 3 reached", [r.top3 for r in old], [r.top3 for r in now]),
+        EffortVerdict(
+            _verdict([r.first for r in old], [r.first for r in now]),
+            _verdict([r.top3 for r in old], [r.top3 for r in now]),
+        ),
     )  # fmt: skip
 
 
 @dataclass(frozen=True)
-class LeftOutSequence:
+class LeftOutSequence(Coded):
     """A sequence the typing model cannot type toward its source (a foreign file's: its
     steps are no prefixes of the text that way types for the name, or the way does not
     apply to it): it has no ceiling, and is named. `typed` is its last step's query."""
@@ -347,15 +324,17 @@ class LeftOutSequence:
     source: str
     typed: str
 
-    def to_json(self) -> dict:
-        return {
-            "repo": self.repo, "sequence": self.sequence, "source": self.source,
-            "typed": self.typed,
-        }  # fmt: skip
+
+@dataclass(frozen=True)
+class LeftOutSequences(Coded):
+    """How many sequences the ceiling leaves out, and the first LEFT_OUT_SHOWN of them."""
+
+    count: int = 0
+    first: tuple[LeftOutSequence, ...] = ()
 
 
 @dataclass(frozen=True)
-class Effort:
+class Effort(Coded):
     """The typing set's section of a report: every finder's effort, the ceiling's (over
     the sequences the typing model makes; `left_out` the others), and each candidate's
     changes against the baseline."""
@@ -366,43 +345,9 @@ class Effort:
     runs: tuple[EffortRun, ...]
     ceiling: EffortRun
     diffs: tuple[EffortDiff, ...] = ()
-    left_out: tuple[LeftOutSequence, ...] = ()
+    left_out: LeftOutSequences = LeftOutSequences()
 
-    def to_json(self) -> dict:
-        return {
-            "sequences": self.sequences, "steps": self.steps, "prompts": self.prompts,
-            "curve_k": list(CURVE), "runs": [run.to_json() for run in self.runs],
-            "ceiling": self.ceiling.to_json(), "diffs": [d.to_json() for d in self.diffs],
-            "left_out": {
-                "count": len(self.left_out),
-                "first": [s.to_json() for s in self.left_out[:LEFT_OUT_SHOWN]],
-            },
-        }  # fmt: skip
-
-
-def counts_from_json(data: dict) -> EffortCounts:
-    """An effort counts object of a kept JSON report back as the model."""
-    return EffortCounts(
-        n=data["n"], first=data["first"], first_pct=data["first_pct"],
-        first_keys=data["first_keys"], top3=data["top3"], top3_pct=data["top3_pct"],
-        top3_keys=data["top3_keys"], saved=data["saved"], typed=data["typed"],
-        saved_pct=data["saved_pct"], curve=tuple(data["curve"]),
-        first_ci=_range(data.get("first_ci")), top3_ci=_range(data.get("top3_ci")),
+    JSON_KEYS = (
+        "sequences", "steps", "prompts", "curve_k", "runs", "ceiling", "diffs", "left_out"
     )  # fmt: skip
-
-
-def _range(value: list | None) -> tuple[int, int] | None:
-    """A kept report's range back (reports kept before ranges have none)."""
-    return (value[0], value[1]) if value else None
-
-
-def run_from_json(data: dict, label: str | None = None) -> EffortRun:
-    """An effort run of a kept JSON report back as the model (under another label)."""
-
-    def of(groups: dict) -> dict[str, EffortCounts]:
-        return {key: counts_from_json(c) for key, c in groups.items()}
-
-    return EffortRun(
-        label or data["label"], counts_from_json(data), of(data["by_sequence"]),
-        of(data["by_repo"]), of(data["by_language"]),
-    )  # fmt: skip
+    curve_k = CURVE

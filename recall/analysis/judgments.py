@@ -23,13 +23,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from recall.analysis.codec import Coded
 from recall.analysis.stats import (
-    ALPHA,
-    VERDICT_TEST,
+    McNemar,
     Verdict,
     mcnemar_exact,
     spearman,
     spearman_interval,
+    verdict_line,
     wilson,
 )
 from recall.inputs.judgments import Judgment, contested
@@ -50,22 +51,15 @@ def neither(ranks: Ranks) -> bool:
 
 
 @dataclass(frozen=True)
-class Pair(Judgment):
+class Pair(Judgment, Coded):
     """A judgment as the report lists it: its row, its line in the file, and whether its
     reverse is in the file too."""
 
     contested: bool = False
 
-    def to_json(self) -> dict:
-        return {
-            "domain": self.domain, "query": self.query, "preferred": self.preferred,
-            "other": self.other, "source": self.source, "line": self.line,
-            "contested": self.contested,
-        }  # fmt: skip
-
 
 @dataclass(frozen=True)
-class Agreement:
+class Agreement(Coded):
     """Pairs judged (contested ones left out), those the finder agrees with, those where
     it found neither candidate, and the percent agreeing with its Wilson 95% interval."""
 
@@ -74,12 +68,6 @@ class Agreement:
     neither: int
     pct: float
     ci: tuple[float, float]
-
-    def to_json(self) -> dict:
-        return {
-            "n": self.n, "agree": self.agree, "neither": self.neither, "pct": self.pct,
-            "ci": list(self.ci),
-        }  # fmt: skip
 
 
 def agreement(verdicts: Iterable[Ranks]) -> Agreement:
@@ -94,7 +82,7 @@ def agreement(verdicts: Iterable[Ranks]) -> Agreement:
 
 
 @dataclass(frozen=True)
-class JudgedRun:
+class JudgedRun(Coded):
     """One finder's verdicts: its agreement overall, by source project and by domain; the
     two ranks of every pair (in the order of Judged.pairs, contested ones too), how many
     contested pairs it orders as their row says, and how many queries errored."""
@@ -107,34 +95,33 @@ class JudgedRun:
     contested_as_row: int
     errors: int
 
-    def to_json(self) -> dict:
-        return {
-            "label": self.label, **self.agreement.to_json(),
-            "by_project": {k: a.to_json() for k, a in self.by_project.items()},
-            "by_domain": {k: a.to_json() for k, a in self.by_domain.items()},
-            "ranks": [list(r) for r in self.ranks],
-            "contested_as_row": self.contested_as_row, "errors": self.errors,
-        }  # fmt: skip
+    JSON_FLAT = frozenset({"agreement"})
 
 
 @dataclass(frozen=True)
-class JudgmentChange:
+class JudgmentChange(Coded):
     """A pair whose verdict differs between the baseline and a candidate, with the two
     ranks on each side."""
 
     pair: Pair
-    base: Ranks
-    new: Ranks
+    base_preferred: int | None
+    base_other: int | None
+    new_preferred: int | None
+    new_other: int | None
 
-    def to_json(self) -> dict:
-        return self.pair.to_json() | {
-            "base_preferred": self.base[0], "base_other": self.base[1],
-            "new_preferred": self.new[0], "new_other": self.new[1],
-        }  # fmt: skip
+    JSON_FLAT = frozenset({"pair"})
+
+    @property
+    def base(self) -> Ranks:
+        return self.base_preferred, self.base_other
+
+    @property
+    def new(self) -> Ranks:
+        return self.new_preferred, self.new_other
 
 
 @dataclass(frozen=True)
-class JudgedDiff:
+class JudgedDiff(Coded):
     """A candidate's verdicts against the baseline's: the judgments it lost (agreed in the
     baseline, not now) and gained, and McNemar's exact test on them. Its losses, what
     --fail-on-loss fails on: a lost judgment, or a query that errored in the candidate."""
@@ -144,37 +131,37 @@ class JudgedDiff:
     lost: tuple[JudgmentChange, ...]
     gained: tuple[JudgmentChange, ...]
     same: int
-    verdict: Verdict
+    verdict: JudgedVerdict
     candidate_errors: int
+
+    JSON_KEYS = ("base", "new", "same", "lost", "gained", "candidate_errors", "verdict")
 
     @property
     def is_loss(self) -> bool:
         return bool(self.lost or self.candidate_errors)
 
     def verdict_line(self) -> str:
-        return (
-            f"verdict on judgments ({VERDICT_TEST}, two-sided, alpha {ALPHA:g}): "
-            f"{self.verdict.phrase()}"
-        )
+        return self.verdict.summary
 
     def counts_line(self) -> str:
         return f"judgments: {len(self.lost)} lost, {len(self.gained)} gained, {self.same} the same"
 
-    def to_json(self) -> dict:
-        return {
-            "base": self.base, "new": self.new, "same": self.same,
-            "lost": [c.to_json() for c in self.lost],
-            "gained": [c.to_json() for c in self.gained],
-            "candidate_errors": self.candidate_errors,
-            "verdict": {
-                "agreement": self.verdict.as_json(), "test": "mcnemar_exact", "alpha": ALPHA,
-                "summary": self.verdict_line(),
-            },
-        }  # fmt: skip
+
+@dataclass(frozen=True)
+class JudgedVerdict(McNemar):
+    """The verdict on the judgments agreed with, and the test that decides it."""
+
+    agreement: Verdict
+
+    JSON_KEYS = ("agreement", "test", "alpha", "summary")
+
+    @property
+    def summary(self) -> str:
+        return verdict_line("verdict on judgments", (self.agreement, OUTCOME))
 
 
 @dataclass(frozen=True)
-class Judged:
+class Judged(Coded):
     """A judgments run: every pair of the file, how many distinct queries and candidate
     lists it ran (each list a pseudo-corpus: one index and one process a finder), each
     finder's verdicts, and each candidate's diff against the baseline."""
@@ -187,17 +174,11 @@ class Judged:
     split: str | None = None  # --split: the side whose pairs these are; None: the whole file
     sides: dict[str, tuple[str, ...]] = field(default_factory=dict)  # each side's projects
 
+    JSON_KEYS = ("pairs", "queries", "lists", "contested", "runs", "diffs", "split", "sides")
+
     @property
     def contested(self) -> int:
         return sum(1 for p in self.pairs if p.contested)
-
-    def to_json(self) -> dict:
-        return {
-            "pairs": [p.to_json() for p in self.pairs], "queries": self.queries,
-            "lists": self.lists, "contested": self.contested,
-            "runs": [r.to_json() for r in self.runs], "diffs": [d.to_json() for d in self.diffs],
-            "split": self.split, "sides": {k: list(v) for k, v in self.sides.items()},
-        }  # fmt: skip
 
 
 def pairs_of(judgments: Sequence[Judgment]) -> tuple[Pair, ...]:
@@ -259,12 +240,12 @@ def judged_diff(
         if p.contested:
             continue
         if agrees(b) and not agrees(n):
-            lost.append(JudgmentChange(p, b, n))
+            lost.append(JudgmentChange(p, *b, *n))
         elif agrees(n) and not agrees(b):
-            gained.append(JudgmentChange(p, b, n))
+            gained.append(JudgmentChange(p, *b, *n))
         else:
             same += 1
-    verdict = Verdict(OUTCOME, len(gained), len(lost), mcnemar_exact(len(gained), len(lost)))
+    verdict = JudgedVerdict(Verdict(len(gained), len(lost), mcnemar_exact(len(gained), len(lost))))
     return JudgedDiff(
         base.label, new.label, tuple(lost), tuple(gained), same, verdict, candidate_errors
     )
@@ -286,58 +267,6 @@ def judge(
     return Judged(
         pairs, len({(r.type, r.query) for r in rows}), len({r.repo for r in rows}), judged, diffs
     )
-
-
-# The JSON report's `judgments` object read back (the HTML page and the results page draw
-# from kept JSON), checked as far as the renderers rely on it.
-
-
-def _ranks(value: list) -> Ranks:
-    preferred, other = value
-    return preferred, other
-
-
-def _agreement(data: dict) -> Agreement:
-    low, high = data["ci"]
-    return Agreement(data["n"], data["agree"], data["neither"], data["pct"], (low, high))
-
-
-def judged_from_json(data: dict) -> Judged:
-    """The section as Judged.to_json() wrote it."""
-    pairs = tuple(
-        Pair(p["domain"], p["query"], p["preferred"], p["other"], p["source"], p["line"],
-             p["contested"])
-        for p in data["pairs"]
-    )  # fmt: skip
-    by_line = {p.line: p for p in pairs}
-    runs = tuple(
-        JudgedRun(
-            r["label"], _agreement(r),
-            {k: _agreement(a) for k, a in r["by_project"].items()},
-            {k: _agreement(a) for k, a in r["by_domain"].items()},
-            tuple(_ranks(x) for x in r["ranks"]), r["contested_as_row"], r["errors"],
-        )
-        for r in data["runs"]
-    )  # fmt: skip
-
-    def change(c: dict) -> JudgmentChange:
-        return JudgmentChange(
-            by_line[c["line"]], (c["base_preferred"], c["base_other"]),
-            (c["new_preferred"], c["new_other"]),
-        )  # fmt: skip
-
-    diffs = tuple(
-        JudgedDiff(
-            d["base"], d["new"], tuple(change(c) for c in d["lost"]),
-            tuple(change(c) for c in d["gained"]), d["same"],
-            Verdict(OUTCOME, d["verdict"]["agreement"]["gained"],
-                    d["verdict"]["agreement"]["lost"], d["verdict"]["agreement"]["p"]),
-            d["candidate_errors"],
-        )
-        for d in data["diffs"]
-    )  # fmt: skip
-    sides = {k: tuple(v) for k, v in data.get("sides", {}).items()}  # added within schema 2
-    return Judged(pairs, data["queries"], data["lists"], runs, diffs, data.get("split"), sides)
 
 
 # How far recall's own sets agree with the judgments: the results page -------------------

@@ -23,10 +23,12 @@ import itertools
 from collections.abc import Callable, Iterable, Sequence
 
 from recall.analysis.effort import (
+    LEFT_OUT_SHOWN,
     VISIBLE,
     Chances,
     Effort,
     LeftOutSequence,
+    LeftOutSequences,
     TypedSequence,
     certain,
     effort_diff,
@@ -113,6 +115,7 @@ def effort(
     reaches = [[reach(s, answers) for s in sequences] for _label, answers in runs]
     texts = {repo: TypedTexts(names[repo]) for repo in dict.fromkeys(s.repo for s in sequences)}
     made = [s for s in sequences if modelled(s)]
+    left_out = [s for s in sequences if not modelled(s)]
     best = [ceiling_chances(s, texts[s.repo]) for s in made]
     labels = [label for label, _answers in runs]
     diffs = (
@@ -138,9 +141,11 @@ def effort(
         ),
         ceiling=effort_run("ceiling", made, best, languages, ranged=True),
         diffs=diffs,
-        left_out=tuple(
-            LeftOutSequence(s.repo, s.kind, s.source, s.queries[-1])
-            for s in sequences
-            if not modelled(s)
+        left_out=LeftOutSequences(
+            len(left_out),
+            tuple(
+                LeftOutSequence(s.repo, s.kind, s.source, s.queries[-1])
+                for s in left_out[:LEFT_OUT_SHOWN]
+            ),
         ),
     )

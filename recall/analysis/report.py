@@ -236,10 +236,9 @@ def against_ceiling(
     it does not leave out), overall and per group, each flagged when above the ceiling's
     95% range: a count that chance gives no finder more than 2.5% of the time under the
     recipes' choice model, so that model is wrong there."""
-    left_out = {(r.repo, r.query, r.type, r.source) for r in bound.left_out}
     modelled = [
         i for i, row in enumerate(rows)
-        if row.sourced and (row.repo, row.query, row.type, row.source) not in left_out
+        if row.sourced and (row.repo, row.query, row.type, row.source) not in bound.unmodelled
     ]  # fmt: skip
     axes: dict[str, Callable[[QueryRow], str]] = {
         "all": lambda r: "all", "type": lambda r: r.type, "repo": lambda r: r.repo,

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from recall.analysis.codec import Coded
+
 Rank = int | None
 
 #: Confidence level of the intervals that compare() reports and summary() prints.
@@ -199,17 +201,18 @@ def in_top10(rank: Rank) -> bool:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class Verdict(Coded):
     """What a diff did to one outcome (#1, or the top 10): improved, regressed or no
     significant change, as McNemar's exact test on the queries that gained or lost the
     outcome decides at ALPHA. Only those queries say anything about the change, and a
     reader decides on #1 and the top 10, not on a move from rank 40 to 35 (the sign test
-    counts that one)."""
+    counts that one). Its holder names the outcome it is on (#1, the top 10, ...)."""
 
-    outcome_of: str  # "#1" or "top 10"
     gained: int
     lost: int
     p: float
+
+    JSON_KEYS = ("outcome", "gained", "lost", "p")
 
     @property
     def outcome(self) -> str:
@@ -217,13 +220,24 @@ class Verdict:
             return NO_CHANGE
         return IMPROVED if self.gained > self.lost else REGRESSED
 
-    def as_json(self) -> dict[str, str | int | float]:
-        return {"outcome": self.outcome, "gained": self.gained, "lost": self.lost, "p": self.p}
-
-    def phrase(self) -> str:
+    def phrase(self, outcome_of: str) -> str:
         """`#1 regressed (3 gained, 18 lost, p=0.0015)`."""
         counts = f"{self.gained} gained, {self.lost} lost, {shown_p(self.p)}"
-        return f"{self.outcome_of} {self.outcome} ({counts})"
+        return f"{outcome_of} {self.outcome} ({counts})"
+
+
+def verdict_line(lead: str, *verdicts: tuple[Verdict, str]) -> str:
+    """`verdict (McNemar's exact test, two-sided, alpha 0.05): #1 ...; top 10 ...`: the
+    verdicts on their outcomes, naming the test that decides them."""
+    said = "; ".join(verdict.phrase(outcome_of) for verdict, outcome_of in verdicts)
+    return f"{lead} ({VERDICT_TEST}, two-sided, alpha {ALPHA:g}): {said}"
+
+
+class McNemar(Coded):
+    """A diff's verdicts as its JSON holds them: with the test that decides them, by name."""
+
+    test = "mcnemar_exact"
+    alpha = ALPHA
 
 
 def _signed(value: float, digits: int) -> str:
@@ -233,7 +247,7 @@ def _signed(value: float, digits: int) -> str:
 
 
 @dataclass(frozen=True)
-class Significance:
+class Significance(Coded):
     """How a candidate build's ranks differ from a baseline's, with the evidence for it.
 
     Deltas are new minus base: `first_delta` is a fraction of queries (0.009 = +0.9
@@ -256,39 +270,23 @@ class Significance:
     lost_top10: int = 0
     mcnemar_top10_p: float = 1.0
 
+    JSON_KEYS = (
+        "wins", "ties", "losses", "sign_p", "gained_first", "lost_first", "mcnemar_p",
+        "first_delta", "first_ci", "mrr_delta", "mrr_ci", "gained_top10", "lost_top10",
+        "mcnemar_top10_p", "summary",
+    )  # fmt: skip
+
     @property
     def first(self) -> Verdict:
-        return Verdict("#1", self.gained_first, self.lost_first, self.mcnemar_p)
+        return Verdict(self.gained_first, self.lost_first, self.mcnemar_p)
 
     @property
     def top10(self) -> Verdict:
-        return Verdict("top 10", self.gained_top10, self.lost_top10, self.mcnemar_top10_p)
+        return Verdict(self.gained_top10, self.lost_top10, self.mcnemar_top10_p)
 
     def verdict_line(self) -> str:
         """The diff's verdict on #1 and on the top 10, naming the test that decides it."""
-        return (
-            f"verdict ({VERDICT_TEST}, two-sided, alpha {ALPHA:g}): "
-            f"{self.first.phrase()}; {self.top10.phrase()}"
-        )
-
-    def as_json(self) -> dict[str, int | float | list[float]]:
-        """The fields as a JSON-ready dict, intervals as 2-lists (JSON has no tuples)."""
-        return {
-            "wins": self.wins,
-            "ties": self.ties,
-            "losses": self.losses,
-            "sign_p": self.sign_p,
-            "gained_first": self.gained_first,
-            "lost_first": self.lost_first,
-            "mcnemar_p": self.mcnemar_p,
-            "first_delta": self.first_delta,
-            "first_ci": list(self.first_ci),
-            "mrr_delta": self.mrr_delta,
-            "mrr_ci": list(self.mrr_ci),
-            "gained_top10": self.gained_top10,
-            "lost_top10": self.lost_top10,
-            "mcnemar_top10_p": self.mcnemar_top10_p,
-        }
+        return verdict_line("verdict", (self.first, "#1"), (self.top10, "top 10"))
 
     def summary(self) -> str:
         """One line for the text report and for pasting into a decision record."""

@@ -33,7 +33,7 @@ def print_report(report: Report, output: Output) -> int:
     shards print alike."""
     if output.html:
         try:
-            write_atomic(Path(output.html), render_html(report.to_json()).encode("utf-8"))
+            write_atomic(Path(output.html), render_html(report).encode("utf-8"))
         except OSError as exc:
             raise RecallError(
                 f"--html {output.html}: cannot write: {exc.strerror or exc}"

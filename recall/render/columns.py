@@ -3,9 +3,9 @@ each cell, and how the cell is aligned, with the ceiling's row beside them.
 
 The text and Markdown report (render/text.py), the HTML report (render/html.py) and the
 results page (render/results_page.py) all build their counts tables from COUNTS, so a
-column added here (nDCG@10, say) reaches every page at once instead of one of them. The
-HTML report and the results page render JSON reports, so they read a counts object with
-`counts_from_json` and a ceiling with `bound_from_json` first.
+column added here (nDCG@10, say) reaches every page at once instead of one of them; the
+history (render/history.py), drawn from a history's JSON, reads its counts objects with
+`counts_from_json` first.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from recall.analysis.model import CeilingCounts, Counts
+from recall.analysis.model import CeilingCounts, Counts, Holdout, Report
 
 ABOVE = "^"  # a finder's #1 or top 10 above the ceiling's 95% range on the same rows
 NONE = "-"  # a cell with nothing to show (the ceiling has no MRR)
@@ -112,51 +112,44 @@ def bound_of(c: CeilingCounts) -> Bound:
     return Bound(c.n, c.first, c.first_pct, c.first_ci, c.top10, c.top10_pct, c.top10_ci)
 
 
+def range_pct(c: CeilingCounts, ci: tuple[int, int]) -> str:
+    """A ceiling's 95% range in percent of its n: `62.5-87.5` ("-" without rows)."""
+    return f"{100.0 * ci[0] / c.n:.1f}-{100.0 * ci[1] / c.n:.1f}" if c.n else "-"
+
+
 def counts_from_json(data: dict) -> Counts:
-    """A counts object of a JSON report (docs/report-json.md#counts) as the model's value."""
+    """A counts object of a history's JSON (docs/history.md) as the model's value."""
     return Counts(**{field.name: data[field.name] for field in dataclasses.fields(Counts)})
 
 
-def bound_from_json(data: dict) -> Bound:
-    """A ceiling's counts object of a JSON report as its row."""
-
-    def ci(key: str) -> tuple[int, int] | None:
-        pair = data.get(f"{key}_ci")
-        return (pair[0], pair[1]) if pair else None
-
-    return Bound(data["n"], data["first"], data["first_pct"], ci("first"),
-                 data["top10"], data["top10_pct"], ci("top10"))  # fmt: skip
-
-
-def holdout_lines(holdout: dict) -> list[str]:
+def holdout_lines(holdout: Holdout) -> list[str]:
     """A --split holdout report's corpora, fresh and seen, and on each the first finder's
     margin over the best of the others (the JSON report's `holdout`): plain lines that
     text, Markdown and HTML show alike, each escaping them for its medium."""
     lines = []
-    for name in ("fresh", "seen"):
-        view = holdout[name]
-        line = f"{name} holdout: {', '.join(view['corpora']) or 'none'} ({view['n']} sourced rows)"
-        m = view["margin"]
+    for name, view in (("fresh", holdout.fresh), ("seen", holdout.seen)):
+        line = f"{name} holdout: {', '.join(view.corpora) or 'none'} ({view.n} sourced rows)"
+        m = view.margin
         if m is not None:
             line += (
-                f"; #1 {m['label']} {m['first_pct']:.1f}% against {m['other']} "
-                f"{m['other_pct']:.1f}%, margin {m['points']:+.1f} points (paired SE {m['se']:.1f})"
+                f"; #1 {m.label} {m.first_pct:.1f}% against {m.other} "
+                f"{m.other_pct:.1f}%, margin {m.points:+.1f} points (paired SE {m.se:.1f})"
             )
         lines.append(line)
     return lines
 
 
-def split_note(report: dict) -> str:
+def split_note(report: Report) -> str:
     """Which side of the tune/holdout split a page's reports ran, if one, with the
     holdout's corpora, fresh and seen (docs/queries.md); empty for every row."""
-    split = report.get("split")
+    split = report.split
     if not split:
         return ""
     note = f" (its {split} split, `--split {split}`: docs/queries.md"
-    holdout = report.get("holdout")
+    holdout = report.holdout
     if holdout:
         note += "; " + "; ".join(
-            f"{name} holdout {', '.join(holdout[name]['corpora']) or 'none'}"
-            for name in ("fresh", "seen")
+            f"{name} holdout {', '.join(view.corpora) or 'none'}"
+            for name, view in (("fresh", holdout.fresh), ("seen", holdout.seen))
         )
     return note + ")"

@@ -14,7 +14,6 @@ from recall.analysis.effort import (
     EffortCounts,
     EffortDiff,
     EffortRun,
-    run_from_json,
 )
 from recall.render.columns import marked
 from recall.render.escape import html as _e
@@ -163,16 +162,17 @@ def _groups(of_rows: list[dict[str, int]]) -> list[tuple[str, int]]:
 def _left_out(effort: Effort, markdown: bool) -> list[str]:
     """The sequences the typing model does not type, left out of the ceiling, once."""
     rows = effort.left_out
-    if not rows:
+    if not rows.count:
         return []
     out = _heading(
-        f"Left out of the ceiling: {len(rows)} sequence{'' if len(rows) == 1 else 's'} the "
+        f"Left out of the ceiling: {rows.count} sequence{'' if rows.count == 1 else 's'} the "
         "typing model does not type toward its source (its steps are no prefixes of the "
         "text that way types for the name); the finders' counts keep them",
         markdown,
     )
-    body = [[r.repo, r.sequence, r.source, r.typed] for r in rows]
-    return out + first_rows(["repo", "sequence", "source", "typed"], body, markdown, LEFT_OUT_SHOWN)
+    body = [[r.repo, r.sequence, r.source, r.typed] for r in rows.first]
+    header = ["repo", "sequence", "source", "typed"]
+    return out + first_rows(header, body, markdown, LEFT_OUT_SHOWN, rows.count)
 
 
 def render_effort_diff(d: EffortDiff, markdown: bool) -> list[str]:
@@ -208,19 +208,19 @@ def _changes(changes: tuple[EffortChange, ...], was: str, markdown: bool) -> lis
     return out
 
 
-# HTML: from the JSON report's `effort` object, as the rest of the page is drawn -------------
+# HTML ------------------------------------------------------------------------------------
 
 
-def k_curve(runs: list[dict], ceiling: dict | None) -> str:
+def k_curve(runs: Sequence[EffortRun], ceiling: EffortRun | None) -> str:
     """The share of sequences at #1 within k keystrokes, k = 1..10: a line per finder and
     the ceiling's, dashed."""
     lines = [(run, LINE_COLORS[i % len(LINE_COLORS)], False) for i, run in enumerate(runs)]
     if ceiling:
         lines.append((ceiling, CEILING_COLOR, True))
-    ks = len(lines[0][0]["curve"]) if lines else 10
+    ks = len(lines[0][0].counts.curve) if lines else 10
     # The legend as wide as its longest line (a base's label holds its ref and commit):
     # at most LEGEND_CHAR_PX a character of the page's 12px font, so none is cut off.
-    longest = max((len(f"{run['label']} (100.0% by {ks})") for run, _c, _d in lines), default=0)
+    longest = max((len(f"{run.label} (100.0% by {ks})") for run, _c, _d in lines), default=0)
     left, top, plot_w, plot_h = 50, 16, 520, 260
     legend_w = max(260, 56 + LEGEND_CHAR_PX * longest)
     width, height = left + plot_w + legend_w, top + plot_h + 44
@@ -241,14 +241,14 @@ def k_curve(runs: list[dict], ceiling: dict | None) -> str:
         "keystrokes typed (k)</text>"
     )
     for i, (run, color, dashed) in enumerate(lines):
-        points = " ".join(f"{x(k):.1f},{y(p):.1f}" for k, p in enumerate(run["curve"], 1))
+        points = " ".join(f"{x(k):.1f},{y(p):.1f}" for k, p in enumerate(run.counts.curve, 1))
         dash = ' stroke-dasharray="6,4"' if dashed else ""
-        label = _e(run["label"])
+        label = _e(run.label)
         parts.append(
             f'<polyline points="{points}" fill="none" stroke="{color}" stroke-width="2.5"'
             f"{dash}><title>{label}</title></polyline>"
         )
-        for k, p in enumerate(run["curve"], 1):
+        for k, p in enumerate(run.counts.curve, 1):
             parts.append(
                 f'<circle cx="{x(k):.1f}" cy="{y(p):.1f}" r="3" fill="{color}">'
                 f"<title>{label}: {p:.1f}% at #1 within {k}</title></circle>"
@@ -258,7 +258,7 @@ def k_curve(runs: list[dict], ceiling: dict | None) -> str:
             f'<line x1="{left + plot_w + 20}" y1="{ly - 4}" x2="{left + plot_w + 44}" '
             f'y2="{ly - 4}" stroke="{color}" stroke-width="2.5"{dash}/>'
             f'<text x="{left + plot_w + 50}" y="{ly}">{label} '
-            f"({run['curve'][-1]:.1f}% by {ks})</text>"
+            f"({run.counts.curve[-1]:.1f}% by {ks})</text>"
         )
     parts.append("</svg>")
     return "".join(parts)
@@ -275,61 +275,57 @@ def _html_table(head: list[str], rows: Sequence[Sequence[object]], text: int = 1
     return "".join(out)
 
 
-def effort_html(effort: dict) -> list[str]:
-    """The effort section of the HTML page, from the JSON report's `effort` (a report kept
-    before the ceiling had ranges shows none)."""
-    model = Effort(
-        effort["sequences"], effort["steps"], effort["prompts"],
-        tuple(run_from_json(run) for run in effort["runs"]), run_from_json(effort["ceiling"]),
-    )  # fmt: skip
-    rows = _rows(model)
+def effort_html(effort: Effort) -> list[str]:
+    """The effort section of the HTML page (a report kept before the ceiling had ranges
+    shows none)."""
+    rows = _rows(effort)
     body = [[r.label, *_cells(r.counts, c.counts if c else None)] for r, c in rows]
     out = [
-        f"<h2>Keystrokes to the name: {_e(effort['sequences'])} typing sequences, "
-        f"{_e(effort['steps'])} steps, {_e(effort['prompts'])} distinct queries</h2>",
+        f"<h2>Keystrokes to the name: {_e(effort.sequences)} typing sequences, "
+        f"{_e(effort.steps)} steps, {_e(effort.prompts)} distinct queries</h2>",
         _html_table(["finder", *EFFORT_HEADER], body),
         f"<p>{_e(NOTE)}</p>",
-        *([f"<p>{_e(ABOVE_NOTE)}</p>"] if _any_above(model) else []),
+        *([f"<p>{_e(ABOVE_NOTE)}</p>"] if _any_above(effort) else []),
         "<h2>Share of sequences at #1 within k keystrokes</h2>",
-        k_curve(effort["runs"], effort["ceiling"] if effort["ceiling"]["n"] else None),
+        k_curve(effort.runs, effort.ceiling if effort.ceiling.counts.n else None),
     ]
     for title, key in GROUPS:
         out += [
             f"<h2>Keystrokes by {_e(title)}</h2><p>each cell: {_e(CELL)}</p>",
             _html_table([title, "n", *(r.label for r, _c in rows)], _group_rows(rows, key)),
         ]
-    left_out = effort.get("left_out") or {"count": 0, "first": []}
-    if left_out["count"]:
+    left_out = effort.left_out
+    if left_out.count:
         out += [
-            f"<h2>Left out of the ceiling: {_e(left_out['count'])} sequences the typing model "
+            f"<h2>Left out of the ceiling: {_e(left_out.count)} sequences the typing model "
             "does not type toward their source</h2>",
             _html_table(
                 ["repo", "sequence", "source", "typed"],
-                [[s["repo"], s["sequence"], s["source"], s["typed"]] for s in left_out["first"]],
+                [[s.repo, s.sequence, s.source, s.typed] for s in left_out.first],
                 text=4,
             ),
         ]
-    for d in effort.get("diffs", []):
+    for d in effort.diffs:
         out.append(
-            f"<h2>Keystrokes to #1, {_e(d['new'])} against {_e(d['base'])}: {_e(d['more'])} "
-            f"sequences need more, {_e(d['fewer'])} fewer, {_e(d['same'])} the same</h2>"
+            f"<h2>Keystrokes to #1, {_e(d.new)} against {_e(d.base)}: {_e(d.more)} "
+            f"sequences need more, {_e(d.fewer)} fewer, {_e(d.same)} the same</h2>"
         )
-        out += _html_changes(d["more_keys"], "was #1 at")
-        if d["lost_top3"]:
+        out += _html_changes(d.more_keys, "was #1 at")
+        if d.lost_top3:
             out.append(
-                f"<h2>No longer in the top 3, {_e(d['new'])} against {_e(d['base'])}: "
-                f"{_e(len(d['lost_top3']))} sequences</h2>"
+                f"<h2>No longer in the top 3, {_e(d.new)} against {_e(d.base)}: "
+                f"{_e(len(d.lost_top3))} sequences</h2>"
             )
-            out += _html_changes(d["lost_top3"], "was top 3 at")
+            out += _html_changes(d.lost_top3, "was top 3 at")
     return out
 
 
-def _html_changes(changes: list[dict], was: str) -> list[str]:
+def _html_changes(changes: tuple[EffortChange, ...], was: str) -> list[str]:
     if not changes:
         return []
     body = [
-        [c["repo"], c["sequence"], c["source"], c["base_keys"], c["base_query"],
-         "never" if c["new_keys"] is None else c["new_keys"]]
+        [c.repo, c.sequence, c.source, c.base_keys, c.base_query,
+         "never" if c.new_keys is None else c.new_keys]
         for c in changes
     ]  # fmt: skip
     return [_html_table(["repo", "sequence", "source", was, "typing", "now"], body, text=3)]

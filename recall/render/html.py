@@ -5,8 +5,8 @@ with inline CSS and inline SVG drawn here; it fetches nothing when viewed. Every
 from a report (names, queries, paths, labels) is escaped, since corpus names are data a
 stranger wrote: `recall.render.escape.html` shows their control and bidirectional
 characters as escapes too (an ESC or a U+202E is no markup, yet would reach a reader raw).
-It renders the JSON report (schema 2) rather than the model, so that a report kept as JSON
-makes the same page.
+It renders the typed report; a report kept as JSON makes the same page once read back
+(`Report.from_json`).
 """
 
 from __future__ import annotations
@@ -14,17 +14,28 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import quote, urlsplit
 
-from recall.analysis.stats import shown_p
+from recall.analysis.effort import EffortDiff
+from recall.analysis.judgments import JudgedDiff
+from recall.analysis.model import (
+    CeilingCounts,
+    CeilingSummary,
+    Counts,
+    Diff,
+    Lost,
+    Report,
+    RunSummary,
+    UnknownSources,
+)
+from recall.analysis.stats import Verdict, shown_p
 from recall.render.columns import (
     ABOVE,
     HEADER,
     NO_MARKS,
     NONE,
     Marks,
-    bound_from_json,
+    bound_of,
     ceiling_cells,
     cells,
-    counts_from_json,
     expected,
     holdout_lines,
     left_aligned,
@@ -94,43 +105,36 @@ def source_link(pin: dict | None, file: str | None, line: int | None) -> str | N
     return f"https://github.com/{path}/blob/{pin['sha']}/{quote(file.lstrip('/'))}{anchor}"
 
 
-def _marks(ceiling: dict | None, label: str) -> Marks:
+def _marks(ceiling: CeilingCounts, label: str) -> Marks:
     """Whether a finder's #1 and top 10 are above the ceiling's 95% range on its rows."""
-    mine = next((f for f in (ceiling or {}).get("finders", []) if f["label"] == label), None)
-    return Marks(mine["first_above"], mine["top10_above"]) if mine else NO_MARKS
+    mine = ceiling.against(label)
+    return Marks(mine.first_above, mine.top10_above) if mine else NO_MARKS
 
 
-def _expected(c: dict, key: str) -> str:
-    """A ceiling's expected count, its percent and its 95% range in counts."""
-    ci = c.get(f"{key}_ci")
-    return expected(c[key], c[f"{key}_pct"], (ci[0], ci[1]) if ci else None)
-
-
-def _headline(runs: list[dict], ceiling: dict | None) -> str:
+def _headline(runs: tuple[RunSummary, ...], ceiling: CeilingCounts) -> str:
     """Every binary's counts (the columns of render/columns.py) and times, then the
     ceiling's row."""
     head = ["binary", *HEADER, "index s", "query s"]
     rows: list[list[object]] = [
-        [run["label"], *cells(counts_from_json(run), _marks(ceiling, run["label"])),
-         f"{run['index_s']:.1f}", f"{run['query_s']:.1f}"]
+        [run.label, *cells(run.counts, _marks(ceiling, run.label)), f"{run.index_s:.1f}",
+         f"{run.query_s:.1f}"]
         for run in runs
     ]  # fmt: skip
-    if ceiling:
-        rows.append(["ceiling", *ceiling_cells(bound_from_json(ceiling)), NONE, NONE])
+    rows.append(["ceiling", *ceiling_cells(bound_of(ceiling)), NONE, NONE])
     return _table(head, rows, frozenset({0}) | left_aligned())
 
 
-def _ceiling_table(title: str, by: dict) -> str:
+def _ceiling_table(title: str, by: dict[str, CeilingCounts]) -> str:
     """The best expected #1 and top 10 per group with their 95% ranges (counts), and the
     finders above a range on the same rows."""
 
-    def above(c: dict, key: str) -> str:
-        labels = [f["label"] for f in c.get("finders", []) if f[f"{key}_above"]]
+    def above(c: CeilingCounts, top10: bool) -> str:
+        labels = [f.label for f in c.finders if (f.top10_above if top10 else f.first_above)]
         return ", ".join(labels) or "-"
 
     rows = [
-        [key, c["n"], _expected(c, "first"), _expected(c, "top10"), above(c, "first"),
-         above(c, "top10")]
+        [key, c.n, expected(c.first, c.first_pct, c.first_ci),
+         expected(c.top10, c.top10_pct, c.top10_ci), above(c, False), above(c, True)]
         for key, c in by.items()
     ]  # fmt: skip
     head = [title, "n", "ceiling #1 [95% range]", "ceiling top 10 [95% range]",
@@ -146,21 +150,19 @@ ABOVE_NOTE = (
 )
 
 
-def _ceiling_notes(ceiling: dict | None) -> list[str]:
+def _ceiling_notes(ceiling: CeilingSummary) -> list[str]:
     """What the range means, and the rows the ceiling leaves out, once."""
-    if not ceiling:
-        return []
     out = [
         "<p>ceiling: the best #1 and top 10 any finder can expect, since several names can "
         "make one query; [low-high] is the 95% range of the count a finder as good as the "
         f"recipes' choice model gets on these rows. {_e(ABOVE_NOTE)}</p>"
     ]
-    left_out = ceiling.get("left_out") or {"count": 0, "first": []}
-    if left_out["count"]:
-        rows = [[r["repo"], r["query"], r["type"], r["source"]] for r in left_out["first"]]
-        more = left_out["count"] - len(rows)
+    left_out = ceiling.left_out
+    if left_out.count:
+        rows: list[list[object]] = [[r.repo, r.query, r.type, r.source] for r in left_out.first]
+        more = left_out.count - len(rows)
         out += [
-            f"<h2>Left out of the ceiling: {_e(left_out['count'])}</h2>",
+            f"<h2>Left out of the ceiling: {_e(left_out.count)}</h2>",
             "<p>Rows the recipes cannot make (no recipe for the type, or no name, or not the "
             "source, yields the query): the finders are compared with the ceiling without "
             "them.</p>",
@@ -191,10 +193,15 @@ def _legend() -> str:
     return f'<p class="legend">{spans}</p>'
 
 
-def bars(runs: list[dict], group: str) -> str:
+def bars(runs: tuple[RunSummary, ...], group: str) -> str:
     """Per key of a group (type, repo, language), one bar per binary: found, top 10 and
     #1 as nested shares of that key's sourced queries."""
-    keys = [k for k in runs[0][group] if any(run[group].get(k, {}).get("n") for run in runs)]
+
+    def of(run: RunSummary) -> dict[str, Counts]:
+        by = {"by_type": run.by_type, "by_repo": run.by_repo, "by_language": run.by_language}
+        return by[group]
+
+    keys = [k for k in of(runs[0]) if any((c := of(run).get(k)) and c.n for run in runs)]
     label_w, run_w, bar_w, row_h, gap = 130, 90, 400, 18, 10
     width = label_w + run_w + bar_w + 330
     height = max(1, len(keys)) * (len(runs) * row_h + gap) + 24
@@ -210,22 +217,25 @@ def bars(runs: list[dict], group: str) -> str:
     for key in keys:
         parts.append(f'<text x="0" y="{y + 13}">{_e(key)}</text>')
         for run in runs:
-            c = run[group].get(key)
-            label = f"{key} [{run['label']}]"
+            c = of(run).get(key)
+            label = f"{key} [{run.label}]"
             if len(runs) > 1:
-                short = run["label"].split(" ")[0]
+                short = run.label.split(" ")[0]
                 parts.append(f'<text x="{label_w}" y="{y + 13}">{_e(short)}</text>')
-            if c and c["n"]:
-                for metric in ("found", "top10", "first"):
-                    w = bar_w * c[f"{metric}_pct"] / 100
+            if c and c.n:
+                for metric, count, pct in (
+                    ("found", c.found, c.found_pct), ("top10", c.top10, c.top10_pct),
+                    ("first", c.first, c.first_pct),
+                ):  # fmt: skip
+                    w = bar_w * pct / 100
                     parts.append(
                         f'<rect x="{left}" y="{y + 2}" width="{w:.1f}" height="{row_h - 4}" '
                         f'fill="{COLORS[metric]}"><title>{_e(label)}: {_e(metric)} '
-                        f"{c[metric]} of {c['n']}</title></rect>"
+                        f"{count} of {c.n}</title></rect>"
                     )
                 summary = (
-                    f"#1 {c['first_pct']:.1f}% · top 10 {c['top10_pct']:.1f}% · "
-                    f"found {c['found_pct']:.1f}% (n {c['n']})"
+                    f"#1 {c.first_pct:.1f}% · top 10 {c.top10_pct:.1f}% · "
+                    f"found {c.found_pct:.1f}% (n {c.n})"
                 )
                 parts.append(f'<text x="{left + bar_w + 8}" y="{y + 13}">{_e(summary)}</text>')
             y += row_h
@@ -266,127 +276,116 @@ def moves_chart(moves: dict[str, int]) -> str:
     return "".join(parts)
 
 
-def _lost_table(rows: list[dict], corpus: dict) -> str:
+def _lost_table(rows: tuple[Lost, ...], corpus: dict) -> str:
     if not rows:
         return "<p>None.</p>"
     head = ["repo", "query", "type", "source", "defined at", "old", "new", "#1 now"]
     body = []
     for r in rows:
-        where = r.get("source_file")
-        if where and r.get("source_line"):
-            where = f"{where}:{r['source_line']}"
-        link = source_link(corpus.get(r["repo"]), r.get("source_file"), r.get("source_line"))
+        where = r.source_file
+        if where and r.source_line:
+            where = f"{where}:{r.source_line}"
+        link = source_link(corpus.get(r.repo), r.source_file, r.source_line)
         if where and link:
             cell: object = _Markup(f'<a href="{_e(link)}">{_e(where)}</a>')
         else:
             cell = where or "-"
         body.append(
-            [r["repo"], r["query"], r["type"], r["source"], cell, _rank(r["base_rank"]),
-             _rank(r["new_rank"]), r["new_first"] or "-"]
+            [r.repo, r.query, r.type, r.source, cell, _rank(r.base_rank), _rank(r.new_rank),
+             r.new_first or "-"]
         )  # fmt: skip
     return _table(head, body, frozenset({0, 1, 2, 3, 4, 7}))
 
 
-def _verdict_cell(verdict: dict | None) -> str:
-    return "-" if verdict is None else f"{verdict['outcome']} ({shown_p(verdict['p'])})"
+def _verdict_cell(verdict: Verdict | None) -> str:
+    return "-" if verdict is None else f"{verdict.outcome} ({shown_p(verdict.p)})"
 
 
-def _verdicts_table(runs: list[dict], diffs: list[dict]) -> str:
-    """Each finder's headline and its verdict against the baseline (reports before the
-    verdict existed show `-`)."""
-    verdicts = {d["new"]: d.get("verdict") for d in diffs}
+def _verdicts_table(runs: tuple[RunSummary, ...], diffs: tuple[Diff, ...]) -> str:
+    """Each finder's headline and its verdict against the baseline (the baseline's: `-`)."""
+    verdicts = {d.new: d.verdict for d in diffs}
     rows: list[list[object]] = []
     for run in runs:
-        v = verdicts.get(run["label"])
+        v = verdicts.get(run.label)
+        c = run.counts
         rows.append(
-            [run["label"], f"{run['first_pct']:.1f}%", f"{run['top10_pct']:.1f}%",
-             f"{run['found_pct']:.1f}%", _verdict_cell(v and v["first"]),
-             _verdict_cell(v and v["top10"])]
+            [run.label, f"{c.first_pct:.1f}%", f"{c.top10_pct:.1f}%", f"{c.found_pct:.1f}%",
+             _verdict_cell(v.first if v else None), _verdict_cell(v.top10 if v else None)]
         )  # fmt: skip
     head = ["binary", "#1", "top 10", "found", "verdict #1", "verdict top 10"]
     return _table(head, rows, frozenset({0, 4, 5}))
 
 
-def _verdict_box(d: dict, effort: dict | None) -> str:
+def _verdict_box(d: Diff, effort: EffortDiff | None) -> str:
     """A diff's verdict line and its counts, first on the page: of its sources, or of a
     typing set's sequences (effort: that diff's effort diff)."""
-    verdict = (effort or d).get("verdict")
     if effort is not None:
-        outcomes = [effort["verdict"]["first"], effort["verdict"]["top3"]]
-        never = sum(1 for c in effort["more_keys"] if c["new_keys"] is None)
-        counts = (
-            f"sequences: {effort['more']} need more keystrokes to #1 ({never} never reach it "
-            f"now), {effort['fewer']} fewer, {effort['same']} the same; "
-            f"{len(effort['lost_top3'])} no longer reach the top 3"
-        )
+        outcomes = [effort.verdict.first, effort.verdict.top3]
+        summary = effort.verdict.summary
+        counts = effort.counts_line()
     else:
-        outcomes = [verdict["first"], verdict["top10"]] if verdict else []
+        outcomes = [d.verdict.first, d.verdict.top10]
+        summary = d.verdict.summary
         counts = (
-            f"lost #1 {len(d['lost_first'])}, lost the top 10 {len(d['lost_top10'])}, gained #1 "
-            f"{len(d.get('gained_first', []))}, entered the top 10 "
-            f"{len(d.get('gained_top10', []))}; sources up {d['up']}, down {d['down']}, "
-            f"unchanged {d['same']}"
+            f"lost #1 {len(d.lost_first)}, lost the top 10 {len(d.lost_top10)}, gained #1 "
+            f"{len(d.gained_first)}, entered the top 10 {len(d.gained_top10)}; sources up "
+            f"{d.up}, down {d.down}, unchanged {d.same}"
         )
-    said = {o["outcome"] for o in outcomes}
+    said = {o.outcome for o in outcomes}
     kind = "regressed" if "regressed" in said else "improved" if "improved" in said else "same"
-    summary = f"<p>{_e(verdict['summary'])}</p>" if verdict else ""
     return (
-        f'<div class="verdict {kind}"><p><strong>{_e(d["new"])} against {_e(d["base"])}: '
-        f"{_e(kind if kind != 'same' else 'no significant change')}</strong></p>{summary}"
-        f"<p>{_e(counts)}</p></div>"
+        f'<div class="verdict {kind}"><p><strong>{_e(d.new)} against {_e(d.base)}: '
+        f"{_e(kind if kind != 'same' else 'no significant change')}</strong></p>"
+        f"<p>{_e(summary)}</p><p>{_e(counts)}</p></div>"
     )
 
 
-def _judged_box(d: dict) -> str:
+def _judged_box(d: JudgedDiff) -> str:
     """A judgments diff's verdict and counts, first on the page."""
-    verdict = d["verdict"]
-    outcome = verdict["agreement"]["outcome"]
+    outcome = d.verdict.agreement.outcome
     kind = {"regressed": "regressed", "improved": "improved"}.get(outcome, "same")
-    counts = f"judgments: {len(d['lost'])} lost, {len(d['gained'])} gained, {d['same']} the same"
     return (
-        f'<div class="verdict {kind}"><p><strong>{_e(d["new"])} against {_e(d["base"])}: '
-        f"{_e(outcome)}</strong></p><p>{_e(verdict['summary'])}</p><p>{_e(counts)}</p></div>"
+        f'<div class="verdict {kind}"><p><strong>{_e(d.new)} against {_e(d.base)}: '
+        f"{_e(outcome)}</strong></p><p>{_e(d.verdict.summary)}</p>"
+        f"<p>{_e(d.counts_line())}</p></div>"
     )
 
 
-def _seconds_table(runs: list[dict]) -> str:
+def _seconds_table(runs: tuple[RunSummary, ...]) -> str:
     """Each binary's index and query seconds, for a report whose counts are elsewhere."""
     rows: list[list[object]] = [
-        [run["label"], f"{run['index_s']:.1f}", f"{run['query_s']:.1f}"] for run in runs
+        [run.label, f"{run.index_s:.1f}", f"{run.query_s:.1f}"] for run in runs
     ]
     return "<h2>Seconds</h2>" + _table(["binary", "index s", "query s"], rows)
 
 
-def _diff_section(d: dict, corpus: dict) -> list[str]:
+def _diff_section(d: Diff, corpus: dict) -> list[str]:
     """One candidate's diff whole: its verdict, moves, and every lost and gained row."""
-    verdict = d.get("verdict")
-    out = [f"<h2>Diff: {_e(d['new'])} against {_e(d['base'])}</h2>"]
-    if verdict:
-        out.append(f"<p><strong>{_e(verdict['summary'])}</strong></p>")
-    out += [
-        f"<p>sources up {_e(d['up'])}, down {_e(d['down'])}, unchanged {_e(d['same'])}; "
-        f"queries whose top 10 changed: {_e(d['top10_changed'])}</p>",
-        f"<p>{_e(d.get('significance', {}).get('summary', ''))}</p>",
+    out = [
+        f"<h2>Diff: {_e(d.new)} against {_e(d.base)}</h2>",
+        f"<p><strong>{_e(d.verdict.summary)}</strong></p>",
+        f"<p>sources up {_e(d.up)}, down {_e(d.down)}, unchanged {_e(d.same)}; "
+        f"queries whose top 10 changed: {_e(d.top10_changed)}</p>",
+        f"<p>{_e(d.significance.summary())}</p>",
         "<h3>Where each source's rank moved</h3>",
-        moves_chart(d["moves"]),
+        moves_chart(d.moves),
     ]
-    for key, title in (
-        ("lost_first", "Lost #1"), ("gained_first", "Gained #1"),
-        ("lost_top10", "Lost the top 10"), ("gained_top10", "Entered the top 10"),
+    for rows, title in (
+        (d.lost_first, "Lost #1"), (d.gained_first, "Gained #1"),
+        (d.lost_top10, "Lost the top 10"), (d.gained_top10, "Entered the top 10"),
     ):  # fmt: skip
-        if key in d:
-            out += [f"<h3>{_e(title)}: {len(d[key])}</h3>", _lost_table(d[key], corpus)]
+        out += [f"<h3>{_e(title)}: {len(rows)}</h3>", _lost_table(rows, corpus)]
     return out
 
 
-def _unknown_sources(unknown: dict | None) -> list[str]:
+def _unknown_sources(unknown: UnknownSources) -> list[str]:
     """The foreign query file's rows whose source no corpus lists, once."""
-    if not unknown or not unknown["count"]:
+    if not unknown.count:
         return []
-    rows = [[u["line"], u["repo"], u["query"], u["type"], u["source"]] for u in unknown["first"]]
-    more = unknown["count"] - len(rows)
+    rows: list[list[object]] = [[u.line, u.repo, u.query, u.type, u.source] for u in unknown.first]
+    more = unknown.count - len(rows)
     return [
-        f"<h2>Unknown sources: {_e(unknown['count'])}</h2>",
+        f"<h2>Unknown sources: {_e(unknown.count)}</h2>",
         "<p>Rows whose source is not a name of their corpus at its pin: counted as not "
         "found, for the ceiling too.</p>",
         _table(["line", "repo", "query", "type", "source"], rows, frozenset({1, 2, 3, 4})),
@@ -394,19 +393,19 @@ def _unknown_sources(unknown: dict | None) -> list[str]:
     ]
 
 
-def render_html(report: dict) -> str:
-    """The whole page for a JSON report (`Report.to_json()`, schema 2, docs/report-json.md)."""
-    runs, meta = report["runs"], report.get("meta", {})
+def render_html(report: Report) -> str:
+    """The whole page of a report (docs/report-json.md says its parts)."""
+    runs, meta = report.runs, report.meta
     engine = meta.get("engine", {}).get("source", "")
-    split = f" (the {_e(report['split'])} split)" if report.get("split") else ""
-    effort = report.get("effort")  # a typing set's run: keystrokes to the name
-    judgments = report.get("judgments")  # a judgments set's run: agreement with people
+    split = f" (the {_e(report.split)} split)" if report.split else ""
+    effort = report.effort  # a typing set's run: keystrokes to the name
+    judgments = report.judgments  # a judgments set's run: agreement with people
     title = (
-        f"recall: keystrokes to the name, {_e(effort['sequences'])} typing sequences{split}"
+        f"recall: keystrokes to the name, {_e(effort.sequences)} typing sequences{split}"
         if effort
-        else f"recall: agreement with maintainers' judgments, {len(judgments['pairs'])} pairs"
+        else f"recall: agreement with maintainers' judgments, {len(judgments.pairs)} pairs"
         if judgments
-        else f"recall: {_e(report['sourced'])} sourced queries of {_e(report['queries'])}{split}"
+        else f"recall: {_e(report.sourced)} sourced queries of {_e(report.queries)}{split}"
     )
     out = [
         "<!DOCTYPE html>",
@@ -419,52 +418,56 @@ def render_html(report: dict) -> str:
         f"Python {_e(meta.get('python', ''))} · ctags {_e(meta.get('ctags', ''))} · "
         f"queries sha256 {_e(str(meta.get('queries_sha256', ''))[:12])}</p>",
     ]
-    diffs = report.get("diffs") or ([report["diff"]] if report.get("diff") else [])
-    efforts = (effort or {}).get("diffs") or [None] * len(diffs)
+    diffs = report.diffs
+    efforts: tuple[EffortDiff | None, ...] = (effort.diffs if effort else ()) or (
+        (None,) * len(diffs)
+    )
     out += [_verdict_box(d, e) for d, e in zip(diffs, efforts, strict=True)]  # first: the answer
-    out += [_judged_box(d) for d in (judgments or {}).get("diffs", [])]
-    if report.get("holdout"):  # --split holdout: its corpora, fresh and seen, and margins
-        out += [f"<p>{_e(line)}</p>" for line in holdout_lines(report["holdout"])]
+    out += [_judged_box(d) for d in (judgments.diffs if judgments else ())]
+    if report.holdout:  # --split holdout: its corpora, fresh and seen, and margins
+        out += [f"<p>{_e(line)}</p>" for line in holdout_lines(report.holdout)]
     if judgments:  # its rows are candidates: the agreement, no sourced counts
         out += judgments_html(judgments)
         out.append(_seconds_table(runs))
     elif effort:  # its steps are prompts with no source: no sourced counts to draw
         out += effort_html(effort)
     else:
-        out += ["<h2>Headline</h2>", _headline(runs, report.get("ceiling"))]
-        out += _ceiling_notes(report.get("ceiling"))
-        for group, name in (("by_type", "type"), ("by_language", "language"), ("by_repo", "repo")):
+        out += ["<h2>Headline</h2>", _headline(runs, report.ceiling.counts)]
+        out += _ceiling_notes(report.ceiling)
+        ceiling = report.ceiling
+        for group, name, by in (
+            ("by_type", "type", ceiling.by_type), ("by_language", "language",
+            ceiling.by_language), ("by_repo", "repo", ceiling.by_repo),
+        ):  # fmt: skip
             out += [f"<h2>By {_e(name)}</h2>", _legend(), bars(runs, group)]
-            if report.get("ceiling"):
-                out.append(_ceiling_table(name, report["ceiling"][group]))
-    out += _unknown_sources(report.get("unknown_sources"))
+            out.append(_ceiling_table(name, by))
+    out += _unknown_sources(report.unknown_sources)
     if len(diffs) > 1:
         out += ["<h2>Verdicts against the baseline</h2>", _verdicts_table(runs, diffs)]
     for d in diffs:
-        out += _diff_section(d, report.get("corpus", {}))
+        out += _diff_section(d, report.corpus)
     for run in runs:
-        if run.get("restarts"):
-            out.append(f"<p>{_e(restarts_line(run['label'], run['restarts']))}</p>")
-        if run.get("off_corpus"):
+        if run.restarts:
+            out.append(f"<p>{_e(restarts_line(run.label, run.restarts))}</p>")
+        if run.off_corpus:
             out.append(
-                f"<h2>Answers of {_e(run['label'])} naming nothing in the corpus: "
-                f"{_e(run['off_corpus'])}</h2>"
+                f"<h2>Answers of {_e(run.label)} naming nothing in the corpus: "
+                f"{_e(run.off_corpus)}</h2>"
             )
             out.append(
                 _table(
                     ["repo", "query", "type", "first name listed"],
-                    [[o["repo"], o["query"], o["type"], o["answer"]]
-                     for o in run["off_corpus_first"]],
+                    [[o.repo, o.query, o.type, o.answer] for o in run.off_corpus_first],
                     frozenset({0, 1, 2, 3}),
                 )
-            )  # fmt: skip
-        if run.get("error_rows"):
-            out.append(f"<h2>Errors in {_e(run['label'])}: {len(run['error_rows'])}</h2>")
-            groups = by_error(run["error_rows"], lambda row: row["error"])
+            )
+        if run.error_rows:
+            out.append(f"<h2>Errors in {_e(run.label)}: {len(run.error_rows)}</h2>")
+            groups = by_error(run.error_rows, lambda row: row.error)
             out.append(
                 _table(
                     ["error", "queries", "repo: query (type)"],
-                    [[error, len(got), "; ".join(f"{e['repo']}: {e['query']} ({e['type']})"
+                    [[error, len(got), "; ".join(f"{e.repo}: {e.query} ({e.type})"
                                                   for e in got)]
                      for error, got in groups],
                     frozenset({0, 2}),

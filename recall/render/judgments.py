@@ -1,7 +1,6 @@
 """A judgments run (recall/analysis/judgments.py) as text, Markdown and HTML: each finder's
 agreement with its interval, by source project and by domain, the contested pairs, and a
-diff's lost and gained judgments. One set of cells serves every medium; the HTML page
-draws the JSON report's section read back (judged_from_json), as the rest of it does."""
+diff's lost and gained judgments. One set of cells serves every medium."""
 
 from __future__ import annotations
 
@@ -14,7 +13,6 @@ from recall.analysis.judgments import (
     JudgedRun,
     JudgmentChange,
     agrees,
-    judged_from_json,
 )
 from recall.render.escape import html as _e
 from recall.render.escape import markdown as markdown_text
@@ -199,9 +197,8 @@ def _table(head: list[str], rows: list[list[str]], text: frozenset[int]) -> str:
     return "".join(out)
 
 
-def judgments_html(data: dict) -> list[str]:
+def judgments_html(judged: Judged) -> list[str]:
     """The judgments section of the HTML page."""
-    judged = judged_from_json(data)
     labels = [r.label for r in judged.runs]
     sides = sides_line(judged)
     out = [

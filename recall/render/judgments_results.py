@@ -12,9 +12,9 @@ from recall.analysis.judgments import (
     JudgedRun,
     SetCorrelation,
     disputed_by,
-    judged_from_json,
     set_correlation,
 )
+from recall.errors import RecallError
 from recall.render.escape import Markdown, code_span
 from recall.render.judgments import (
     CONTESTED_NOTE,
@@ -27,6 +27,7 @@ from recall.render.judgments import (
     sides_line,
     verbatim,
 )
+from recall.render.results_entry import Entry
 from recall.render.table import table
 
 PATH_MODE = " (path mode)"  # a file picker's label on this page: its path mode's preset
@@ -70,14 +71,20 @@ def leaders(shares: dict[str, dict[str, float]], labels: list[str]) -> list[str]
     return [label for label in labels if label in led]
 
 
+def _judged(entry: Entry) -> Judged:
+    if entry.report.judgments is None:
+        raise RecallError(f"{entry.label}: its report is no judgments set's")
+    return entry.report.judgments
+
+
 def render_judgments_results(
-    entries: list[dict], host: dict[str, str], shares: dict[str, dict[str, float]]
+    entries: list[Entry], host: dict[str, str], shares: dict[str, dict[str, float]]
 ) -> str:
-    """The page, from each finder's label, version, command, note and JSON report, and
-    each set's #1 share per finder (empty: no set named, no correlation)."""
-    sections = [judged_from_json(entry["report"]["judgments"]) for entry in entries]
+    """The page, from each finder's label, version, command, note and report, and each
+    set's #1 share per finder (empty: no set named, no correlation)."""
+    sections = [_judged(entry) for entry in entries]
     runs = tuple(
-        dataclasses.replace(section.runs[0], label=entry["label"])
+        dataclasses.replace(section.runs[0], label=entry.label)
         for entry, section in zip(entries, sections, strict=True)
     )
     first = sections[0]
@@ -114,12 +121,10 @@ def render_judgments_results(
                            contested_rows(judged), True)]  # fmt: skip
     out += _correlation(judged, runs, shares)
     out += ["", "## Finders", ""]
-    body = [
-        [e["label"], e["version"], code_span(e["command"]), Markdown(e["note"])] for e in entries
-    ]
+    body = [[e.label, e.version, code_span(e.command), Markdown(e.note)] for e in entries]
     out += table(["finder", "version", "command", "options"], body, True)
     out += ["", "## Machine", ""]
-    meta = entries[0]["report"]["meta"]
+    meta = entries[0].report.meta
     out += table(
         ["what", "value"],
         [[Markdown("CPUs (`nproc`)"), host["cpus"]], ["CPU model", host["cpu_model"]],

@@ -82,13 +82,19 @@ def more(hidden: int, markdown: bool, where: str = "--json or --html") -> list[s
 
 
 def first_rows(
-    header: Sequence[str], body: Sequence[Sequence[str]], markdown: bool, shown_at_most: int
+    header: Sequence[str],
+    body: Sequence[Sequence[str]],
+    markdown: bool,
+    shown_at_most: int,
+    count: int | None = None,
 ) -> list[str]:
     """A long list's first rows as a table, and the line saying how many more the JSON and
-    the page hold (a section naming rows left out of something: the first few suffice)."""
+    the page hold (a section naming rows left out of something: the first few suffice).
+    `count`: how many rows the list has, where `body` holds only its first ones."""
     out = table(header, body[:shown_at_most], markdown)
-    if len(body) > shown_at_most:
-        out += more(len(body) - shown_at_most, markdown)
+    total = len(body) if count is None else count
+    if total > shown_at_most:
+        out += more(total - shown_at_most, markdown)
     return out
 
 

@@ -33,6 +33,7 @@ from recall.render.columns import (
     cells,
     holdout_lines,
     marked,
+    range_pct,
 )
 from recall.render.commandline import explain_command
 from recall.render.effort import render_effort
@@ -66,18 +67,14 @@ def _column_cell(c: Counts, against: AgainstCeiling | None = None) -> str:
     return f"{first} / {top10} / {c.found_pct:.1f} / {c.mrr:.3f}"
 
 
-def _range_pct(c: CeilingCounts, ci: tuple[int, int]) -> str:
-    return f"{100.0 * ci[0] / c.n:.1f}-{100.0 * ci[1] / c.n:.1f}" if c.n else "-"
-
-
 def _ceiling_cell(c: CeilingCounts | None, n: int) -> str:
     """A group's ceiling in percent with its ranges, and its own n where it leaves rows of
     the group out."""
     if not c:
         return "-"
     cell = (
-        f"{c.first_pct:.1f} [{_range_pct(c, c.first_ci)}] / "
-        f"{c.top10_pct:.1f} [{_range_pct(c, c.top10_ci)}]"
+        f"{c.first_pct:.1f} [{range_pct(c, c.first_ci)}] / "
+        f"{c.top10_pct:.1f} [{range_pct(c, c.top10_ci)}]"
     )
     return cell if c.n == n else f"{cell} of {c.n}"
 
@@ -255,7 +252,7 @@ def _holdout(report: Report, markdown: bool) -> list[str]:
     is the one no tuning has read; the seen one is a second view)."""
     if report.holdout is None:
         return []
-    lines = [_said(line, markdown) for line in holdout_lines(report.holdout.to_json())]
+    lines = [_said(line, markdown) for line in holdout_lines(report.holdout)]
     return ["", *lines] if not markdown else ["", *(f"- {line}" for line in lines)]
 
 
@@ -387,16 +384,17 @@ def _left_out(summary: CeilingSummary, markdown: bool) -> list[str]:
     """The sourced rows the recipes cannot make, left out of the ceiling and of every
     finder's comparison with it (their own counts keep them), once."""
     rows = summary.left_out
-    if not rows:
+    if not rows.count:
         return []
     out = _heading(
-        f"Left out of the ceiling: {len(rows)} row{'' if len(rows) == 1 else 's'} the recipes "
+        f"Left out of the ceiling: {rows.count} row{'' if rows.count == 1 else 's'} the recipes "
         "cannot make (no recipe for the type, or no name, or not the source, yields the "
         "query); the finders are compared with the ceiling without them",
         markdown,
     )
-    body = [[r.repo, r.query, r.type, r.source] for r in rows]
-    return out + first_rows(["repo", "query", "type", "source"], body, markdown, LEFT_OUT_SHOWN)
+    body = [[r.repo, r.query, r.type, r.source] for r in rows.first]
+    header = ["repo", "query", "type", "source"]
+    return out + first_rows(header, body, markdown, LEFT_OUT_SHOWN, rows.count)
 
 
 def diff_lines(d: Diff, effort: EffortDiff | None = None) -> tuple[str, str]:
@@ -404,7 +402,7 @@ def diff_lines(d: Diff, effort: EffortDiff | None = None) -> tuple[str, str]:
     its sequences (whose prompts have no source: the sources' counts would all be 0)."""
     if effort is not None:
         return (
-            effort.verdict_line(),
+            effort.verdict.summary,
             f"{effort.counts_line()}; distinct queries whose top 10 changed: {d.top10_changed}",
         )
     return (

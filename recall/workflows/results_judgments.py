@@ -18,6 +18,7 @@ from recall.files import file_sha256
 from recall.inputs.queryset import query_set_path
 from recall.inputs.suite import locate
 from recall.render.judgments_results import PATH_MODE
+from recall.render.results_entry import Entry
 from recall.workflows.results_page import read_entry
 
 # The committed sets whose #1 share the page sets beside the judgments' agreement; a typing
@@ -25,8 +26,8 @@ from recall.workflows.results_page import read_entry
 SETS = ("default", "typed", "typing", "paths")
 
 
-def is_judgments_page(entries: list[dict]) -> bool:
-    return bool(entries) and all("judgments" in entry["report"] for entry in entries)
+def is_judgments_page(entries: list[Entry]) -> bool:
+    return bool(entries) and all(entry.report.judgments is not None for entry in entries)
 
 
 def set_shares(
@@ -49,16 +50,18 @@ def set_shares(
         found: dict[str, float] = {}
         for path in sorted(Path(folder).glob("*.json")):
             entry = read_entry(path)
-            report = entry["report"]
-            if report["meta"].get("queries_sha256") != digest:
+            report = entry.report
+            if report.meta.get("queries_sha256") != digest:
                 raise RecallError(f"{path}: a kept report of another query set than {committed}")
-            if report.get("split"):
-                raise RecallError(f"{path}: a kept report of the {report['split']} split alone")
-            if entry.get("languages"):
+            if report.split:
+                raise RecallError(f"{path}: a kept report of the {report.split} split alone")
+            if entry.languages:
                 continue  # a language server's share is of its languages' rows alone
-            runs = report["effort"]["runs"] if name == "typing" else report["runs"]
-            label = entry["label"] + (PATH_MODE if name == "paths" else "")
-            found[label] = float(runs[0]["first_pct"])
+            if name == "typing" and report.effort is None:
+                raise RecallError(f"{path}: a kept report of no typing set")
+            first = report.effort.runs[0].counts if report.effort else report.runs[0].counts
+            label = entry.label + (PATH_MODE if name == "paths" else "")
+            found[label] = float(first.first_pct)
         if not found:
             raise RecallError(f"{where}: no kept report of a finder in {folder}")
         shares[name] = found

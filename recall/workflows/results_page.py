@@ -25,7 +25,8 @@ import git
 import orjson
 
 from recall import __version__
-from recall.analysis.model import SCHEMA
+from recall.analysis.codec import decode
+from recall.analysis.model import SCHEMA, Report
 from recall.errors import RecallError
 from recall.files import read_input, write_atomic
 from recall.finders.engine import Engine, load_preset, needs_corpus
@@ -34,6 +35,7 @@ from recall.inputs.corpus import load_pins
 from recall.inputs.queryset import query_set_path, read_queries
 from recall.inputs.suite import locate
 from recall.render.judgments_results import PATH_MODE
+from recall.render.results_entry import Entry
 from recall.running.build import finder_root, own_tree
 from recall.terminal import progress
 from recall.workflows.options import ResultsOptions
@@ -341,31 +343,34 @@ def first_names(saved: dict, queries: int) -> list[str | None]:
     return [top[0][0] if top else None for _rank, top, *_error in results]
 
 
-def check_comparable(entries: list[dict]) -> None:
+def check_comparable(entries: list[Entry]) -> None:
     """Side by side only means something over the same queries and the same pins; a finder
     of some languages is compared on those languages' rows."""
-    first = entries[0]["report"]
+    first = entries[0].report
     for entry in entries[1:]:
-        report = entry["report"]
-        if report.get("split") != first.get("split"):
+        report = entry.report
+        if report.split != first.split:
             raise RecallError(
-                f"{entry['label']}: its report shows the {report.get('split') or 'whole'} "
-                f"set's rows, {entries[0]['label']}'s the {first.get('split') or 'whole'} set's"
+                f"{entry.label}: its report shows the {report.split or 'whole'} "
+                f"set's rows, {entries[0].label}'s the {first.split or 'whole'} set's"
             )
-        languages = entry.get("languages") or []
-        for language in languages:
-            mine = report["runs"][0]["by_language"].get(language, {}).get("n")
-            if mine != first["runs"][0]["by_language"].get(language, {}).get("n"):
+
+        def rows(of: Report, language: str) -> int | None:
+            counts = of.runs[0].by_language.get(language)
+            return counts.n if counts else None
+
+        for language in entry.languages:
+            if rows(report, language) != rows(first, language):
                 raise RecallError(
-                    f"{entry['label']}: its {language} rows differ from {entries[0]['label']}'s"
+                    f"{entry.label}: its {language} rows differ from {entries[0].label}'s"
                 )
-        for key in ("corpus",) if languages else ("queries", "sourced", "corpus"):
-            if report[key] != first[key]:
+        for key in ("corpus",) if entry.languages else ("queries", "sourced", "corpus"):
+            if getattr(report, key) != getattr(first, key):
                 raise RecallError(
-                    f"{entry['label']}: its report's {key} differs from {entries[0]['label']}'s"
+                    f"{entry.label}: its report's {key} differs from {entries[0].label}'s"
                 )
-        if report["meta"]["queries_sha256"] != first["meta"]["queries_sha256"]:
-            raise RecallError(f"{entry['label']}: ran a different query set")
+        if report.meta.get("queries_sha256") != first.meta.get("queries_sha256"):
+            raise RecallError(f"{entry.label}: ran a different query set")
 
 
 # The finders' reports -----------------------------------------------------------------
@@ -375,7 +380,7 @@ def _report_path(folder: Path, peer: Peer) -> Path:
     return folder / (peer.label.replace(" ", "-").replace("(", "").replace(")", "") + ".json")
 
 
-def read_entry(path: Path) -> dict:
+def read_entry(path: Path) -> Entry:
     try:
         entry = orjson.loads(read_input(path, f"kept report {path}"))
     except orjson.JSONDecodeError as exc:
@@ -389,15 +394,18 @@ def read_entry(path: Path) -> dict:
             f"{path}: a kept report of schema {schema}, and this recall reads schema {SCHEMA} "
             "(docs/report-json.md); run recall results without --render-only to make it anew"
         )
-    return entry
+    try:
+        return decode(Entry, entry, "entry")
+    except RecallError as exc:
+        raise RecallError(f"{path}: a kept report that does not fit schema 2: {exc}") from None
 
 
-def measured_jobs(entries: list[dict]) -> str:
+def measured_jobs(entries: list[Entry]) -> str:
     """The --jobs the page's seconds were measured with, from the reports themselves (a
     kept report renders with its own, whatever --jobs the rendering is given); reports
     measured with different --jobs are not one table."""
-    jobs = {str(entry.get("jobs", "unknown (a report kept before recall noted it)"))
-            for entry in entries}  # fmt: skip
+    jobs = {"unknown (a report kept before recall noted it)" if entry.jobs is None
+            else str(entry.jobs) for entry in entries}  # fmt: skip
     if len(jobs) > 1:
         raise RecallError(
             f"the reports were measured with different --jobs ({', '.join(sorted(jobs))}): "
@@ -456,7 +464,7 @@ def is_judgments_set(queries: str) -> bool:
     return path.exists() and is_judgments_file(path)
 
 
-def peer_entries(options: ResultsOptions) -> list[dict]:
+def peer_entries(options: ResultsOptions) -> list[Entry]:
     """Every peer's entry of the page, run now or read back from options.reports."""
     found = locate("results", corpus=options.corpus, queries=options.queries)
     options = dataclasses.replace(options, corpus=found.corpus, queries=found.queries or "")
@@ -485,7 +493,7 @@ def peer_entries(options: ResultsOptions) -> list[dict]:
     return entries
 
 
-def _peer_entry(peer: Peer, options: ResultsOptions, root: Path, folder: Path | None) -> dict:
+def _peer_entry(peer: Peer, options: ResultsOptions, root: Path, folder: Path | None) -> Entry:
     """One finder's entry of the page: run now, or read back from --reports."""
     if peer.bin and not options.render_only and not Path(peer.bin).is_file():
         raise RecallError(
@@ -495,7 +503,7 @@ def _peer_entry(peer: Peer, options: ResultsOptions, root: Path, folder: Path | 
     if options.render_only:
         assert folder is not None
         entry = read_entry(_report_path(folder, peer))
-        shown = entry["report"].get("split")
+        shown = entry.report.split
         if options.split and shown != options.split:
             raise RecallError(
                 f"{_report_path(folder, peer)}: a kept report of the {shown or 'whole'} set's "
@@ -505,13 +513,12 @@ def _peer_entry(peer: Peer, options: ResultsOptions, root: Path, folder: Path | 
         return entry
     engine = load_preset(peer.preset)
     report, firsts = run_peer(peer, options, served_repos(engine, Path(str(options.corpus))))
-    entry = {
-        "label": peer.label, "version": finder_version(peer, engine, root),
-        "command": command_line(peer, engine), "note": peer.note,
-        "languages": list(engine.languages),
-        "report": report, "firsts": firsts, "jobs": options.jobs,
-    }  # fmt: skip
+    entry = Entry(
+        peer.label, finder_version(peer, engine, root), command_line(peer, engine), peer.note,
+        Report.from_json(report), tuple(engine.languages), tuple(firsts), options.jobs,
+    )  # fmt: skip
     if folder is not None:
         folder.mkdir(parents=True, exist_ok=True)  # --reports names the folder itself
-        write_atomic(_report_path(folder, peer), orjson.dumps(entry, option=orjson.OPT_INDENT_2))
+        data = orjson.dumps(entry.to_json(), option=orjson.OPT_INDENT_2)
+        write_atomic(_report_path(folder, peer), data)
     return entry

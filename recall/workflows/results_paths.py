@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from recall.errors import RecallError
 from recall.inputs.queryset import PATH_TYPES
+from recall.render.results_entry import Entry
 from recall.render.results_page import render_results
 
 # What the names' page says that a path page must say otherwise: (names' text, paths').
@@ -92,14 +93,14 @@ PATH_PEERS = (
 )
 
 
-def is_paths_page(entries: list[dict]) -> bool:
+def is_paths_page(entries: list[Entry]) -> bool:
     """Do the finders' reports rank paths: is every sourced type of theirs a path type?"""
-    by_type = entries[0]["report"]["runs"][0]["by_type"] if entries else {}
-    types = {kind for kind, counts in by_type.items() if counts["n"]}
+    by_type = entries[0].report.runs[0].by_type if entries else {}
+    types = {kind for kind, counts in by_type.items() if counts.n}
     return bool(types) and types <= set(PATH_TYPES)
 
 
-def render_paths_page(entries: list[dict], host: dict[str, str]) -> str:
+def render_paths_page(entries: list[Entry], host: dict[str, str]) -> str:
     """The names' page over the path set's reports, its wording made true of paths; a
     sentence of the names' page that is gone is an error, not a page left half-worded."""
     page = render_results(entries, host)

@@ -1,0 +1,154 @@
+"""One codec between the report's frozen dataclasses and JSON, both ways, so that a report
+written by `recall --json` reads back as the same typed values (results pages, --render-
+only, merge) and no part of it has its own encoder or decoder.
+
+The rules, the same for every class:
+- a dataclass is an object whose keys are its fields in their order; a class may set
+  `JSON_KEYS` to order them otherwise, to leave a field out (it decodes to its default),
+  or to add a computed key: a property or a method without arguments, written but not
+  read back;
+- `JSON_FLAT` names the fields whose dataclass's keys sit in the parent's object, at the
+  field's place (a run's counts beside its groups);
+- `JSON_OMIT` maps a key to the value at which it is absent (a section not asked for);
+- tuples are arrays, `dict[str, X]` objects, `X | None` null or X, `Literal` one of its
+  values; a bare `dict` is passed through; a float field keeps a whole number an int, as
+  the writer wrote it, so that a value read back writes the same bytes.
+
+msgspec does this too, but cannot flatten a field, compute a key or keep those ints, and
+the schema (schema.py) needs the same rules read the same way: these hundred lines are
+the rules.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import types
+import typing
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal, TypeVar, Union
+
+from recall.errors import RecallError
+
+T = TypeVar("T")
+
+
+class Coded:
+    """A value the codec writes and reads: every part of a report."""
+
+    JSON_KEYS: ClassVar[tuple[str, ...] | None] = None
+    JSON_FLAT: ClassVar[frozenset[str]] = frozenset()
+    JSON_OMIT: ClassVar[Mapping[str, object]] = {}
+
+    def to_json(self) -> dict:
+        return encode(self)
+
+    @classmethod
+    def from_json(cls: type[T], data: object) -> T:
+        return decode(cls, data)
+
+
+def keys(cls: type) -> tuple[str, ...]:
+    """The JSON keys of a class, in order (a flattened field stands for its keys)."""
+    order = getattr(cls, "JSON_KEYS", None)
+    return order if order is not None else tuple(f.name for f in dataclasses.fields(cls))
+
+
+@functools.cache
+def hints(cls: Any) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def encode(value: Any) -> Any:
+    """The JSON value (dicts, lists, str, numbers, bool, None) of a report's value."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        cls = type(value)
+        flat: frozenset[str] = getattr(cls, "JSON_FLAT", frozenset())
+        omit: Mapping[str, object] = getattr(cls, "JSON_OMIT", {})
+        out: dict = {}
+        for key in keys(cls):
+            item = getattr(value, key)
+            if callable(item):
+                item = item()
+            if key in omit and item == omit[key]:
+                continue
+            if key in flat:
+                out |= encode(item)
+            else:
+                out[key] = encode(item)
+        return out
+    if isinstance(value, tuple | list):
+        return [encode(item) for item in value]
+    if isinstance(value, dict):
+        return {key: encode(item) for key, item in value.items()}
+    return value
+
+
+def decode(cls: type[T], data: object, where: str = "report") -> T:
+    """The value of type `cls` that `data` (parsed JSON) encodes; RecallError naming the
+    key at fault where it does not fit."""
+    if not isinstance(data, dict):
+        raise RecallError(f"{where}: expected an object, got {type(data).__name__}")
+    flat: frozenset[str] = getattr(cls, "JSON_FLAT", frozenset())
+    omit: Mapping[str, object] = getattr(cls, "JSON_OMIT", {})
+    types_of = hints(cls)  # type: ignore[arg-type]
+    written = set(keys(cls))
+    args: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        if not f.init or f.name not in written:
+            continue
+        if f.name in flat:
+            args[f.name] = decode(types_of[f.name], data, where)
+        elif f.name in data:
+            args[f.name] = _value(types_of[f.name], data[f.name], f"{where}.{f.name}")
+        elif f.name in omit:
+            args[f.name] = omit[f.name]
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise RecallError(f"{where}: no {f.name!r}")
+    return cls(**args)
+
+
+def _value(tp: Any, data: object, where: str) -> Any:
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if tp is Any or tp is dict:
+        return data
+    if dataclasses.is_dataclass(tp):
+        return decode(tp, data, where)  # type: ignore[arg-type]
+    if origin in (Union, types.UnionType):
+        if data is None and type(None) in args:
+            return None
+        for option in (a for a in args if a is not type(None)):
+            try:
+                return _value(option, data, where)
+            except RecallError:
+                pass
+        raise RecallError(f"{where}: {data!r} is none of {tp}")
+    if origin is tuple:
+        if not isinstance(data, list):
+            raise RecallError(f"{where}: expected an array, got {data!r}")
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_value(args[0], x, f"{where}[{i}]") for i, x in enumerate(data))
+        if len(args) != len(data):
+            raise RecallError(f"{where}: expected {len(args)} items, got {len(data)}")
+        return tuple(
+            _value(a, x, f"{where}[{i}]") for i, (a, x) in enumerate(zip(args, data, strict=True))
+        )
+    if origin is dict:
+        if not isinstance(data, dict):
+            raise RecallError(f"{where}: expected an object, got {data!r}")
+        return {key: _value(args[1], x, f"{where}.{key}") for key, x in data.items()}
+    if origin is Literal:
+        if data not in args:
+            raise RecallError(f"{where}: {data!r} is none of {', '.join(map(repr, args))}")
+        return data
+    fits = {
+        bool: lambda x: isinstance(x, bool),
+        int: lambda x: isinstance(x, int) and not isinstance(x, bool),
+        float: lambda x: isinstance(x, int | float) and not isinstance(x, bool),
+        str: lambda x: isinstance(x, str),
+    }
+    if tp in fits:
+        if not fits[tp](data):
+            raise RecallError(f"{where}: expected {tp.__name__}, got {data!r}")
+        return data
+    raise TypeError(f"the codec has no rule for {tp} ({where})")
