@@ -17,10 +17,9 @@ from recall.analysis.effort import (
 )
 from recall.render.columns import marked
 from recall.render.escape import html as _e
-from recall.render.escape import markdown as markdown_text
+from recall.render.escape import said
 from recall.render.svg import percent_grid, svg_start
-from recall.render.table import first_rows, numbers_table, table
-from recall.terminal import shown
+from recall.render.table import first_rows, heading, numbers_table, table
 
 EFFORT_HEADER = [
     "sequences", "#1 reached", "keys to #1", "top 3 reached", "keys to top 3", "saved",
@@ -99,11 +98,9 @@ def _any_above(effort: Effort) -> bool:
 
 
 def _heading(text: str, markdown: bool) -> list[str]:
-    return ["", f"## {text}", ""] if markdown else ["", text]
-
-
-def _said(text: str, markdown: bool) -> str:
-    return markdown_text(text) if markdown else shown(text)
+    """The shared heading, with a blank line under it in Markdown: the effort's tables follow
+    their headings that way."""
+    return heading(text, markdown) + ([""] if markdown else [])
 
 
 def render_effort(effort: Effort, markdown: bool) -> list[str]:
@@ -179,15 +176,15 @@ def render_effort_diff(d: EffortDiff, markdown: bool) -> list[str]:
     """The sequences a candidate needs more keystrokes for, and those that no longer
     reach the top 3: the rows of its losses (the Diff section says its verdict)."""
     out = _heading(
-        f"Keystrokes to #1, {_said(d.new, markdown)} against {_said(d.base, markdown)}: "
+        f"Keystrokes to #1, {said(d.new, markdown)} against {said(d.base, markdown)}: "
         f"{d.more} sequences need more, {d.fewer} fewer, {d.same} the same",
         markdown,
     )
     out += _changes(d.more_keys, "was #1 at", markdown)
     if d.lost_top3:
         out += _heading(
-            f"No longer in the top 3, {_said(d.new, markdown)} against "
-            f"{_said(d.base, markdown)}: {len(d.lost_top3)} sequences",
+            f"No longer in the top 3, {said(d.new, markdown)} against "
+            f"{said(d.base, markdown)}: {len(d.lost_top3)} sequences",
             markdown,
         )
         out += _changes(d.lost_top3, "was top 3 at", markdown)

@@ -52,6 +52,12 @@ def markdown(text: str) -> str:
     return _WWW.sub(lambda m: m.group()[:3] + "\\.", text)
 
 
+def said(text: str, in_markdown: bool) -> str:
+    """A string from outside (a label, a name, a path, stderr) inside a line of prose:
+    escaped for Markdown, or shown on one line in text."""
+    return markdown(text) if in_markdown else shown(text)
+
+
 def code_span(text: str) -> Markdown:
     """text as a Markdown code span: shown literally, whatever it holds. The fence is one
     backtick longer than the longest run inside; a pipe is escaped, as GFM tables need

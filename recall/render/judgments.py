@@ -15,9 +15,8 @@ from recall.analysis.judgments import (
     agrees,
 )
 from recall.render.escape import html as _e
-from recall.render.escape import markdown as markdown_text
-from recall.render.table import more, numbers_table, table
-from recall.terminal import shown
+from recall.render.escape import said
+from recall.render.table import heading, more, numbers_table, table
 
 CHANGES_SHOWN = 20  # a diff's lost and gained judgments in text and Markdown
 NOTE = (
@@ -131,18 +130,10 @@ RANKS_NOTE = (
 )
 
 
-def _heading(text: str, markdown: bool) -> list[str]:
-    return ["", f"## {text}" if markdown else text]
-
-
-def _said(text: str, markdown: bool) -> str:
-    return markdown_text(text) if markdown else shown(text)
-
-
 def render_judgments(judged: Judged, markdown: bool) -> list[str]:
     """The section's lines: the finders' agreement, by project and domain, the contested
     pairs, then each diff's lost and gained judgments."""
-    out = _heading(_head(judged), markdown)[1:]
+    out = heading(_head(judged), markdown)[1:]
     sides = sides_line(judged)
     if sides:
         out += ["", sides, ""] if markdown else [sides]
@@ -153,12 +144,12 @@ def render_judgments(judged: Judged, markdown: bool) -> list[str]:
         ("source project", lambda r: r.by_project),
         ("domain", lambda r: r.by_domain),
     ):
-        out += _heading(f"By {title}", markdown)
+        out += heading(f"By {title}", markdown)
         if len(judged.runs) > 1:
             cell = "each cell: agreement % [95% CI]"
             out += [cell, ""] if markdown else [cell]
         out += numbers_table([title, "pairs", *labels], group_rows(judged.runs, of), markdown)
-    out += _heading(f"Contested pairs: {judged.contested} ({CONTESTED_NOTE})", markdown)
+    out += heading(f"Contested pairs: {judged.contested} ({CONTESTED_NOTE})", markdown)
     if judged.contested:
         header = ["query", "preferred", "other", "source", *labels]
         out += table(header, contested_rows(judged), markdown)
@@ -169,11 +160,11 @@ def render_judgments(judged: Judged, markdown: bool) -> list[str]:
 
 def render_judged_diff(d: JudgedDiff, markdown: bool) -> list[str]:
     """A candidate's diff: its verdict, its counts, and the judgments lost and gained."""
-    out = _heading(f"Diff: {_said(d.new, markdown)} against {_said(d.base, markdown)}", markdown)
+    out = heading(f"Diff: {said(d.new, markdown)} against {said(d.base, markdown)}", markdown)
     out += [d.verdict_line(), ""] if markdown else [d.verdict_line()]
     out.append(d.counts_line())
     for title, changes in (("Lost judgments", d.lost), ("Gained judgments", d.gained)):
-        out += _heading(f"{title}: {len(changes)}", markdown)
+        out += heading(f"{title}: {len(changes)}", markdown)
         if not changes:
             continue
         out += [RANKS_NOTE, ""] if markdown else [RANKS_NOTE]

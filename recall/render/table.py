@@ -81,6 +81,11 @@ def more(hidden: int, markdown: bool, where: str = "--json or --html") -> list[s
     return ["", line] if markdown else [line]
 
 
+def heading(text: str, markdown: bool) -> list[str]:
+    """A section's title: a Markdown heading, or a line of its own, after a blank line."""
+    return ["", f"## {text}" if markdown else text]
+
+
 def first_rows(
     header: Sequence[str],
     body: Sequence[Sequence[str]],

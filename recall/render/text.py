@@ -37,9 +37,9 @@ from recall.render.columns import (
 )
 from recall.render.commandline import explain_command
 from recall.render.effort import render_effort
-from recall.render.escape import markdown as markdown_text
+from recall.render.escape import said
 from recall.render.judgments import render_judgments
-from recall.render.table import by_error, first_rows, more, numbers_table, table
+from recall.render.table import by_error, first_rows, heading, more, numbers_table, table
 from recall.terminal import safe_output, shown
 
 # With several candidates, each diff's lost and gained lists show this many rows in text and
@@ -93,17 +93,11 @@ def _counts_table(label: str, body: list[list[str]], after: list[str], markdown:
     return table(header, body, markdown, right=right)
 
 
-def _said(text: str, markdown: bool) -> str:
-    """A string from outside (a label, a name, a path, stderr) inside a line of prose:
-    escaped for Markdown, or shown on one line in text."""
-    return markdown_text(text) if markdown else shown(text)
-
-
 def _ceiling_note(c: CeilingCounts, runs: tuple[RunSummary, ...], markdown: bool) -> list[str]:
     """What the row means, and each binary's distance to it in points on the same rows."""
 
     def gap(run: RunSummary) -> str:
-        label = _said(run.label, markdown)
+        label = said(run.label, markdown)
         against = c.against(run.label)
         if against is None or not c.n:
             return f"{label} not compared"
@@ -151,10 +145,10 @@ def render(report: Report, *, markdown: bool = False) -> str:
         if run.cached:
             out += [
                 "",
-                f"{_said(run.label, markdown)}: results reused, not run now (times are from then)",
+                f"{said(run.label, markdown)}: results reused, not run now (times are from then)",
             ]
     for title, group, ceiling_group in () if report.effort or report.judgments else GROUPS:
-        out += _heading(f"By {title}", markdown)
+        out += heading(f"By {title}", markdown)
         first = group(runs[0])
         keys = [k for k in first if first[k].n]  # hand rows: churn only
         bound = ceiling_group(top)
@@ -176,16 +170,16 @@ def render(report: Report, *, markdown: bool = False) -> str:
         header = [title, "n", *(run.label for run in runs), CEILING_CELL]
         out += numbers_table(header, body, markdown)
     for run in runs:
-        label = _said(run.label, markdown)
+        label = said(run.label, markdown)
         if run.dirtied:
             out.append(
-                f"{label} wrote into the checkout of {_said(', '.join(run.dirtied), markdown)}; "
+                f"{label} wrote into the checkout of {said(', '.join(run.dirtied), markdown)}; "
                 "it was rebuilt from the pin"
             )
         if run.restarts:
             out += ["", restarts_line(label, run.restarts)]
         if run.off_corpus:
-            out += _heading(
+            out += heading(
                 f"Answers of {label} naming nothing in the corpus: {run.off_corpus}", markdown
             )
             out += [
@@ -193,7 +187,7 @@ def render(report: Report, *, markdown: bool = False) -> str:
                 for o in run.off_corpus_first
             ]
         if run.error_rows:
-            out += _heading(f"Errors in {label}: {len(run.error_rows)} queries", markdown)
+            out += heading(f"Errors in {label}: {len(run.error_rows)} queries", markdown)
             out += _error_lines(run.error_rows, markdown)
     if report.regress is not None:
         out += _render_regress(report, markdown)
@@ -203,7 +197,7 @@ def render(report: Report, *, markdown: bool = False) -> str:
     if report.bench is not None:
         out += ["", *render_bench(report.bench, markdown)]
     if report.misses is not None:
-        out += _heading(f"Misses: {len(report.misses)} sources not #1", markdown)
+        out += heading(f"Misses: {len(report.misses)} sources not #1", markdown)
         body = [
             [m.repo, m.query, m.type, m.source, _rank(m.rank), m.first or "-"]
             for m in report.misses
@@ -216,7 +210,7 @@ def _counts_head(report: Report, markdown: bool) -> list[str]:
     """The headline, each binary's counts beside the ceiling's, and what the ceiling says."""
     runs = report.runs
     split = f" (the {report.split} split)" if report.split else ""
-    out = _heading(f"recall: {report.sourced} sourced queries of {report.queries}{split}", markdown)
+    out = heading(f"recall: {report.sourced} sourced queries of {report.queries}{split}", markdown)
     top = report.ceiling
     body = [
         [run.label, *cells(run.counts, _marks(top.counts.against(run.label))),
@@ -242,7 +236,7 @@ def _typing_head(report: Report, effort: Effort, markdown: bool) -> list[str]:
 
 def _seconds(report: Report, markdown: bool) -> list[str]:
     """Each binary's index and query seconds, for a report whose counts are elsewhere."""
-    out = _heading("Seconds", markdown)
+    out = heading("Seconds", markdown)
     body = [[run.label, f"{run.index_s:.1f}", f"{run.query_s:.1f}"] for run in report.runs]
     return out + table(["binary", "index s", "query s"], body, markdown, right=[False, True, True])
 
@@ -252,7 +246,7 @@ def _holdout(report: Report, markdown: bool) -> list[str]:
     is the one no tuning has read; the seen one is a second view)."""
     if report.holdout is None:
         return []
-    lines = [_said(line, markdown) for line in holdout_lines(report.holdout)]
+    lines = [said(line, markdown) for line in holdout_lines(report.holdout)]
     return ["", *lines] if not markdown else ["", *(f"- {line}" for line in lines)]
 
 
@@ -260,7 +254,7 @@ def _render_regress(report: Report, markdown: bool) -> list[str]:
     out: list[str] = []
     regress = report.regress
     assert regress is not None
-    out += _heading(f"Regress cases ({_said(regress.file, markdown)}): {regress.cases}", markdown)
+    out += heading(f"Regress cases ({said(regress.file, markdown)}): {regress.cases}", markdown)
     if regress.skipped:
         skipped = f"{regress.skipped} regress cases skipped: their repos are not in the corpus pins"
         out += ["", skipped, ""] if markdown else [skipped]
@@ -269,7 +263,7 @@ def _render_regress(report: Report, markdown: bool) -> list[str]:
     verdicts = [(run.label, run.regress) for run in report.runs if run.regress is not None]
     body = [[label, str(r.holds), str(r.fails), str(r.not_applicable)] for label, r in verdicts]
     out += table(["binary", "hold", "fail", "n/a"], body, markdown)
-    unlocated = [_said(label, markdown) for label, r in verdicts if r.no_locations]
+    unlocated = [said(label, markdown) for label, r in verdicts if r.no_locations]
     if unlocated:
         why = (
             f"n/a: {', '.join(unlocated)} print{'s' if len(unlocated) == 1 else ''} no "
@@ -278,8 +272,8 @@ def _render_regress(report: Report, markdown: bool) -> list[str]:
         out += ["", why] if markdown else [why]
     for label, r in verdicts:
         if r.failing:
-            out += _heading(
-                f"Regress cases failing in {_said(label, markdown)}: {len(r.failing)}", markdown
+            out += heading(
+                f"Regress cases failing in {said(label, markdown)}: {len(r.failing)}", markdown
             )
             out += _cases_table(r.failing, markdown)
     return out
@@ -287,7 +281,7 @@ def _render_regress(report: Report, markdown: bool) -> list[str]:
 
 def _row_line(repo: str, query: str, what: str, markdown: bool) -> str:
     """One listed row of a section: its repo, its query quoted, and what it got."""
-    return f"  {_said(repo, markdown)}\t{_said(repr(query), markdown)}: {_said(what, markdown)}"
+    return f"  {said(repo, markdown)}\t{said(repr(query), markdown)}: {said(what, markdown)}"
 
 
 def restarts_line(label: str, restarts: int) -> str:
@@ -306,13 +300,9 @@ def _error_lines(rows: tuple[ErrorRow, ...], markdown: bool) -> list[str]:
         if len(got) == 1:
             out.append(_row_line(got[0].repo, got[0].query, error, markdown))
             continue
-        out.append(f"  {len(got)} queries: {_said(error, markdown)}")
-        out += [f"    {_said(e.repo, markdown)}\t{_said(repr(e.query), markdown)}" for e in got]
+        out.append(f"  {len(got)} queries: {said(error, markdown)}")
+        out += [f"    {said(e.repo, markdown)}\t{said(repr(e.query), markdown)}" for e in got]
     return out
-
-
-def _heading(text: str, markdown: bool) -> list[str]:
-    return ["", f"## {text}" if markdown else text]
 
 
 def _cases_table(cases: tuple[FailingCase, ...], markdown: bool) -> list[str]:
@@ -362,7 +352,7 @@ def _unknown_sources(report: Report, markdown: bool) -> list[str]:
     unknown = report.unknown_sources
     if not unknown.count:
         return []
-    out = _heading(
+    out = heading(
         f"Unknown sources: {unknown.count} row{'' if unknown.count == 1 else 's'} whose "
         "source is not a name of their corpus "
         "at its pin, counted as not found (by every finder and by the ceiling)",
@@ -386,7 +376,7 @@ def _left_out(summary: CeilingSummary, markdown: bool) -> list[str]:
     rows = summary.left_out
     if not rows.count:
         return []
-    out = _heading(
+    out = heading(
         f"Left out of the ceiling: {rows.count} row{'' if rows.count == 1 else 's'} the recipes "
         "cannot make (no recipe for the type, or no name, or not the source, yields the "
         "query); the finders are compared with the ceiling without them",
@@ -484,7 +474,7 @@ def _render_diff(
     effort section shows) its verdict and counts are the sequences', and the sources'
     lists, empty for prompts that have none, are left out."""
     out: list[str] = []
-    out += _heading(f"Diff: {_said(d.new, markdown)} against {_said(d.base, markdown)}", markdown)
+    out += heading(f"Diff: {said(d.new, markdown)} against {said(d.base, markdown)}", markdown)
     verdict, counts = diff_lines(d, effort)
     out += [verdict, ""] if markdown else [verdict]
     out.append(counts)
@@ -499,7 +489,7 @@ def _render_diff(
         (d.gained_top10, "Entered the top 10", True, False),
     )
     for rows, title, first_now, lost in () if effort else sections:
-        out += _heading(f"{title}: {len(rows)}", markdown)
+        out += heading(f"{title}: {len(rows)}", markdown)
         shown_rows = rows[:cap] if cap is not None else rows
         out += _changes_table(shown_rows, markdown, first_now=first_now)
         if len(shown_rows) < len(rows):
@@ -511,20 +501,20 @@ def _render_diff(
                     explained.add(line)
                     out.append(f"  {shown(line)}")
     if d.accepted is not None:
-        out += _heading(f"Accepted losses: {len(d.accepted)}", markdown)
+        out += heading(f"Accepted losses: {len(d.accepted)}", markdown)
         out += _changes_table(d.accepted, markdown)
         if d.stale_accepted:
-            out += _heading(
+            out += heading(
                 f"Stale accepted losses (no longer lost): {len(d.stale_accepted)}", markdown
             )
             body = [[s.repo, s.query, s.source] for s in d.stale_accepted]
             out += table(["repo", "query", "source"], body, markdown)
     if d.regress_broken is not None:
-        out += _heading(f"Regress cases that held and now fail: {len(d.regress_broken)}", markdown)
+        out += heading(f"Regress cases that held and now fail: {len(d.regress_broken)}", markdown)
         out += _cases_table(d.regress_broken, markdown) if d.regress_broken else []
     if d.new_errors:
-        out += _heading(
-            f"Errored in {_said(d.new, markdown)}, answered in {_said(d.base, markdown)}: "
+        out += heading(
+            f"Errored in {said(d.new, markdown)}, answered in {said(d.base, markdown)}: "
             f"{len(d.new_errors)}",
             markdown,
         )
@@ -558,11 +548,11 @@ def render_bench(bench: BenchSummary, markdown: bool) -> list[str]:
         out.append(
             f"warning: the machine was too noisy to trust these figures: a query's middle "
             f"half of reps spans {100 * worst.spread:.0f}% of its median in "
-            f"{_said(worst.label, markdown)} (over {100 * NOISE_SPREAD:.0f}%); every sample is kept"
+            f"{said(worst.label, markdown)} (over {100 * NOISE_SPREAD:.0f}%); every sample is kept"
         )
     for r in bench.ratios:
         out.append(
-            f"{_said(r.new, markdown)} / {_said(r.base, markdown)} per query: "
+            f"{said(r.new, markdown)} / {said(r.base, markdown)} per query: "
             f"median {r.median:.3f} (p10 {r.p10:.3f}, p90 {r.p90:.3f})"
         )
     return out
