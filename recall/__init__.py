@@ -39,7 +39,7 @@ API = {
     "PinOptions": ("recall.workflows.options", "PinOptions"),
     "PruneOptions": ("recall.workflows.options", "PruneOptions"),
     "Report": ("recall.analysis.model", "Report"),
-    "History": ("recall.workflows.history", "History"),
+    "History": ("recall.analysis.history", "History"),
     "Verdict": ("recall.workflows.bisection", "Verdict"),
     "PinChange": ("recall.workflows.pin", "PinChange"),
     "RecallError": ("recall.errors", "RecallError"),

@@ -3,14 +3,12 @@ each cell, and how the cell is aligned, with the ceiling's row beside them.
 
 The text and Markdown report (render/text.py), the HTML report (render/html.py) and the
 results page (render/results_page.py) all build their counts tables from COUNTS, so a
-column added here (nDCG@10, say) reaches every page at once instead of one of them; the
-history (render/history.py), drawn from a history's JSON, reads its counts objects with
-`counts_from_json` first.
+column added here (nDCG@10, say) reaches every page at once instead of one of them, the
+history's (render/history.py) among them.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -115,11 +113,6 @@ def bound_of(c: CeilingCounts) -> Bound:
 def range_pct(c: CeilingCounts, ci: tuple[int, int]) -> str:
     """A ceiling's 95% range in percent of its n: `62.5-87.5` ("-" without rows)."""
     return f"{100.0 * ci[0] / c.n:.1f}-{100.0 * ci[1] / c.n:.1f}" if c.n else "-"
-
-
-def counts_from_json(data: dict) -> Counts:
-    """A counts object of a history's JSON (docs/history.md) as the model's value."""
-    return Counts(**{field.name: data[field.name] for field in dataclasses.fields(Counts)})
 
 
 def holdout_lines(holdout: Holdout) -> list[str]:
