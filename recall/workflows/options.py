@@ -1,5 +1,5 @@
 """What each workflow is asked, as typed, frozen values: the options of `recall run`,
-`merge`, `history`, `bisect`, `explain`, `pin` and `results`.
+`merge`, `history`, `bisect`, `explain`, `pin`, `init`, `derive` and `results`.
 
 The commands (recall/commands/) turn their flags into these, and a Python program builds
 them directly (docs/api.md); below the commands no code reads a flag by its name. Each
@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from recall.errors import RecallError
+from recall.inputs.derive import DEFAULT_SEED
 from recall.inputs.sides import Split
 from recall.running.build import BUILD_TIMEOUT_S, check_build_timeout
 from recall.running.session import check_timeout
@@ -33,6 +34,8 @@ CORES = os.cpu_count() or 1  # parallel queries: the cores
 
 
 Metric = Literal["first_pct"]  # what `recall bisect --metric` watches
+# A query set's recipes (inputs/recipes.py's RECIPE_SETS, and the path set's)
+RecipeSet = Literal["default", "typed", "paths"]
 Candidate = tuple[Literal["engine", "bin"], str]  # an --engine or --bin value, in order
 
 
@@ -299,6 +302,71 @@ class PinOptions:
         check_fields(self)
         if self.n is not None and self.n < 0:
             raise RecallError("--n must be zero or more")
+
+
+@dataclass(frozen=True)
+class InitOptions:
+    """`recall init`: the finder's repo whose top folder gets a starter recall.toml, and
+    the preset it starts from (None: the blank engine, every key explained)."""
+
+    finder: str = "."
+    preset: str | None = None
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+        from recall.finders.engine import preset_names  # the presets folder, read now
+
+        if self.preset is not None and self.preset not in preset_names():
+            raise RecallError(
+                f"--preset {self.preset}: no such preset (presets: {', '.join(preset_names())})"
+            )
+
+
+@dataclass(frozen=True)
+class RecipesOptions:
+    """`recall derive recipes`: the queries each name derives with a set's recipes; the
+    typed set's `qualified` recipe takes the name's scope owner, and the corpus language."""
+
+    names: tuple[str, ...]
+    seed: int = DEFAULT_SEED
+    recipe_set: RecipeSet = "default"
+    owner: str | None = None
+    language: str = ""
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+
+
+@dataclass(frozen=True)
+class SampleOptions:
+    """`recall derive sample`: the rows of n names sampled from one pinned repo. Of
+    `data`, the corpus, the cache and the mirrors serve."""
+
+    repo: str
+    n: int
+    data: Data = Data()
+    seed: int = DEFAULT_SEED
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+        if self.n < 0:
+            raise RecallError("--n must be zero or more")
+
+
+@dataclass(frozen=True)
+class DeriveOptions:
+    """`recall derive all`: the query sets made again from their settings, one named set
+    (`settings` and `queries` files) or every named set whose settings are here; with
+    `check`, compared with their files and nothing written. Of `data`, the corpus, the
+    cache and the mirrors serve."""
+
+    data: Data = Data()
+    settings: str | None = None
+    queries: str | None = None
+    check: bool = False
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
 @dataclass(frozen=True)
