@@ -237,6 +237,8 @@ BAD_OPTIONS = [
      "RecipesOptions.recipe_set: expected one of 'default', 'typed', 'paths', got 'typing'"),
     ("RecipesOptions", {"names": ["Model"]}, "RecipesOptions.names: expected a tuple of (str)"),
     ("SampleOptions", {"repo": "gin", "n": -1}, "--n must be zero or more"),
+    ("PinOptions", {"repo": "gin", "url": "u", "sha": "0" * 40, "language": "cobol"},
+     "--language 'cobol': not a language recall reads (one of c, c++, csharp, go, "),
     ("DeriveOptions", {"check": "yes"}, "DeriveOptions.check: expected bool, got 'yes'"),
     ("PinOptions", {"repo": "gin", "url": "u", "sha": "s", "language": "go", "n": -1},
      "--n must be zero or more"),

@@ -24,6 +24,7 @@ from typing import Literal
 
 from recall.errors import RecallError
 from recall.inputs.derive import DEFAULT_SEED
+from recall.inputs.languages import Language
 from recall.inputs.sides import Split
 from recall.running.build import BUILD_TIMEOUT_S, check_build_timeout
 from recall.running.session import check_timeout
@@ -292,13 +293,18 @@ class PinOptions:
     repo: str
     url: str
     sha: str
-    language: str
+    language: Language
     data: Data = Data()
     n: int | None = None
     force: bool = False  # pin even when no name of the repo can be sampled
     settings: str | None = None  # the derive settings (None: the set's own, else derive.json)
 
     def __post_init__(self) -> None:
+        if self.language not in typing.get_args(Language):
+            raise RecallError(
+                f"--language {self.language!r}: not a language recall reads (one of "
+                f"{', '.join(typing.get_args(Language))})"
+            )
         check_fields(self)
         if self.n is not None and self.n < 0:
             raise RecallError("--n must be zero or more")
@@ -331,7 +337,7 @@ class RecipesOptions:
     seed: int = DEFAULT_SEED
     recipe_set: RecipeSet = "default"
     owner: str | None = None
-    language: str = ""
+    language: Language | Literal[""] = ""  # "": none given
 
     def __post_init__(self) -> None:
         check_fields(self)
