@@ -1,4 +1,4 @@
-"""A history (workflows/history.py's typed History) as a text or Markdown table, and as one
+"""A history (analysis/history.py's typed History) as a text or Markdown table, and as one
 self-contained HTML page with SVG line charts of #1 / top 10 / MRR over commits.
 
 A saved `--json` history renders the same page once `History.from_json` has read it. As

@@ -9,7 +9,7 @@ commits share every build and every result, and a second history builds and runs
 
 These are plain functions over a Plan (what to ask, where, with which engine), so bisect
 reuses them (and history_shards, which measures a history in parts on many machines);
-rendering lives in render/history.py.
+the typed values it returns are analysis/history.py's, their rendering render/history.py's.
 """
 
 from __future__ import annotations
@@ -344,7 +344,7 @@ def _say(message: str) -> None:
     progress().say(f"recall: history: {message}")  # above the status line, if any
 
 
-# Numbers -------------------------------------------------------------------------------
+# The history ---------------------------------------------------------------------------
 
 
 def commit_url(root: Path, sha: str) -> str | None:
