@@ -129,6 +129,22 @@ def _flat_class(tp: Any) -> Any:
     return next((a for a in typing.get_args(tp) if a is not type(None)), tp)
 
 
+def named(hint: object) -> str:
+    """A type hint as a message says it: `int`, `str or None`, `one of 'tune', 'holdout'`."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(named(arg) for arg in args)
+    if origin is Literal:
+        return "one of " + ", ".join(repr(arg) for arg in args)
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return f"a tuple of ({named(args[0])})"
+        return f"a tuple ({', '.join(named(arg) for arg in args)})"
+    if hint is type(None):
+        return "None"
+    return getattr(hint, "__name__", str(hint))
+
+
 def _value(tp: Any, data: object, where: str) -> Any:
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if tp is Any or tp is dict:
@@ -143,7 +159,7 @@ def _value(tp: Any, data: object, where: str) -> Any:
                 return _value(option, data, where)
             except RecallError:
                 pass
-        raise RecallError(f"{where}: {data!r} is none of {tp}")
+        raise RecallError(f"{where}: expected {named(tp)}, got {data!r}")
     if origin is tuple:
         if not isinstance(data, list):
             raise RecallError(f"{where}: expected an array, got {data!r}")

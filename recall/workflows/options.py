@@ -22,6 +22,7 @@ import typing
 from dataclasses import dataclass
 from typing import Literal
 
+from recall.analysis.codec import named
 from recall.errors import RecallError
 from recall.inputs.derive import DEFAULT_SEED
 from recall.inputs.languages import Language
@@ -54,7 +55,7 @@ def check_fields(options: object) -> None:
         if not _fits(value, hints[field.name]):
             shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
             raise RecallError(
-                f"{type(options).__name__}.{field.name}: expected {_named(hints[field.name])}, "
+                f"{type(options).__name__}.{field.name}: expected {named(hints[field.name])}, "
                 f"got {shown}"
             )
 
@@ -78,22 +79,6 @@ def _fits(value: object, hint: object) -> bool:
     if hint is int:
         return isinstance(value, int) and not isinstance(value, bool)
     return isinstance(hint, type) and isinstance(value, hint)
-
-
-def _named(hint: object) -> str:
-    """A type hint as a message says it: `int`, `str or None`, `one of 'tune', 'holdout'`."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin in (typing.Union, types.UnionType):
-        return " or ".join(_named(arg) for arg in args)
-    if origin is Literal:
-        return "one of " + ", ".join(repr(arg) for arg in args)
-    if origin is tuple:
-        if len(args) == 2 and args[1] is Ellipsis:
-            return f"a tuple of ({_named(args[0])})"
-        return f"a tuple ({', '.join(_named(arg) for arg in args)})"
-    if hint is type(None):
-        return "None"
-    return getattr(hint, "__name__", str(hint))
 
 
 def _check_jobs(jobs: int) -> None:
