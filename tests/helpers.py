@@ -29,7 +29,7 @@ from recall.inputs.corpus import Pin
 from recall.inputs.queryset import QueryRow
 from recall.render.results_entry import Entry
 
-# A clone of this repo whose finder is one commit weaker (test_html, test_typing_run) ----
+# A clone of this repo whose finder is one commit weaker (test_html, test_typing_report) ----
 
 
 def weaker_clone(tmp_path: Path) -> Path:

@@ -232,6 +232,14 @@ BAD_OPTIONS = [
      "BisectOptions.metric: expected one of 'first_pct' or None, got 'mrr'"),
     ("BisectOptions", {"good": "a", "bad": "b", "drop": "3"}, "BisectOptions.drop: expected"),
     ("PruneOptions", {"older_than": float("nan")}, "--older-than and --keep-builds must be"),
+    ("InitOptions", {"preset": "nope"}, "--preset nope: no such preset (presets: "),
+    ("RecipesOptions", {"names": ("Model",), "recipe_set": "typing"},
+     "RecipesOptions.recipe_set: expected one of 'default', 'typed', 'paths', got 'typing'"),
+    ("RecipesOptions", {"names": ["Model"]}, "RecipesOptions.names: expected a tuple of (str)"),
+    ("SampleOptions", {"repo": "gin", "n": -1}, "--n must be zero or more"),
+    ("PinOptions", {"repo": "gin", "url": "u", "sha": "0" * 40, "language": "cobol"},
+     "--language 'cobol': not a language recall reads (one of c, c++, csharp, go, "),
+    ("DeriveOptions", {"check": "yes"}, "DeriveOptions.check: expected bool, got 'yes'"),
     ("PinOptions", {"repo": "gin", "url": "u", "sha": "s", "language": "go", "n": -1},
      "--n must be zero or more"),
     ("PinOptions", {"repo": "gin", "url": "u", "sha": "s", "language": "go", "n": "5"},
@@ -278,6 +286,8 @@ COMMAND_OF = {
     "RunOptions": "run", "Data": "run", "MergeOptions": "merge", "HistoryOptions": "history",
     "CommitOptions": "history", "BisectOptions": "bisect", "ExplainOptions": "explain",
     "ResultsOptions": "results", "PinOptions": "pin", "PruneOptions": "cache prune",
+    "InitOptions": "init", "RecipesOptions": "derive recipes", "SampleOptions": "derive sample",
+    "DeriveOptions": "derive all",
 }  # fmt: skip
 
 

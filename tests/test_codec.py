@@ -65,6 +65,10 @@ def test_a_float_field_keeps_a_whole_count_an_int_as_written():
         (lambda d: d["runs"][0].pop("label"), "report.runs[0]: no 'label'"),
         (lambda d: d["ceiling"].update(first_ci=[1]), "report.ceiling.first_ci: expected 2"),
         (lambda d: d.update(runs={}), "report.runs: expected an array"),
+        (
+            lambda d: d.update(split="train"),
+            "report.split: expected one of 'tune', 'holdout' or None, got 'train'",
+        ),
     ],
 )
 def test_a_value_that_does_not_fit_its_type_is_refused_naming_its_key(change, fault):

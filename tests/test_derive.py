@@ -135,6 +135,31 @@ def test_derive_sample_reproduces_the_committed_rows(real_cache, all_names):
     assert proc.stdout.splitlines() == committed
 
 
+def test_the_api_derives_what_the_commands_print_and_checks_without_writing(
+    real_cache, all_names, monkeypatch
+):
+    """recall.derive_recipes, derive_sample and derive_all are the commands' workflows."""
+    from conftest import mirror_dir
+
+    import recall
+
+    monkeypatch.chdir(ROOT)
+    made = recall.derive_recipes(recall.RecipesOptions(names=("Model2",)))
+    printed = run_cli("derive", "recipes", "Model2").stdout
+    assert [f"{n}\t{kind}\t{query}" for n, kind, query in made] == printed.splitlines()
+    data = recall.Data(cache=str(real_cache), mirror=str(mirror_dir()))
+    rows = recall.derive_sample(recall.SampleOptions(repo="gin", n=100, data=data))
+    committed = read_queries(ROOT / "queries.tsv", set(all_names))
+    assert rows == [row for row in committed if row.repo == "gin" and row.type != "hand"]
+    before = (ROOT / "queries.tsv").stat().st_mtime_ns
+    options = recall.DeriveOptions(data=data, settings="derive.json", queries="queries.tsv",
+                                   check=True)  # fmt: skip
+    (derived,) = recall.derive_all(options)
+    assert (derived.queries, derived.changed) == (Path("queries.tsv"), False)
+    assert derived.rows == len(read_queries(ROOT / "queries.tsv", set(all_names)))
+    assert (ROOT / "queries.tsv").stat().st_mtime_ns == before
+
+
 def test_derive_sample_help_and_readme_say_n_counts_names_not_rows():
     from conftest import run_cli
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import time
@@ -14,7 +15,9 @@ import pytest
 from conftest import fzy_clone, mirror_dir, needs_chromium, needs_ctags, needs_mirror, run_cli
 from helpers import FIRST_BLUE, chromium
 
-from recall.analysis.model import QueryResult, RunResult
+from recall.analysis.history import CommitRow, EngineUsed, History, Tally
+from recall.analysis.model import Counts, QueryResult, RunResult
+from recall.errors import RecallError
 from recall.inputs.queryset import QueryRow
 from recall.render.history import render_html
 from recall.workflows.history import Commit, Point, document, github_commit_url, is_range, thin
@@ -173,13 +176,11 @@ def test_a_point_links_to_its_commit_when_origin_is_on_github():
     assert github_commit_url("https://github.com/jhawthorn/fzy.git", sha) == url
     assert github_commit_url("git@github.com:jhawthorn/fzy.git", sha) == url
     assert github_commit_url("/srv/git/fzy.git", sha) is None
-    counts = {"n": 1, "first": 1, "top10": 1, "found": 1, "errors": 0, "first_pct": 100.0,
-              "top10_pct": 100.0, "found_pct": 100.0, "mrr": 1.0, "ndcg10": 1.0}  # fmt: skip
-    row = {"sha": sha, "short": sha[:12], "date": "2016-07-10", "subject": "<b>s</b>",
-           "refs": [], "url": url, "error": None, **counts}  # fmt: skip
-    data = {"finder": "f", "engine": {"source": "e"}, "sourced": 1, "repos": ["gin"],
-            "types": ["abbr3"], "commits": [row, {**row, "url": None}]}  # fmt: skip
-    page = render_html(data)
+    counts = Counts(n=1, first=1, top10=1, found=1, errors=0, first_pct=100.0, top10_pct=100.0,
+                    found_pct=100.0, mrr=1.0, ndcg10=1.0)  # fmt: skip
+    row = CommitRow(Commit(sha, "2016-07-10", "<b>s</b>"), url, False, True, None,
+                    Tally(counts, {}, {}), 1.0, 2.0)  # fmt: skip
+    page = render_html(_of([row, dataclasses.replace(row, url=None)]))
     assert f'<a href="{url}"><circle' in page
     assert f"<title>{sha} &lt;b&gt;s&lt;/b&gt;: #1 % 100.0</title>" in page
     assert "<b>s</b>" not in page
@@ -191,9 +192,10 @@ def test_a_history_row_counts_as_the_report_does_ndcg_at_10_included():
     results = (QueryResult(1, ()), QueryResult(3, ()), QueryResult(None, (), error="timed out"))
     point = Point(Commit("a" * 40, "2024-01-02T03:04:05+00:00", "s"),
                   RunResult("c", "bin", 1.0, 2.0, results), None, False, True)  # fmt: skip
-    head = {"finder": "f", "engine": {"source": "e", "sha256": "0"}, "queries": "q",
-            "sourced": 3, "repos": ["flask", "gin"], "types": ["abbr3", "typo"]}  # fmt: skip
-    entry = document(head, rows, [point], [None]).to_json()["commits"][0]
+    head = History("f", EngineUsed("e", "0"), "q", 3, ("flask", "gin"), ("abbr3", "typo"), ())
+    history = document(head, rows, [point], [None])
+    assert History.from_json(history.to_json()) == history  # the codec reads back what it wrote
+    entry = history.to_json()["commits"][0]
     assert {k: entry[k] for k in ("n", "first", "top10", "found", "errors", "mrr", "ndcg10")} == {
         "n": 3,
         "first": 1,
@@ -262,18 +264,27 @@ def test_bisect_refuses_a_bad_ref_that_is_not_bad(fzy: Path, real_cache: Path):
     assert "nothing to bisect" in proc.stderr
 
 
-def _history(points: list[tuple[float, float]], by: dict | None = None) -> dict:
-    """A history's JSON of len(points) commits, each (#1 %, top 10 %) over 1000 rows."""
-    commits = []
-    for i, (first, top10) in enumerate(points):
-        counts = {"n": 1000, "first": round(first * 10), "top10": round(top10 * 10),
-                  "found": 1000, "errors": 0, "first_pct": first, "top10_pct": top10,
-                  "found_pct": 100.0, "mrr": first / 100 + 0.05, "ndcg10": 0.8}  # fmt: skip
-        commits.append({"sha": f"{i:040x}", "short": f"{i:012x}", "date": "2016-07-10",
-                        "subject": f"c{i}", "refs": [], "url": None, "error": None,
-                        **counts, **({"by_repo": by} if by else {})})  # fmt: skip
-    return {"finder": "fzy", "engine": {"source": "e"}, "sourced": 1000, "repos": ["gin"],
-            "types": ["abbr3"], "commits": commits}  # fmt: skip
+def _of(rows: list[CommitRow]) -> History:
+    return History("fzy", EngineUsed("e", "0"), "q", 1000, ("gin",), ("abbr3",), tuple(rows))
+
+
+def _history(points: list[tuple[float, float]], by: dict | None = None) -> History:
+    """A history of len(points) commits, each (#1 %, top 10 %) over 1000 rows; `by` gives
+    each commit's counts per repo (n, first_pct, top10_pct, mrr)."""
+
+    def counts(n: int, first: float, top10: float, mrr: float) -> Counts:
+        return Counts(n=n, first=round(first * n / 100), top10=round(top10 * n / 100), found=n,
+                      errors=0, first_pct=first, top10_pct=top10, found_pct=100.0, mrr=mrr,
+                      ndcg10=0.8)  # fmt: skip
+
+    repos = {repo: counts(c["n"], c["first_pct"], c["top10_pct"], c["mrr"])
+             for repo, c in (by or {}).items()}  # fmt: skip
+    rows = [
+        CommitRow(Commit(f"{i:040x}", "2016-07-10", f"c{i}"), None, False, True, None,
+                  Tally(counts(1000, first, top10, first / 100 + 0.05), {}, repos), 1.0, 2.0)
+        for i, (first, top10) in enumerate(points)
+    ]  # fmt: skip
+    return _of(rows)
 
 
 def _dots(svg: str, series: str) -> list[tuple[float, float]]:
@@ -300,3 +311,17 @@ def test_history_charts_scale_to_the_data_and_keep_coinciding_lines_apart():
     gin, redis = _dots(by, "gin"), _dots(by, "redis")
     assert len(gin) == len(redis) == 9
     assert all(abs(a[1] - b[1]) >= 3 for a, b in zip(gin, redis, strict=True))
+
+
+def test_a_history_read_back_from_its_json_is_the_same_history_failed_commits_included():
+    """`History.from_json` reads what `--json` printed: a failed commit has no counts and no
+    seconds in JSON, and reads back with none (the codec's flattened part left out)."""
+    failed = CommitRow(Commit("b" * 40, "2016-07-11", "broken", ("v2",)), None, True, False,
+                       "build failed (exit 2)", None)  # fmt: skip
+    history = _of([_history([(72.0, 90.0)]).commits[0], failed])
+    data = json.loads(json.dumps(history.to_json()))
+    assert set(data["commits"][1]) == {"sha", "short", "date", "subject", "refs", "url",
+                                       "built", "cached", "error"}  # fmt: skip
+    assert History.from_json(data) == history
+    with pytest.raises(RecallError, match="kind"):
+        History.from_json({**data, "kind": "recall-report"})

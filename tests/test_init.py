@@ -209,3 +209,23 @@ def test_a_base_that_runs_the_program_the_candidate_runs_is_refused_unless_meant
     assert proc.returncode == 0, proc.stderr
     base, candidate = json.loads(proc.stdout)["runs"]
     assert base["first"] == candidate["first"]
+
+
+def test_the_api_writes_the_starter_the_command_writes_and_says_the_same(tmp_path, monkeypatch):
+    """`recall.init` is the command's workflow: the same file, and the same next step."""
+    import recall
+    from recall.workflows.init import render
+
+    api, cli = tmp_path / "api" / "fzy", tmp_path / "cli" / "fzy"
+    for repo in (api, cli):
+        make_repo(repo, {"Makefile": "all:\n\tcc -o fzy src/fzy.c\n", "src/fzy.c": ""})
+    monkeypatch.chdir(tmp_path)
+    started = recall.init(recall.InitOptions(finder=str(api)))
+    proc = run_cli("init", cwd=cli)
+    assert proc.returncode == 0, proc.stderr
+    assert started.path == api / "recall.toml" and started.fits == (
+        "fzy",
+        "a Makefile and src/fzy.c",
+    )
+    assert started.path.read_bytes() == (cli / "recall.toml").read_bytes()
+    assert render(started, api) == proc.stdout.replace(str(cli), str(api))

@@ -10,6 +10,7 @@ import git
 import pytest
 from conftest import needs_ctags, run_cli, tiny_suite
 
+from recall.analysis.history import History
 from recall.render.commandline import explain_command
 from recall.render.escape import code_span, html, markdown
 from recall.render.history import render_html as render_history_html
@@ -165,12 +166,16 @@ def test_a_history_url_that_is_not_https_is_no_link():
     counts = {"n": 1, "first": 1, "top10": 1, "found": 1, "errors": 0, "first_pct": 100.0,
               "top10_pct": 100.0, "found_pct": 100.0, "mrr": 1.0, "ndcg10": 1.0}  # fmt: skip
     row = {"sha": "a" * 40, "short": "a" * 12, "date": "2016-07-10", "subject": "s",
-           "refs": [], "url": "javascript:alert(1)", "error": None, **counts}  # fmt: skip
-    data = {"finder": "f", "engine": {"source": "e"}, "sourced": 1, "repos": ["gin"],
-            "types": ["abbr3"], "commits": [row]}  # fmt: skip
-    page = render_history_html(data)
+           "refs": [], "url": "javascript:alert(1)", "built": False, "cached": True,
+           "error": None, **counts, "by_type": {}, "by_repo": {}, "index_s": 1.0,
+           "query_s": 2.0}  # fmt: skip
+    data = {"schema": 1, "kind": "recall-history", "finder": "f",
+            "engine": {"source": "e", "sha256": "0"}, "queries": "q", "sourced": 1,
+            "repos": ["gin"], "types": ["abbr3"], "commits": [row]}  # fmt: skip
+    page = render_history_html(History.from_json(data))
     assert "href" not in page and "javascript" not in page
-    https = render_history_html({**data, "commits": [{**row, "url": "https://github.com/a/b"}]})
+    linked = {**data, "commits": [{**row, "url": "https://github.com/a/b"}]}
+    https = render_history_html(History.from_json(linked))
     assert '<a href="https://github.com/a/b">' in https
 
 

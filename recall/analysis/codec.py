@@ -8,7 +8,8 @@ The rules, the same for every class:
   or to add a computed key: a property or a method without arguments, written but not
   read back;
 - `JSON_FLAT` names the fields whose dataclass's keys sit in the parent's object, at the
-  field's place (a run's counts beside its groups);
+  field's place (a run's counts beside its groups); such a field of type `X | None`, in
+  JSON_OMIT at None, is None where none of X's keys are there (a history's failed commit);
 - `JSON_OMIT` maps a key to the value at which it is absent (a section not asked for);
 - tuples are arrays, `dict[str, X]` objects, `X | None` null or X, `Literal` one of its
   values; a bare `dict` is passed through; a float field keeps a whole number an int, as
@@ -98,7 +99,11 @@ def decode(cls: type[T], data: object, where: str = "report") -> T:
         if not f.init or f.name not in written:
             continue
         if f.name in flat:
-            args[f.name] = decode(types_of[f.name], data, where)
+            part = _flat_class(types_of[f.name])
+            if f.name in omit and not set(_flat_keys(part)) & set(data):
+                args[f.name] = omit[f.name]  # a flattened part left out: none of its keys
+            else:
+                args[f.name] = decode(part, data, where)
         elif f.name in data:
             args[f.name] = _value(types_of[f.name], data[f.name], f"{where}.{f.name}")
         elif f.name in omit:
@@ -106,6 +111,38 @@ def decode(cls: type[T], data: object, where: str = "report") -> T:
         elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             raise RecallError(f"{where}: no {f.name!r}")
     return cls(**args)
+
+
+def _flat_keys(cls: Any) -> tuple[str, ...]:
+    """The keys a class writes into its object, its flattened fields' keys among them."""
+    flat: frozenset[str] = getattr(cls, "JSON_FLAT", frozenset())
+    types_of = hints(cls)
+    return tuple(
+        part
+        for key in keys(cls)
+        for part in (_flat_keys(_flat_class(types_of[key])) if key in flat else (key,))
+    )
+
+
+def _flat_class(tp: Any) -> Any:
+    """The dataclass of a flattened field, `X | None` (left out at None) read as X."""
+    return next((a for a in typing.get_args(tp) if a is not type(None)), tp)
+
+
+def named(hint: object) -> str:
+    """A type hint as a message says it: `int`, `str or None`, `one of 'tune', 'holdout'`."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(named(arg) for arg in args)
+    if origin is Literal:
+        return "one of " + ", ".join(repr(arg) for arg in args)
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return f"a tuple of ({named(args[0])})"
+        return f"a tuple ({', '.join(named(arg) for arg in args)})"
+    if hint is type(None):
+        return "None"
+    return getattr(hint, "__name__", str(hint))
 
 
 def _value(tp: Any, data: object, where: str) -> Any:
@@ -122,7 +159,7 @@ def _value(tp: Any, data: object, where: str) -> Any:
                 return _value(option, data, where)
             except RecallError:
                 pass
-        raise RecallError(f"{where}: {data!r} is none of {tp}")
+        raise RecallError(f"{where}: expected {named(tp)}, got {data!r}")
     if origin is tuple:
         if not isinstance(data, list):
             raise RecallError(f"{where}: expected an array, got {data!r}")

@@ -35,6 +35,7 @@ from recall.analysis.stats import (
 )
 from recall.inputs.judgments import Judgment, contested
 from recall.inputs.queryset import QueryRow
+from recall.inputs.sides import Split
 
 Ranks = tuple[int | None, int | None]  # where preferred and other ranked (None: not found)
 OUTCOME = "agreement"  # what a judgments diff's verdict is on
@@ -171,7 +172,7 @@ class Judged(Coded):
     lists: int
     runs: tuple[JudgedRun, ...]
     diffs: tuple[JudgedDiff, ...] = ()
-    split: str | None = None  # --split: the side whose pairs these are; None: the whole file
+    split: Split | None = None  # --split: the side whose pairs these are; None: the whole file
     sides: dict[str, tuple[str, ...]] = field(default_factory=dict)  # each side's projects
 
     JSON_KEYS = ("pairs", "queries", "lists", "contested", "runs", "diffs", "split", "sides")

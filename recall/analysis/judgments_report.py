@@ -26,13 +26,14 @@ from recall.analysis.model import (
 from recall.analysis.report import OFF_CORPUS_SHOWN, counts
 from recall.inputs.judgments import Judgment, on_side, projects_by_side
 from recall.inputs.queryset import QueryRow
+from recall.inputs.sides import Split
 
 NO_CEILING = ceiling.summary([], {}, {})  # no recipe makes a judgment: nothing to bound
 
 
 def judgments_report(
     meta: dict, judgments: list[Judgment], rows: list[QueryRow], runs: list[RunResult], *,
-    baseline: bool, split: str | None = None,
+    baseline: bool, split: Split | None = None,
 ) -> Report:  # fmt: skip
     """The report of runs (the baseline first, with one) over the judged rows: the rows
     of the pairs of the --split side (every pair of the file without it), which the report

@@ -15,6 +15,7 @@ from recall.analysis.effort import Effort
 from recall.analysis.judgments import Judged
 from recall.analysis.stats import McNemar, Significance, Verdict, verdict_line
 from recall.errors import RecallError
+from recall.inputs.sides import Split
 
 TOP = 10  # the hits kept of each answer: enough for top-10 and for the report's examples
 
@@ -464,7 +465,7 @@ class Report(Coded):
     bench: BenchSummary | None = None
     misses: tuple[Miss, ...] | None = None  # with --misses: the last binary's
     unknown_sources: UnknownSources = UnknownSources()
-    split: str | None = None  # --split: the side of the tune/holdout split shown; None: all
+    split: Split | None = None  # --split: the side of the tune/holdout split shown; None: all
     effort: Effort | None = (
         None  # a typing set's keystrokes to the name (recall/analysis/effort.py)
     )

@@ -47,7 +47,7 @@ from recall.analysis.stats import (
 )
 from recall.inputs.corpus import Pin
 from recall.inputs.queryset import QueryRow
-from recall.inputs.sides import HOLDOUT, SEEN
+from recall.inputs.sides import HOLDOUT, SEEN, Split
 
 OFF_CORPUS_SHOWN = 5  # rows quoted of a run's answers that named nothing in the corpus
 
@@ -285,7 +285,7 @@ def analyse(
     regress: RegressSection | None, accepted: list[Key] | None,
     explain_flags: list[str | None], ceiling: CeilingSummary,
     bench: BenchSummary | None = None, show_misses: bool = False,
-    unknown_sources: UnknownSources = NO_UNKNOWN_SOURCES, split: str | None = None,
+    unknown_sources: UnknownSources = NO_UNKNOWN_SOURCES, split: Split | None = None,
 ) -> Report:  # fmt: skip
     """The report over `runs` in the order given. With a baseline (the first run) each
     later run is diffed against it: its regress cases that broke, its losses with the

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import orjson
 
+from recall.analysis.history import History
 from recall.analysis.model import Report
 from recall.errors import EXIT_FAILURE, EXIT_LOSS, EXIT_OK, RecallError
 from recall.files import write_atomic
 from recall.render import history as history_page
 from recall.render.html import render_html
 from recall.render.text import log_lines, loss_reasons, render
-from recall.workflows.history import History
 from recall.workflows.options import Output
 
 
@@ -57,15 +57,15 @@ def print_report(report: Report, output: Output) -> int:
 def print_history(args: argparse.Namespace, measured: History) -> int:
     """The history as --json, --markdown or text (and --html), and its exit status: 0
     unless every commit failed."""
-    data = measured.to_json()
     if args.html:
-        page = history_page.render_html(data, by=args.by).encode("utf-8")
+        page = history_page.render_html(measured, by=args.by).encode("utf-8")
         try:
             write_atomic(Path(args.html), page)
         except OSError as exc:
             raise RecallError(f"--html {args.html}: cannot write: {exc.strerror or exc}") from None
     if args.json:
+        data = measured.to_json()
         sys.stdout.buffer.write(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
     else:
-        sys.stdout.write(history_page.render(data, by=args.by, markdown=args.markdown))
+        sys.stdout.write(history_page.render(measured, by=args.by, markdown=args.markdown))
     return EXIT_OK if measured.ok else EXIT_FAILURE

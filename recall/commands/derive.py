@@ -1,33 +1,24 @@
 """`recall derive recipes|sample|all`: the queries each name derives, a sample of one
-repo's rows, and the committed query sets regenerated (or checked) from their settings."""
+repo's rows, and the committed query sets regenerated (or checked) from their settings
+(the work is recall/workflows/derive.py's; this is its flags)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
+import typing
 
-from recall.commands._flags import add_common, locate_flags
-from recall.errors import EXIT_LOSS, EXIT_OK, RecallError
-from recall.files import read_input, write_atomic
-from recall.inputs import keystrokes
-from recall.inputs.corpus import Pin, cache_root, fetch, load_pins, mirror_root, select_pins
-from recall.inputs.derive import (
-    DEFAULT_SEED,
-    RECIPE_SETS,
-    NameSource,
-    derive_all,
-    derive_rows,
-    load_settings,
-    name_source,
-    read_recipe_set,
-    recipes,
-    typed_recipes,
+from recall.commands._flags import add_common
+from recall.errors import EXIT_LOSS, EXIT_OK
+from recall.inputs.queryset import DERIVED_SETS, format_queries
+from recall.workflows import derive
+from recall.workflows.options import (
+    Data,
+    DeriveOptions,
+    RecipeSet,
+    RecipesOptions,
+    SampleOptions,
 )
-from recall.inputs.path_recipes import derive_all_paths, path_recipes
-from recall.inputs.paths import checkout_paths
-from recall.inputs.queryset import DERIVED_SETS, PATH_SET, format_queries, read_queries
-from recall.inputs.symbols import checkout_symbols
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -37,11 +28,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     recipes_p = verbs.add_parser("recipes", help="print source, type, query for names")
     recipes_p.add_argument("names", nargs="+", metavar="NAME")
     recipes_p.add_argument(
-        "--seed", type=int, default=DEFAULT_SEED, help="recipe seed (default: %(default)s)"
+        "--seed", type=int, default=RecipesOptions.seed, help="recipe seed (default: %(default)s)"
     )
     recipes_p.add_argument(
-        "--set", choices=(*RECIPE_SETS, PATH_SET), default="default", dest="recipe_set",
-        help="the query set's recipes (default: %(default)s)",
+        "--set", choices=typing.get_args(RecipeSet), default=RecipesOptions.recipe_set,
+        dest="recipe_set", help="the query set's recipes (default: %(default)s)",
     )  # fmt: skip
     recipes_p.add_argument(
         "--owner", metavar="OWNER", help="typed set: the name's scope owner, for `qualified`"
@@ -63,7 +54,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="how many names to sample (not rows: a name gives up to six)",
     )  # fmt: skip
     sample_p.add_argument(
-        "--seed", type=int, default=DEFAULT_SEED, help="sampling seed (default: %(default)s)"
+        "--seed", type=int, default=SampleOptions.seed, help="sampling seed (default: %(default)s)"
     )
 
     all_p = verbs.add_parser(
@@ -82,88 +73,41 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    locate_flags(args)
     verbs = {"recipes": _recipes, "sample": _sample, "all": _all}
     return verbs[args.verb](args)
 
 
 def _recipes(args: argparse.Namespace) -> int:
-    for name in args.names:
-        if args.recipe_set == "typed":
-            made = typed_recipes(name, args.seed, args.owner, args.language)
-        elif args.recipe_set == PATH_SET:
-            made = path_recipes(name, args.seed)
-        else:
-            made = recipes(name, args.seed)
-        for kind, query in made:
-            print(f"{name}\t{kind}\t{query}")
+    options = RecipesOptions(
+        names=tuple(args.names), seed=args.seed, recipe_set=args.recipe_set, owner=args.owner,
+        language=args.language,
+    )  # fmt: skip
+    for name, kind, query in derive.derived_queries(options):
+        print(f"{name}\t{kind}\t{query}")
     return EXIT_OK
 
 
-def _source(pin: Pin, args: argparse.Namespace) -> NameSource:
-    cache = cache_root(args.cache)
-    checkout = fetch(pin, cache, mirror_root(args.mirror))
-    return name_source(checkout_symbols(checkout, cache), pin.language)
-
-
-def _paths(pin: Pin, args: argparse.Namespace) -> list[str]:
-    cache = cache_root(args.cache)
-    return checkout_paths(fetch(pin, cache, mirror_root(args.mirror)), cache)
+def _data(args: argparse.Namespace) -> Data:
+    return Data(corpus=args.corpus, cache=args.cache, mirror=args.mirror)
 
 
 def _sample(args: argparse.Namespace) -> int:
-    corpus = Path(args.corpus)
-    (pin,) = select_pins(load_pins(corpus), [args.repo], corpus)
-    if args.n < 0:
-        raise RecallError("--n must be zero or more")
-    rows = derive_rows(pin.name, _source(pin, args).names, args.n, args.seed)
+    rows = derive.sample(SampleOptions(repo=args.repo, n=args.n, data=_data(args), seed=args.seed))
     sys.stdout.buffer.write(format_queries(rows).split(b"\n", 1)[1])
     return EXIT_OK
 
 
 def _all(args: argparse.Namespace) -> int:
-    if args.settings or args.queries:
-        sets = [(Path(args.queries or "queries.tsv"), Path(args.settings or "derive.json"))]
-    else:
-        named = [(Path(q), Path(d)) for q, d in DERIVED_SETS.values()]
-        sets = [(queries, settings) for queries, settings in named if settings.exists()]
-        if not sets:  # else nothing is made or checked, and exit 0 says all is well
-            raise RecallError(
-                f"derive all: no derive settings in {Path.cwd()} ("
-                + ", ".join(settings.name for _queries, settings in named)
-                + "): run it in a suite's folder (recall's checkout, or a finder's with sets "
-                "of its own), or name one set with --settings FILE --queries FILE"
-            )
-    pins = load_pins(Path(args.corpus))
-    sources: dict[str, NameSource] = {}
+    options = DeriveOptions(
+        data=_data(args), settings=args.settings, queries=args.queries, check=args.check
+    )
     status = EXIT_OK
-    for queries, settings_path in sets:
-        settings = load_settings(settings_path, pins)
-        if keystrokes.is_typing_settings(settings_path):  # its own rows: steps of sequences
-            for repo in settings:
-                if repo not in sources:
-                    sources[repo] = _source(pins[repo], args)
-            data = keystrokes.format_typing(keystrokes.derive_typing_all(sources, settings))
-        elif (recipe_set := read_recipe_set(settings_path)) == PATH_SET:
-            existing = read_queries(queries, set(pins)) if queries.exists() else []
-            paths = {repo: _paths(pins[repo], args) for repo in settings}
-            data = format_queries(derive_all_paths(paths, settings, existing))
+    for made in derive.derive_sets(options):
+        if not options.check:
+            print(f"{made.queries}: {made.rows} rows")
+        elif made.changed:
+            print(f"recall: {made.queries} differs from what derive all makes now", file=sys.stderr)
+            status = EXIT_LOSS
         else:
-            existing = read_queries(queries, set(pins)) if queries.exists() else []
-            for repo in settings:
-                if repo not in sources:
-                    sources[repo] = _source(pins[repo], args)
-            data = format_queries(derive_all(sources, settings, existing, recipe_set))
-        current = read_input(queries) if queries.exists() else b""
-        count = data.count(b"\n") - 1
-        if args.check:
-            if data != current:
-                print(f"recall: {queries} differs from what derive all makes now", file=sys.stderr)
-                status = EXIT_LOSS
-            else:
-                print(f"{queries}: up to date ({count} rows)")
-            continue
-        if data != current:
-            write_atomic(queries, data)
-        print(f"{queries}: {count} rows")
+            print(f"{made.queries}: up to date ({made.rows} rows)")
     return status

@@ -26,7 +26,7 @@ from recall.cache import FolderEntry, reporter, sole_user
 from recall.errors import RecallError
 from recall.files import read_input
 from recall.inputs.languages import LANGUAGES
-from recall.inputs.sides import SIDES, TUNE
+from recall.inputs.sides import SIDES, TUNE, Side
 
 FROZEN_DATE = "2000-01-01T00:00:00Z"
 FROZEN_EPOCH = 946684800
@@ -56,7 +56,7 @@ class Pin:
     # Its side of the split (recall/inputs/sides.py). A pin without the field predates the
     # rule and is `tune`; `recall pin` writes it, puts a new corpus on the holdout side
     # and never moves a pin's side.
-    split: str = TUNE
+    split: Side = TUNE
 
     def as_json(self) -> dict[str, str]:
         """The pin as corpus.json holds it."""

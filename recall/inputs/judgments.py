@@ -27,7 +27,7 @@ from pathlib import Path
 from recall.errors import RecallError
 from recall.files import read_input
 from recall.inputs.queryset import JUDGED_TYPES, QueryRow, parse_rows
-from recall.inputs.sides import HOLDOUT, SPLITS, TUNE
+from recall.inputs.sides import HOLDOUT, SPLITS, TUNE, Split
 
 HEADER = ("domain", "query", "preferred", "other", "source")
 DOMAINS = JUDGED_TYPES  # symbol, path: what a row's candidates are
@@ -71,7 +71,7 @@ def project_side(project: str) -> str:
     return HOLDOUT if first < HOLDOUT_BELOW else TUNE
 
 
-def on_side(judgments: Iterable[Judgment], split: str | None) -> list[Judgment]:
+def on_side(judgments: Iterable[Judgment], split: Split | None) -> list[Judgment]:
     """The judgments --split runs: those of the side's projects (every one without it)."""
     if split is None:
         return list(judgments)

@@ -5,6 +5,15 @@ file's `languages` check, so that an engine or a finder's index imports no git c
 read it.
 """
 
+from typing import Literal
+
+# A language a pin may name: LANGUAGES's keys (tests/test_languages.py holds them equal),
+# spelled out for the options that take one (`recall pin --language`).
+Language = Literal[
+    "c", "c++", "csharp", "go", "java", "javascript", "kotlin", "lua", "php", "python", "ruby",
+    "rust", "scala", "swift", "typescript",
+]  # fmt: skip
+
 # corpus.json's language word -> Universal Ctags' language name.
 LANGUAGES = {
     "c": "C",

@@ -16,7 +16,7 @@ from typing import TypeVar
 from recall.errors import RecallError
 from recall.files import read_input
 from recall.inputs.recipes import RECIPES, set_types
-from recall.inputs.sides import SPLITS, on_split
+from recall.inputs.sides import SPLITS, Side, Split, on_split
 
 HEADER = ("repo", "query", "type", "source")
 # The types of the recipes' two sets (recall.inputs.recipes, the one registry), in order.
@@ -162,7 +162,7 @@ def queries_digest(rows: list[QueryRow]) -> str:
     return hashlib.sha256(format_queries(rows)).hexdigest()
 
 
-def split_repos(sides: Mapping[str, str], split: str | None) -> set[str] | None:
+def split_repos(sides: Mapping[str, Side], split: Split | None) -> set[str] | None:
     """The repos whose rows --split runs, from each pin's side (recall/inputs/sides.py),
     or None without --split: every repo. The split is by whole corpora, so a hand row
     (no source) is on its corpus's side like the others."""

@@ -8,16 +8,20 @@ corpora pinned fresh the per-type lead did not hold). A table of its own, read b
 """
 
 import typing
+from typing import Final
 
-TUNE, HOLDOUT, SEEN = "tune", "holdout", "seen"
+TUNE: Final = "tune"
+HOLDOUT: Final = "holdout"
+SEEN: Final = "seen"
 # A pin's side: `tune`; `holdout`, the fresh holdout, which no tuning has read; or `seen`,
 # held out too but read while tuning, so a second view of the holdout, not a sealed one.
-SIDES = (TUNE, HOLDOUT, SEEN)
+Side = typing.Literal["tune", "holdout", "seen"]
+SIDES: tuple[str, ...] = typing.get_args(Side)
 # What --split selects: `tune` the tune corpora, `holdout` the fresh and the seen ones.
 Split = typing.Literal["tune", "holdout"]
 SPLITS: tuple[str, ...] = typing.get_args(Split)
 
 
-def on_split(side: str, split: str) -> bool:
+def on_split(side: Side, split: Split) -> bool:
     """Whether a corpus on `side` is run by --split `split`."""
     return side == split or (split == HOLDOUT and side == SEEN)

@@ -3,14 +3,12 @@ each cell, and how the cell is aligned, with the ceiling's row beside them.
 
 The text and Markdown report (render/text.py), the HTML report (render/html.py) and the
 results page (render/results_page.py) all build their counts tables from COUNTS, so a
-column added here (nDCG@10, say) reaches every page at once instead of one of them; the
-history (render/history.py), drawn from a history's JSON, reads its counts objects with
-`counts_from_json` first.
+column added here (nDCG@10, say) reaches every page at once instead of one of them, the
+history's (render/history.py) among them.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -103,6 +101,38 @@ def ceiling_cells(bound: Bound) -> list[str]:
     return [column.ceiling(bound) if column.ceiling else NONE for column in COUNTS]
 
 
+# A finder's counts in one cell, where a table has a column per finder (text and Markdown
+# with several candidates), and the ceiling's beside them.
+COMPACT = "#1% / top 10% / found% / MRR"
+CEILING_COMPACT = "ceiling #1% / top 10%"
+# The headline percents, as the summary of several finders shows them.
+PERCENTS = ("#1", "top 10", "found")
+
+
+def compact(c: Counts, marks: Marks = NO_MARKS) -> str:
+    """A finder's COMPACT cell: `72.0^ / 90.1 / 95.0 / 0.801`."""
+    first = marked(f"{c.first_pct:.1f}", marks.first)
+    top10 = marked(f"{c.top10_pct:.1f}", marks.top10)
+    return f"{first} / {top10} / {c.found_pct:.1f} / {c.mrr:.3f}"
+
+
+def ceiling_compact(c: CeilingCounts | None, n: int) -> str:
+    """A group's ceiling in percent with its ranges (CEILING_COMPACT), and its own n where it
+    leaves rows of the group out of the group's n; "-" without a ceiling."""
+    if not c:
+        return NONE
+    cell = (
+        f"{c.first_pct:.1f} [{range_pct(c, c.first_ci)}] / "
+        f"{c.top10_pct:.1f} [{range_pct(c, c.top10_ci)}]"
+    )
+    return cell if c.n == n else f"{cell} of {c.n}"
+
+
+def percents(c: Counts) -> list[str]:
+    """A finder's PERCENTS cells: `72.0%`, `90.1%`, `95.0%`."""
+    return [f"{c.first_pct:.1f}%", f"{c.top10_pct:.1f}%", f"{c.found_pct:.1f}%"]
+
+
 def left_aligned(first: int = 1) -> frozenset[int]:
     """The indexes of COUNTS's text columns in a table where they start at `first`."""
     return frozenset(first + i for i, column in enumerate(COUNTS) if not column.right)
@@ -115,11 +145,6 @@ def bound_of(c: CeilingCounts) -> Bound:
 def range_pct(c: CeilingCounts, ci: tuple[int, int]) -> str:
     """A ceiling's 95% range in percent of its n: `62.5-87.5` ("-" without rows)."""
     return f"{100.0 * ci[0] / c.n:.1f}-{100.0 * ci[1] / c.n:.1f}" if c.n else "-"
-
-
-def counts_from_json(data: dict) -> Counts:
-    """A counts object of a history's JSON (docs/history.md) as the model's value."""
-    return Counts(**{field.name: data[field.name] for field in dataclasses.fields(Counts)})
 
 
 def holdout_lines(holdout: Holdout) -> list[str]:

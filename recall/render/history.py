@@ -1,13 +1,15 @@
-"""A history (history.as_json's object) as a text or Markdown table, and as one
+"""A history (analysis/history.py's typed History) as a text or Markdown table, and as one
 self-contained HTML page with SVG line charts of #1 / top 10 / MRR over commits.
 
-Works on the JSON object alone, so a saved `--json` history renders the same page. As
+A saved `--json` history renders the same page once `History.from_json` has read it. As
 the report page (render/html.py) does, it fetches nothing when viewed and escapes every string
 that came from a repository (subjects, tags, names), since a stranger wrote them.
 """
 
 from __future__ import annotations
 
+from recall.analysis.history import CommitRow, History
+from recall.analysis.model import Counts
 from recall.render import columns
 from recall.render.escape import html as _e
 from recall.render.escape import markdown as markdown_text
@@ -31,53 +33,65 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
-def _name(commit: dict) -> str:
+def _name(row: CommitRow) -> str:
     """The short sha, with the tags that named it."""
-    refs = commit.get("refs") or []
-    return f"{commit['short'][:7]} ({', '.join(refs)})" if refs else commit["short"][:7]
+    refs = row.commit.refs
+    return f"{row.commit.sha[:7]} ({', '.join(refs)})" if refs else row.commit.sha[:7]
 
 
-def _cells(commit: dict, c: dict | None) -> list[str]:
-    head = [_name(commit), commit["date"][:10], commit["subject"]]
-    if commit["error"] is not None:
-        return [*head, *["-"] * (len(COUNTED) - 1), f"failed: {commit['error']}"]
+def _cells(row: CommitRow, c: Counts | None) -> list[str]:
+    head = [_name(row), row.commit.date[:10], row.commit.subject]
+    if row.error is not None:
+        return [*head, *["-"] * (len(COUNTED) - 1), f"failed: {row.error}"]
     if c is None:
         return [*head, *["-"] * len(COUNTED)]
-    counts = columns.counts_from_json(c)
-    return [*head, *(column.cell(counts, columns.NO_MARKS) for column in COUNTED)]
+    return [*head, *(column.cell(c, columns.NO_MARKS) for column in COUNTED)]
 
 
-def groups(data: dict, by: str | None) -> list[str]:
+def _counts(row: CommitRow, by: str | None, key: str | None) -> Counts | None:
+    """A row's counts over all its rows (key None), or over one type's or repo's."""
+    if row.tally is None:
+        return None
+    if key is None:
+        return row.tally.all
+    return (row.tally.by_type if by == "type" else row.tally.by_repo).get(key)
+
+
+def groups(history: History, by: str | None) -> list[str]:
     """The keys of --by type|repo, as the measured commits have them."""
     if by is None:
         return []
     keys: dict[str, None] = {}
-    for commit in data["commits"]:
-        keys.update(dict.fromkeys(commit.get(f"by_{by}", {})))
+    for row in history.commits:
+        keys.update(dict.fromkeys(_groups(row, by)))
     return sorted(keys)
 
 
-def render(data: dict, *, by: str | None = None, markdown: bool = False) -> str:
+def _groups(row: CommitRow, by: str) -> dict[str, Counts]:
+    if row.tally is None:
+        return {}
+    return row.tally.by_type if by == "type" else row.tally.by_repo
+
+
+def render(history: History, *, by: str | None = None, markdown: bool = False) -> str:
     """The history table (all rows together), then one per type or repo with --by."""
 
     def said(text: str) -> str:  # from outside: a path, repo and type names, an engine
         return markdown_text(text) if markdown else shown(text)
 
-    out = [f"recall history: {_count(len(data['commits']), 'commit')} of {said(data['finder'])}, "
-           f"{data['sourced']} sourced queries ({said(', '.join(data['repos']))}; "
-           f"{said(', '.join(data['types']))}), engine {said(data['engine']['source'])}",
+    h = history
+    out = [f"recall history: {_count(len(h.commits), 'commit')} of {said(h.finder)}, "
+           f"{h.sourced} sourced queries ({said(', '.join(h.repos))}; "
+           f"{said(', '.join(h.types))}), engine {said(h.engine.source)}",
            ""]  # fmt: skip
-    for key in [None, *groups(data, by)]:
+    for key in [None, *groups(h, by)]:
         if key is not None:
             out += [f"## {by} {said(key)}" if markdown else f"{by} {said(key)}:", ""]
-        body = [
-            _cells(commit, commit if key is None else commit.get(f"by_{by}", {}).get(key))
-            for commit in data["commits"]
-        ]
+        body = [_cells(row, _counts(row, by, key)) for row in h.commits]
         out += [*_table(body, markdown), ""]
-    failed = sum(1 for commit in data["commits"] if commit["error"] is not None)
+    failed = sum(1 for row in h.commits if row.error is not None)
     if failed:
-        out.append(f"{failed} of {_count(len(data['commits']), 'commit')} could not be measured")
+        out.append(f"{failed} of {_count(len(h.commits), 'commit')} could not be measured")
     return safe_output("\n".join(out).rstrip("\n") + "\n")
 
 
@@ -90,27 +104,27 @@ def _table(body: list[list[str]], markdown: bool) -> list[str]:
 # The page ------------------------------------------------------------------------------
 
 
-def _value(c: dict | None, metric: str) -> float | None:
-    if c is None or not c.get("n"):
+def _value(c: Counts | None, metric: str) -> float | None:
+    if c is None or not c.n:
         return None
-    return c[metric] * 100 if metric == "mrr" else c[metric]
+    value: float = getattr(c, metric)
+    return value * 100 if metric == "mrr" else value
 
 
 Series = list[tuple[str, str, list[float | None]]]
 
 
-def _safe_url(commit: dict) -> bool:
+def _safe_url(row: CommitRow) -> bool:
     """A commit's link, from a history's JSON, which may have been edited: https only, so
     no `javascript:` url becomes a link."""
-    url = commit.get("url")
-    return isinstance(url, str) and url.startswith("https://")
+    return row.url is not None and row.url.startswith("https://")
 
 
 MIN_PLOT_W = 640  # a chart of a few commits still spreads them over the page
 APART_PX = 3.0  # lines that would coincide are drawn this far apart
 
 
-def chart(commits: list[dict], series: Series, title: str) -> str:
+def chart(commits: tuple[CommitRow, ...], series: Series, title: str) -> str:
     """One SVG line chart, one x step per commit, its y axis scaled to the values drawn
     (svg.data_axis: fzy's -0.2 points between two releases is a step to see, not a pixel
     of a 0 to 100 axis). Each series is (label, colour, values); a None value (a commit
@@ -134,17 +148,17 @@ def chart(commits: list[dict], series: Series, title: str) -> str:
 
     parts = [*svg_start(width, height, title), f'<text x="{left}" y="14">{_e(title)}</text>']
     parts += grid(left, plot_w, y, ticks)
-    for i, commit in enumerate(commits):
-        label = _name(commit)
+    for i, row in enumerate(commits):
+        label = _name(row)
         cx = x(i)
         parts.append(
             f'<text transform="translate({cx:.1f},{top + plot_h + 10}) rotate(45)" '
             f'font-size="10">{_e(label)}</text>'
         )
-        if commit["error"] is not None:
+        if row.error is not None:
             parts.append(
                 f'<text x="{cx:.1f}" y="{top + plot_h - 4}" text-anchor="middle" fill="#999">'
-                f"×<title>{_e(commit['sha'])}: {_e(commit['error'])}</title></text>"
+                f"×<title>{_e(row.commit.sha)}: {_e(row.error)}</title></text>"
             )
     drawn: list[list[float | None]] = []  # each series' y at each commit, once placed
     for label, color, values in series:
@@ -171,14 +185,14 @@ def chart(commits: list[dict], series: Series, title: str) -> str:
         for i, (v, py) in enumerate(zip(values, ys, strict=True)):
             if v is None or py is None:
                 continue
-            commit = commits[i]
-            tip = f"{commit['sha']} {commit['subject']}: {label} {v:.1f}"
+            row = commits[i]
+            tip = f"{row.commit.sha} {row.commit.subject}: {label} {v:.1f}"
             dot = (
                 f'<circle cx="{x(i):.1f}" cy="{py:.1f}" r="3.5" fill="{color}">'
                 f"<title>{_e(tip)}</title></circle>"
             )
-            if _safe_url(commit):
-                dot = f'<a href="{_e(commit["url"])}">{dot}</a>'
+            if _safe_url(row):
+                dot = f'<a href="{_e(row.url)}">{dot}</a>'
             parts.append(dot)
     parts.append("</svg>")
     return "".join(parts)
@@ -189,14 +203,15 @@ def _legend(items: list[tuple[str, str]]) -> str:
     return f'<p class="legend">{spans}</p>'
 
 
-def charts(data: dict, by: str | None) -> str:
+def charts(history: History, by: str | None) -> str:
     """Without --by: a chart per metric, each on its own axis. With --by: a chart per
     metric, a line per type or repo."""
-    commits = data["commits"]
-    keys = groups(data, by)
+    commits = history.commits
+    keys = groups(history, by)
     if not keys:  # a chart a metric, each on its own axis: #1 and MRR move apart
         return "".join(
-            chart(commits, [(name, METRIC_COLORS[metric], [_value(c, metric) for c in commits])],
+            chart(commits, [(name, METRIC_COLORS[metric],
+                             [_value(_counts(row, by, None), metric) for row in commits])],
                   f"{name}, all sourced queries")
             for metric, name in METRICS
         )  # fmt: skip
@@ -204,7 +219,7 @@ def charts(data: dict, by: str | None) -> str:
     colors = {key: GROUP_COLORS[i % len(GROUP_COLORS)] for i, key in enumerate(keys)}
     for metric, name in METRICS:
         series = [
-            (key, colors[key], [_value(c.get(f"by_{by}", {}).get(key), metric) for c in commits])
+            (key, colors[key], [_value(_counts(row, by, key), metric) for row in commits])
             for key in keys
         ]
         out.append(f"<h2>{_e(name)} by {_e(by)}</h2>")
@@ -213,16 +228,16 @@ def charts(data: dict, by: str | None) -> str:
     return "".join(out)
 
 
-def _html_table(data: dict) -> str:
+def _html_table(history: History) -> str:
     out = ["<table><tr>", *(f'<th class="text">{_e(h)}</th>' if i < 3 else f"<th>{_e(h)}</th>"
                             for i, h in enumerate(HEAD)), "</tr>"]  # fmt: skip
-    for commit in data["commits"]:
-        cells = _cells(commit, commit)
+    for row in history.commits:
+        cells = _cells(row, _counts(row, None, None))
         name = _e(cells[0])
-        if _safe_url(commit):
-            name = f'<a href="{_e(commit["url"])}">{name}</a>'
+        if _safe_url(row):
+            name = f'<a href="{_e(row.url)}">{name}</a>'
         else:
-            name = f'<span title="{_e(commit["sha"])}">{name}</span>'
+            name = f'<span title="{_e(row.commit.sha)}">{name}</span>'
         out.append(f'<tr><td class="text">{name}</td>')
         out += [f'<td class="text">{_e(c)}</td>' for c in cells[1:3]]
         out += [f"<td>{_e(c)}</td>" for c in cells[3:]]
@@ -231,21 +246,21 @@ def _html_table(data: dict) -> str:
     return "".join(out)
 
 
-def render_html(data: dict, *, by: str | None = None) -> str:
+def render_html(history: History, *, by: str | None = None) -> str:
     """The whole page: what was measured, the charts, the table."""
-    engine = data["engine"]["source"]
+    h = history
     return "\n".join([
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>recall history: {_count(len(data['commits']), 'commit')}</title>",
+        f"<title>recall history: {_count(len(h.commits), 'commit')}</title>",
         f"<style>{CSS}</style></head><body>",
-        f"<h1>recall history: {_count(len(data['commits']), 'commit')}</h1>",
-        f'<p class="meta">finder {_e(data["finder"])} · engine {_e(engine)} · '
-        f"{_e(data['sourced'])} sourced queries ({_e(', '.join(data['repos']))}; "
-        f"{_e(', '.join(data['types']))})</p>",
-        charts(data, by),
+        f"<h1>recall history: {_count(len(h.commits), 'commit')}</h1>",
+        f'<p class="meta">finder {_e(h.finder)} · engine {_e(h.engine.source)} · '
+        f"{_e(h.sourced)} sourced queries ({_e(', '.join(h.repos))}; "
+        f"{_e(', '.join(h.types))})</p>",
+        charts(h, by),
         "<h2>Commits</h2>",
-        _html_table(data),
+        _html_table(h),
         "</body></html>\n",
     ])  # fmt: skip

@@ -32,6 +32,7 @@ from recall.render.columns import (
     HEADER,
     NO_MARKS,
     NONE,
+    PERCENTS,
     Marks,
     bound_of,
     ceiling_cells,
@@ -39,6 +40,7 @@ from recall.render.columns import (
     expected,
     holdout_lines,
     left_aligned,
+    percents,
 )
 from recall.render.effort import effort_html
 from recall.render.escape import html as _e
@@ -307,12 +309,11 @@ def _verdicts_table(runs: tuple[RunSummary, ...], diffs: tuple[Diff, ...]) -> st
     rows: list[list[object]] = []
     for run in runs:
         v = verdicts.get(run.label)
-        c = run.counts
         rows.append(
-            [run.label, f"{c.first_pct:.1f}%", f"{c.top10_pct:.1f}%", f"{c.found_pct:.1f}%",
-             _verdict_cell(v.first if v else None), _verdict_cell(v.top10 if v else None)]
+            [run.label, *percents(run.counts), _verdict_cell(v.first if v else None),
+             _verdict_cell(v.top10 if v else None)]
         )  # fmt: skip
-    head = ["binary", "#1", "top 10", "found", "verdict #1", "verdict top 10"]
+    head = ["binary", *PERCENTS, "verdict #1", "verdict top 10"]
     return _table(head, rows, frozenset({0, 4, 5}))
 
 

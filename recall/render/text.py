@@ -23,17 +23,21 @@ from recall.analysis.model import (
 from recall.analysis.stats import ALPHA, VERDICT_TEST, Verdict, shown_p
 from recall.render.columns import (
     ABOVE,
+    CEILING_COMPACT,
+    COMPACT,
     COUNTS,
     HEADER,
     NO_MARKS,
     NONE,
+    PERCENTS,
     Marks,
     bound_of,
     ceiling_cells,
+    ceiling_compact,
     cells,
+    compact,
     holdout_lines,
-    marked,
-    range_pct,
+    percents,
 )
 from recall.render.commandline import explain_command
 from recall.render.effort import render_effort
@@ -45,8 +49,6 @@ from recall.terminal import safe_output, shown
 # With several candidates, each diff's lost and gained lists show this many rows in text and
 # Markdown; --json and --html keep them whole.
 CAPPED = 20
-COLUMN_CELL = "#1% / top 10% / found% / MRR"
-CEILING_CELL = "ceiling #1% / top 10%"
 Group = Callable[[RunSummary], dict[str, Counts]]
 CeilingGroup = Callable[[CeilingSummary], dict[str, CeilingCounts]]
 GROUPS: tuple[tuple[str, Group, CeilingGroup], ...] = (
@@ -58,25 +60,6 @@ GROUPS: tuple[tuple[str, Group, CeilingGroup], ...] = (
 
 def _marks(against: AgainstCeiling | None) -> Marks:
     return Marks(against.first_above, against.top10_above) if against else NO_MARKS
-
-
-def _column_cell(c: Counts, against: AgainstCeiling | None = None) -> str:
-    """One binary's numbers in one cell, for tables with a column per binary."""
-    first = marked(f"{c.first_pct:.1f}", bool(against and against.first_above))
-    top10 = marked(f"{c.top10_pct:.1f}", bool(against and against.top10_above))
-    return f"{first} / {top10} / {c.found_pct:.1f} / {c.mrr:.3f}"
-
-
-def _ceiling_cell(c: CeilingCounts | None, n: int) -> str:
-    """A group's ceiling in percent with its ranges, and its own n where it leaves rows of
-    the group out."""
-    if not c:
-        return "-"
-    cell = (
-        f"{c.first_pct:.1f} [{range_pct(c, c.first_ci)}] / "
-        f"{c.top10_pct:.1f} [{range_pct(c, c.top10_ci)}]"
-    )
-    return cell if c.n == n else f"{cell} of {c.n}"
 
 
 def _any_above(summary: CeilingSummary) -> bool:
@@ -155,19 +138,19 @@ def render(report: Report, *, markdown: bool = False) -> str:
         if len(runs) == 1:
             body = [
                 [key, *cells(first[key], _marks(_against(bound, key, runs[0]))),
-                 _ceiling_cell(bound.get(key), first[key].n)]
+                 ceiling_compact(bound.get(key), first[key].n)]
                 for key in keys
             ]  # fmt: skip
-            out += _counts_table(title, body, [CEILING_CELL], markdown)
+            out += _counts_table(title, body, [CEILING_COMPACT], markdown)
             continue
-        out += [f"each cell: {COLUMN_CELL}", ""] if markdown else [f"each cell: {COLUMN_CELL}"]
+        out += [f"each cell: {COMPACT}", ""] if markdown else [f"each cell: {COMPACT}"]
         body = [
             [key, str(first[key].n),
-             *(_column_cell(group(run)[key], _against(bound, key, run)) for run in runs),
-             _ceiling_cell(bound.get(key), first[key].n)]
+             *(compact(group(run)[key], _marks(_against(bound, key, run))) for run in runs),
+             ceiling_compact(bound.get(key), first[key].n)]
             for key in keys
         ]  # fmt: skip
-        header = [title, "n", *(run.label for run in runs), CEILING_CELL]
+        header = [title, "n", *(run.label for run in runs), CEILING_COMPACT]
         out += numbers_table(header, body, markdown)
     for run in runs:
         label = said(run.label, markdown)
@@ -331,11 +314,9 @@ def _summary(report: Report, markdown: bool) -> list[str]:
     body = []
     for run in report.runs:
         sig = verdicts.get(run.label)
-        c = run.counts
-        cells = [f"{c.first_pct:.1f}%", f"{c.top10_pct:.1f}%", f"{c.found_pct:.1f}%"]
         judged = [_verdict_cell(sig.first), _verdict_cell(sig.top10)] if sig else ["-", "-"]
-        body.append([run.label, *cells, *judged])
-    header = ["binary", "#1", "top 10", "found", "verdict #1", "verdict top 10"]
+        body.append([run.label, *percents(run.counts), *judged])
+    header = ["binary", *PERCENTS, "verdict #1", "verdict top 10"]
     title = f"Summary: {len(report.diffs)} candidates against {base.label}"
     out = [f"## {title}" if markdown else title]
     out += table(header, body, markdown)

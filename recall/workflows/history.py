@@ -9,13 +9,13 @@ commits share every build and every result, and a second history builds and runs
 
 These are plain functions over a Plan (what to ask, where, with which engine), so bisect
 reuses them (and history_shards, which measures a history in parts on many machines);
-rendering lives in render/history.py.
+the typed values it returns are analysis/history.py's, their rendering render/history.py's.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -23,8 +23,8 @@ from urllib.parse import urlsplit
 
 import git
 
-from recall.analysis.model import Counts, QueryResult, RunResult
-from recall.analysis.report import counts
+from recall.analysis.history import Commit, CommitRow, EngineUsed, History, summarize
+from recall.analysis.model import RunResult
 from recall.errors import RecallError
 from recall.finders.engine import Engine, resolve_engine
 from recall.inputs.corpus import Pin, cache_root, load_pins, mirror_root
@@ -50,9 +50,6 @@ from recall.running.results_cache import cached_or_run, run_key
 from recall.running.values import Corpus
 from recall.terminal import progress
 from recall.workflows.options import CommitOptions, HistoryOptions, listed
-
-SCHEMA = 1
-KIND = "recall-history"
 
 
 @dataclass
@@ -83,16 +80,6 @@ class Plan:
     def asked(self) -> dict:
         """What every commit is asked: the key part shared by all of them."""
         return data_key(self.pins, self.rows)
-
-
-@dataclass(frozen=True)
-class Commit:
-    """A commit of the finder's repo as a history row names it."""
-
-    sha: str
-    date: str  # committer date, ISO 8601 with its offset
-    subject: str
-    refs: tuple[str, ...] = ()  # the tags (or refs as given) that named it
 
 
 @dataclass(frozen=True)
@@ -357,40 +344,7 @@ def _say(message: str) -> None:
     progress().say(f"recall: history: {message}")  # above the status line, if any
 
 
-# Numbers -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Tally:
-    """A run's counts over all rows, and per type and per repo (groups sorted by name): the
-    report's own counts (analysis/report.py), so a history row and a report agree."""
-
-    all: Counts
-    by_type: tuple[tuple[str, Counts], ...]
-    by_repo: tuple[tuple[str, Counts], ...]
-
-    def to_json(self) -> dict:
-        return {
-            **self.all.to_json(),
-            "by_type": {name: c.to_json() for name, c in self.by_type},
-            "by_repo": {name: c.to_json() for name, c in self.by_repo},
-        }
-
-
-def summarize(rows: list[QueryRow], results: tuple[QueryResult, ...]) -> Tally:
-    """The counts of a run over rows, as a history row holds them."""
-    pairs = list(zip(rows, results, strict=True))
-
-    def of(chosen: list[tuple[QueryRow, QueryResult]]) -> Counts:
-        return counts([row for row, _r in chosen], [r for _row, r in chosen])
-
-    def grouped(key: Callable[[QueryRow], str]) -> tuple[tuple[str, Counts], ...]:
-        groups: dict[str, list[tuple[QueryRow, QueryResult]]] = {}
-        for row, result in pairs:
-            groups.setdefault(key(row), []).append((row, result))
-        return tuple((name, of(chosen)) for name, chosen in sorted(groups.items()))
-
-    return Tally(of(pairs), grouped(lambda row: row.type), grouped(lambda row: row.repo))
+# The history ---------------------------------------------------------------------------
 
 
 def commit_url(root: Path, sha: str) -> str | None:
@@ -418,102 +372,30 @@ def github_commit_url(url: str, sha: str) -> str | None:
     return f"https://github.com/{path}/commit/{sha}"
 
 
-@dataclass(frozen=True)
-class CommitRow:
-    """One commit of a history: what it is, whether it was built or read from the cache
-    now, and its counts and seconds, or why it could not be measured."""
-
-    commit: Commit
-    url: str | None  # its page, when the finder's origin is on GitHub
-    built: bool
-    cached: bool
-    error: str | None
-    tally: Tally | None  # None when it could not be measured
-    index_s: float | None = None
-    query_s: float | None = None
-
-    def to_json(self) -> dict:
-        c = self.commit
-        entry: dict = {
-            "sha": c.sha, "short": c.sha[:12], "date": c.date, "subject": c.subject,
-            "refs": list(c.refs), "url": self.url,
-            "built": self.built, "cached": self.cached, "error": self.error,
-        }  # fmt: skip
-        if self.tally is not None:
-            entry.update(self.tally.to_json())
-            entry["index_s"] = self.index_s
-            entry["query_s"] = self.query_s
-        return entry
-
-
-@dataclass(frozen=True)
-class History:
-    """A history: what every commit was measured with (the finder's repo, its engine, the
-    query set and the selection of its sourced rows), and each commit, oldest first. Its
-    JSON is the versioned object of docs/history.md, what `recall history --json` prints."""
-
-    finder: str
-    engine_source: str
-    engine_sha256: str
-    queries: str
-    sourced: int
-    repos: tuple[str, ...]
-    types: tuple[str, ...]
-    commits: tuple[CommitRow, ...]
-
-    @property
-    def ok(self) -> bool:
-        """Whether any commit was measured (the command's exit 0)."""
-        return any(row.error is None for row in self.commits)
-
-    def to_json(self) -> dict:
-        return {
-            **self.header(),
-            "commits": [row.to_json() for row in self.commits],
-        }
-
-    def header(self) -> dict:
-        return {
-            "schema": SCHEMA,
-            "kind": KIND,
-            "finder": self.finder,
-            "engine": {"source": self.engine_source, "sha256": self.engine_sha256},
-            "queries": self.queries,
-            "sourced": self.sourced,
-            "repos": list(self.repos),
-            "types": list(self.types),
-        }
-
-
 def history_of(plan: Plan, points: list[Point]) -> History:
     """The history of the plan's measured commits."""
     urls = [commit_url(plan.root, point.commit.sha) for point in points]
     return document(header(plan), plan.rows, points, urls)
 
 
-def header(plan: Plan) -> dict:
-    """The history object but its commits, as JSON: what every commit was measured with
-    (a shard's file keeps it for the merge)."""
+def header(plan: Plan) -> History:
+    """The history but its commits: what every commit was measured with (a shard's file
+    keeps it for the merge)."""
     return History(
-        finder=str(plan.root), engine_source=plan.engine.source,
-        engine_sha256=plan.engine.digest, queries=str(plan.queries_path),
-        sourced=len(plan.rows), repos=tuple(sorted({row.repo for row in plan.rows})),
+        finder=str(plan.root), engine=EngineUsed(plan.engine.source, plan.engine.digest),
+        queries=str(plan.queries_path), sourced=len(plan.rows),
+        repos=tuple(sorted({row.repo for row in plan.rows})),
         types=tuple(sorted({row.type for row in plan.rows})), commits=(),
-    ).header()  # fmt: skip
+    )  # fmt: skip
 
 
 def document(
-    head: dict, rows: list[QueryRow], points: list[Point], urls: list[str | None]
+    head: History, rows: list[QueryRow], points: list[Point], urls: list[str | None]
 ) -> History:
-    """The history from its header's JSON and each commit's point and url: what a history
-    prints and what a merge of its shards prints."""
+    """The history of its header and each commit's point and url: what a history prints
+    and what a merge of its shards prints."""
     commits = [_commit_row(rows, point, url) for point, url in zip(points, urls, strict=True)]
-    return History(
-        finder=head["finder"], engine_source=head["engine"]["source"],
-        engine_sha256=head["engine"]["sha256"], queries=head["queries"],
-        sourced=head["sourced"], repos=tuple(head["repos"]), types=tuple(head["types"]),
-        commits=tuple(commits),
-    )  # fmt: skip
+    return dataclasses.replace(head, commits=tuple(commits))
 
 
 def _commit_row(rows: list[QueryRow], point: Point, url: str | None) -> CommitRow:

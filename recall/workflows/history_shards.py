@@ -26,6 +26,7 @@ from pathlib import Path
 import orjson
 
 from recall import __version__
+from recall.analysis.history import KIND, SCHEMA, History
 from recall.analysis.model import QueryResult, RunResult
 from recall.errors import RecallError
 from recall.files import target, write_atomic
@@ -45,10 +46,7 @@ from recall.running.results_cache import (
     read_saved,
 )
 from recall.workflows.history import (
-    KIND,
-    SCHEMA,
     Commit,
-    History,
     Plan,
     Point,
     answered,
@@ -85,7 +83,7 @@ class Shard:
     """A shard's file read back and checked field by field."""
 
     meta: dict  # the code and data every commit ran with
-    head: dict  # history.header(): the history object's keys but its commits
+    head: History  # the history but its commits
     rows: list[QueryRow]  # the whole selection's rows, every shard's
     commits: list[tuple[Commit, str | None]]  # the whole history's commits and their urls
     parts: list[Part]
@@ -160,7 +158,7 @@ def save_shard(
         "format": FORMAT,
         "shard": list(shard),
         "meta": meta(plan),
-        "history": header(plan),
+        "history": header(plan).header(),
         "rows": [[r.repo, r.query, r.type, r.source] for r in plan.rows],
         "commits": [
             {"sha": c.sha, "date": c.date, "subject": c.subject, "refs": list(c.refs), "url": url}
@@ -183,19 +181,19 @@ def load_shard(path: Path) -> Shard:
         if not isinstance(data.get(name), dict):
             raise RecallError(f"{where}: {name} must be an object")
     rows = decode_rows(where, data.get("rows"))
-    _check_head(where, data["history"], rows)
+    head = _check_head(where, data["history"], rows)
     commits = _decode_commits(where, data.get("commits"))
     known = {commit.sha: commit for commit, _url in commits}
     if not isinstance(data.get("parts"), list):
         raise RecallError(f"{where}: parts must be a list")
     parts = [_decode_part(f"{where}: parts[{i}]", item, known, rows)
              for i, item in enumerate(data["parts"])]  # fmt: skip
-    return Shard(data["meta"], data["history"], rows, commits, parts)
+    return Shard(data["meta"], head, rows, commits, parts)
 
 
-def _check_head(where: str, head: dict, rows: list[QueryRow]) -> None:
+def _check_head(where: str, head: dict, rows: list[QueryRow]) -> History:
     """The history's header, which the merged history prints as it is: the shape
-    history.header writes, and the counts of the file's own rows."""
+    History.header writes, and the counts of the file's own rows."""
     engine = head.get("engine")
     shaped = (
         set(head) == {"schema", "kind", "finder", "engine", "queries", "sourced", "repos",
@@ -217,6 +215,7 @@ def _check_head(where: str, head: dict, rows: list[QueryRow]) -> None:
             raise RecallError(
                 f"{where}: history.{key} is {head[key]!r:.60}, but its rows give {value}"
             )
+    return History.from_json({**head, "commits": []})
 
 
 def _decode_commits(where: str, value: object) -> list[tuple[Commit, str | None]]:

@@ -1,5 +1,5 @@
 """What each workflow is asked, as typed, frozen values: the options of `recall run`,
-`merge`, `history`, `bisect`, `explain`, `pin` and `results`.
+`merge`, `history`, `bisect`, `explain`, `pin`, `init`, `derive` and `results`.
 
 The commands (recall/commands/) turn their flags into these, and a Python program builds
 them directly (docs/api.md); below the commands no code reads a flag by its name. Each
@@ -22,7 +22,10 @@ import typing
 from dataclasses import dataclass
 from typing import Literal
 
+from recall.analysis.codec import named
 from recall.errors import RecallError
+from recall.inputs.derive import DEFAULT_SEED
+from recall.inputs.languages import Language
 from recall.inputs.sides import Split
 from recall.running.build import BUILD_TIMEOUT_S, check_build_timeout
 from recall.running.session import check_timeout
@@ -33,6 +36,8 @@ CORES = os.cpu_count() or 1  # parallel queries: the cores
 
 
 Metric = Literal["first_pct"]  # what `recall bisect --metric` watches
+# A query set's recipes (inputs/recipes.py's RECIPE_SETS, and the path set's)
+RecipeSet = Literal["default", "typed", "paths"]
 Candidate = tuple[Literal["engine", "bin"], str]  # an --engine or --bin value, in order
 
 
@@ -50,7 +55,7 @@ def check_fields(options: object) -> None:
         if not _fits(value, hints[field.name]):
             shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
             raise RecallError(
-                f"{type(options).__name__}.{field.name}: expected {_named(hints[field.name])}, "
+                f"{type(options).__name__}.{field.name}: expected {named(hints[field.name])}, "
                 f"got {shown}"
             )
 
@@ -74,22 +79,6 @@ def _fits(value: object, hint: object) -> bool:
     if hint is int:
         return isinstance(value, int) and not isinstance(value, bool)
     return isinstance(hint, type) and isinstance(value, hint)
-
-
-def _named(hint: object) -> str:
-    """A type hint as a message says it: `int`, `str or None`, `one of 'tune', 'holdout'`."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin in (typing.Union, types.UnionType):
-        return " or ".join(_named(arg) for arg in args)
-    if origin is Literal:
-        return "one of " + ", ".join(repr(arg) for arg in args)
-    if origin is tuple:
-        if len(args) == 2 and args[1] is Ellipsis:
-            return f"a tuple of ({_named(args[0])})"
-        return f"a tuple ({', '.join(_named(arg) for arg in args)})"
-    if hint is type(None):
-        return "None"
-    return getattr(hint, "__name__", str(hint))
 
 
 def _check_jobs(jobs: int) -> None:
@@ -289,16 +278,86 @@ class PinOptions:
     repo: str
     url: str
     sha: str
-    language: str
+    language: Language
     data: Data = Data()
     n: int | None = None
     force: bool = False  # pin even when no name of the repo can be sampled
     settings: str | None = None  # the derive settings (None: the set's own, else derive.json)
 
     def __post_init__(self) -> None:
+        if self.language not in typing.get_args(Language):
+            raise RecallError(
+                f"--language {self.language!r}: not a language recall reads (one of "
+                f"{', '.join(typing.get_args(Language))})"
+            )
         check_fields(self)
         if self.n is not None and self.n < 0:
             raise RecallError("--n must be zero or more")
+
+
+@dataclass(frozen=True)
+class InitOptions:
+    """`recall init`: the finder's repo whose top folder gets a starter recall.toml, and
+    the preset it starts from (None: the blank engine, every key explained)."""
+
+    finder: str = "."
+    preset: str | None = None
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+        from recall.finders.engine import preset_names  # the presets folder, read now
+
+        if self.preset is not None and self.preset not in preset_names():
+            raise RecallError(
+                f"--preset {self.preset}: no such preset (presets: {', '.join(preset_names())})"
+            )
+
+
+@dataclass(frozen=True)
+class RecipesOptions:
+    """`recall derive recipes`: the queries each name derives with a set's recipes; the
+    typed set's `qualified` recipe takes the name's scope owner, and the corpus language."""
+
+    names: tuple[str, ...]
+    seed: int = DEFAULT_SEED
+    recipe_set: RecipeSet = "default"
+    owner: str | None = None
+    language: Language | Literal[""] = ""  # "": none given
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+
+
+@dataclass(frozen=True)
+class SampleOptions:
+    """`recall derive sample`: the rows of n names sampled from one pinned repo. Of
+    `data`, the corpus, the cache and the mirrors serve."""
+
+    repo: str
+    n: int
+    data: Data = Data()
+    seed: int = DEFAULT_SEED
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+        if self.n < 0:
+            raise RecallError("--n must be zero or more")
+
+
+@dataclass(frozen=True)
+class DeriveOptions:
+    """`recall derive all`: the query sets made again from their settings, one named set
+    (`settings` and `queries` files) or every named set whose settings are here; with
+    `check`, compared with their files and nothing written. Of `data`, the corpus, the
+    cache and the mirrors serve."""
+
+    data: Data = Data()
+    settings: str | None = None
+    queries: str | None = None
+    check: bool = False
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
 @dataclass(frozen=True)

@@ -57,6 +57,7 @@ from recall.inputs.queryset import (
     select,
     split_repos,
 )
+from recall.inputs.sides import Split
 from recall.inputs.suite import CORPUS, Located, locate, packaged
 from recall.inputs.symbols import ctags_version
 from recall.render.commandline import option
@@ -308,7 +309,7 @@ class Plan:
     unknown: tuple[UnknownSource, ...] = ()  # a foreign file's rows whose source is no name
     data: Flags = ()  # the data flags with which `recall explain` reads what the run read
     regress_file: str = DEFAULT_REGRESS  # the regress file the report names
-    split: str | None = None  # the side of the tune/holdout split the rows are
+    split: Split | None = None  # the side of the tune/holdout split the rows are
     show_misses: bool = False  # list every source not ranked #1
     steps: tuple[TypingRow, ...] = ()  # a typing set's steps, whose prompts `rows` are
     judgments: tuple[Judgment, ...] = ()  # a judgments file's pairs; `rows`: its split's candidates
@@ -392,7 +393,7 @@ class Selected:
 
 def selected_rows(
     path: Path, pins: dict[str, Pin], repos: list[str] | None, types: list[str] | None,
-    split: str | None, *, bench: bool = False,
+    split: Split | None, *, bench: bool = False,
 ) -> Selected:  # fmt: skip
     """The query set's rows and the selection's, of whichever kind its header says."""
     if is_judgments_file(path):

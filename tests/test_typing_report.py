@@ -1,7 +1,8 @@
-"""`recall run --queries typing` end to end, through the real CLI: the reference finder on
-gin's word-start sequences, its effort in text, JSON (valid against the schema) and HTML
-(the k-curve, drawn by Chromium), a self-diff with no change, and a weaker finder's diff
-listing the sources that now need more keystrokes."""
+"""recall/analysis/typing_report.py's report of a typing run, held end to end: `recall run
+--queries typing` through the real CLI, the reference finder on gin's word-start sequences,
+its effort in text, JSON (valid against the schema) and HTML (the k-curve, drawn by
+Chromium), a self-diff with no change, and a weaker finder's diff listing the sources that
+now need more keystrokes."""
 
 import json
 import re

@@ -1,9 +1,10 @@
-"""`recall --queries judgments` end to end, through the real CLI and real finders: the
-reference finder, fzf, fzy and fuzzysort over the committed set (fzf's agreement checked
-against fzf run by hand on each query's candidates), a file of judgments the tests did not
-write, a self-diff with no change, a weaker reference finder that loses judgments and
-fails on loss, --shard and merge, --save and --against, the results cache, --jobs, one
-process a query for a per-query finder, and the finders that need a corpus refused."""
+"""recall/analysis/judgments_report.py's report of a judgments run, held end to end: `recall
+--queries judgments` through the real CLI and real finders, the reference finder, fzf, fzy
+and fuzzysort over the committed set (fzf's agreement checked against fzf run by hand on
+each query's candidates), a file of judgments the tests did not write, a self-diff with no
+change, a weaker reference finder that loses judgments and fails on loss, --shard and
+merge, --save and --against, the results cache, --jobs, one process a query for a per-query
+finder, and the finders that need a corpus refused."""
 
 from __future__ import annotations
 
