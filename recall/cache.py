@@ -47,6 +47,7 @@ from recall.files import write_atomic
 
 HEADER = b"recall-entry sha256:"  # a file entry's first line: this, the digest, "\n"
 STALE_TEMP_S = 86400.0  # a file entry's temporary file older than this was left by a kill
+Kept = typing.TypeVar("Kept")  # what a memoised entry holds
 
 
 def key_digest(parts: object, length: int = 32) -> str:
@@ -405,6 +406,32 @@ def keep_file(path: Path, body: bytes) -> bool:
         warn(f"cannot keep cache entry {path} ({exc.strerror or exc}): not kept")
         return False
     return True
+
+
+def memoised(
+    path: Path,
+    make: Callable[[], Kept],
+    decode: Callable[[object], Kept | None],
+    encode: Callable[[Kept], object],
+    what: str,
+    shape: str,
+) -> Kept:
+    """The value a JSON file entry keeps, or `make()`'s, kept there: the one read-or-make
+    step of the entries listed from a checkout (its symbols, its paths). An entry whose
+    digest is right but that `decode` does not take (None: not `shape`) is one warning
+    line naming it, and is made again."""
+    body = read_file(path)
+    if body is not None:
+        try:
+            value = decode(orjson.loads(body))
+        except orjson.JSONDecodeError:
+            value = None
+        if value is not None:
+            return value
+        warn(f"ignoring corrupt {what} cache entry {path} ({shape}): listing the {what} again")
+    value = make()
+    keep_file(path, orjson.dumps(encode(value)))
+    return value
 
 
 def sweep_files(folder: Path, now: float | None = None) -> None:

@@ -18,9 +18,8 @@ import hashlib
 from pathlib import Path
 
 import git
-import orjson
 
-from recall.cache import keep_file, read_file, reporter
+from recall.cache import memoised
 from recall.errors import RecallError
 from recall.inputs.corpus import Checkout
 from recall.inputs.queryset import JUDGED, JUDGED_TYPES, NAMES, PATH_TYPES, PATHS, QueryRow
@@ -78,22 +77,20 @@ def paths_key(tree: str) -> str:
 
 def cached_paths(root: Path, tree: str, cache: Path) -> list[str]:
     """list_paths(), memoised in the cache by the checkout's tree (as the symbols are)."""
-    path = cache / "paths" / f"{paths_key(tree)}.json"
-    body = read_file(path)
-    if body is not None:
-        try:
-            kept = orjson.loads(body)
-        except orjson.JSONDecodeError:
-            kept = None
-        if isinstance(kept, list) and all(isinstance(p, str) for p in kept):
-            return kept
-        reporter().warn(
-            f"ignoring corrupt paths cache entry {path} (not a list of paths): listing the "
-            "paths again"
-        )
-    listed = list_paths(root)
-    keep_file(path, orjson.dumps(listed))
-    return listed
+    return memoised(
+        cache / "paths" / f"{paths_key(tree)}.json",
+        lambda: list_paths(root),
+        _decode_paths,
+        lambda paths: paths,
+        "paths",
+        "not a list of paths",
+    )
+
+
+def _decode_paths(kept: object) -> list[str] | None:
+    if isinstance(kept, list) and all(isinstance(p, str) for p in kept):
+        return kept
+    return None
 
 
 def checkout_paths(checkout: Checkout, cache: Path) -> list[str]:

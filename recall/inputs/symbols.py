@@ -19,7 +19,7 @@ from pathlib import Path
 
 import orjson
 
-from recall.cache import keep_file, read_file, reporter
+from recall.cache import memoised
 from recall.errors import RecallError
 from recall.inputs.corpus import Checkout
 from recall.inputs.languages import LANGUAGES
@@ -242,19 +242,14 @@ def _language_rule(language: str) -> str:
 
 def cached_symbols(root: Path, language: str, tree: str, cache: Path) -> list[Symbol]:
     """extract(), memoised in the cache by the checkout's tree and ctags's identity."""
-    path = cache / "symbols" / f"{symbols_key(tree, language, ctags_identity())}.json"
-    body = read_file(path)
-    if body is not None:
-        try:
-            symbols = _decode_symbols(orjson.loads(body))
-        except orjson.JSONDecodeError:
-            symbols = None
-        if symbols is not None:
-            return symbols
-        _warn_corrupt(path, "not a list of [path, line, name, kind, scope]")
-    symbols = extract(root, language)
-    keep_file(path, orjson.dumps([[s.path, s.line, s.name, s.kind, s.scope] for s in symbols]))
-    return symbols
+    return memoised(
+        cache / "symbols" / f"{symbols_key(tree, language, ctags_identity())}.json",
+        lambda: extract(root, language),
+        _decode_symbols,
+        lambda symbols: [[s.path, s.line, s.name, s.kind, s.scope] for s in symbols],
+        "symbols",
+        "not a list of [path, line, name, kind, scope]",
+    )
 
 
 def _decode_symbols(rows: object) -> list[Symbol] | None:
@@ -273,12 +268,6 @@ def _decode_symbols(rows: object) -> list[Symbol] | None:
             return None
         symbols.append(Symbol(path, line, name, kind, scope))
     return symbols
-
-
-def _warn_corrupt(path: Path, why: str) -> None:
-    reporter().warn(
-        f"ignoring corrupt symbols cache entry {path} ({why}): listing the symbols again"
-    )
 
 
 def distinct_names(symbols: list[Symbol]) -> list[str]:
