@@ -32,7 +32,7 @@ def _run_example(name: str) -> dict:
 
 
 def test_api_md_has_an_example_of_each_command_the_tests_run():
-    assert sorted(_examples()) == ["bisect", "history", "merge", "pin", "run"]
+    assert sorted(_examples()) == ["bisect", "doctor", "history", "merge", "pin", "run"]
 
 
 def _without_seconds(report: dict) -> dict:
@@ -192,6 +192,33 @@ def test_the_pin_example_writes_the_suite_the_cli_writes(in_env, tmp_path, monke
         assert (tmp_path / "api" / name).read_bytes() == (tmp_path / "cli" / name).read_bytes()
 
 
+def _sized(text: str) -> str:
+    """Doctor's output without the cache's size, which the other tests' runs change."""
+    return re.sub(r"(?m)^(ok +cache +.*writable, ).*$", r"\1SIZE", text)
+
+
+@pytest.mark.slow
+@needs_ctags
+def test_the_doctor_example_returns_typed_checks_that_render_as_the_cli_prints(
+    in_env, monkeypatch, capsys
+):
+    from recall.workflows.doctor import Check, render
+
+    monkeypatch.chdir(ROOT)
+    diagnosis = _run_example("doctor")["diagnosis"]
+    printed = capsys.readouterr().out
+    assert isinstance(diagnosis, recall.Diagnosis) and diagnosis.healthy
+    assert all(isinstance(check, Check) for check in diagnosis.checks)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        diagnosis.checks[0].status = "FAIL"  # type: ignore[misc]
+    assert printed.splitlines()[-1] == "True"
+    shown = [c for c in diagnosis.checks if c.status != "ok"]
+    assert printed.splitlines()[:-1] == [f"{c.status} {c.name} {c.detail} {c.fix}" for c in shown]
+    proc = run_cli("doctor", *in_env, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert _sized(proc.stdout) == _sized(render(diagnosis))
+
+
 @pytest.mark.slow
 @needs_ctags
 def test_the_merge_example_reports_what_the_whole_run_reports(in_env, monkeypatch, capsys):
@@ -288,6 +315,7 @@ COMMAND_OF = {
     "ResultsOptions": "results", "PinOptions": "pin", "PruneOptions": "cache prune",
     "InitOptions": "init", "RecipesOptions": "derive recipes", "SampleOptions": "derive sample",
     "DeriveOptions": "derive all",
+    "DoctorOptions": "doctor",
 }  # fmt: skip
 
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, fzy_clone, make_repo, mirror_dir, needs_mirror, run_cli
 
-from recall.commands.doctor import (
+from recall.inputs.corpus import Pin, checkout_path
+from recall.workflows.doctor import (
     FAIL,
     OK,
     WARN,
@@ -17,7 +18,6 @@ from recall.commands.doctor import (
     check_sources,
     healthy,
 )
-from recall.inputs.corpus import Pin, checkout_path
 
 
 def _doctor(cache: Path, *extra: str, env: dict | None = None):

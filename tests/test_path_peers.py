@@ -1,10 +1,13 @@
+import dataclasses
+
 import pytest
 from conftest import ROOT, mirror_dir, needs_tool, run_cli
 from helpers import kept_entries
 
-from recall.errors import RecallError
-from recall.workflows.results_page import path_peers
-from recall.workflows.results_paths import PATH_PEERS, WORDING, render_paths_page
+from recall.finders.engine import load_preset
+from recall.inputs.queryset import NAMES, PATHS
+from recall.render.results_page import WORDS, Words, render_results
+from recall.workflows.results_page import page_columns
 
 
 def _counts(n: int, first: int) -> dict:
@@ -38,30 +41,24 @@ HOST = {"cpus": "2", "cpu_model": "Test CPU", "system": "Linux", "python": "3.11
 
 
 def test_the_paths_page_has_every_file_picker_and_no_language_server():
-    presets = {p.preset for p in path_peers()}
-    assert presets == {
+    columns = page_columns(PATHS)
+    assert {c.preset for c in columns} == {
         "reference-paths", "fzf-paths", "fzy-paths", "frizbee-paths", "fusejs-paths",
         "fuzzysort-paths",
     }  # fmt: skip
-    assert len(path_peers()) == len(PATH_PEERS) == 7  # fzf twice: Debian's and iterfzf's
+    assert len(columns) == 7  # fzf twice: Debian's and iterfzf's
+    assert not any(load_preset(c.preset).kind == "lsp" for c in columns)
 
 
 def test_the_page_says_paths_where_the_names_page_says_names():
-    page = render_paths_page(kept_entries(ENTRIES), HOST)
+    page = render_results(kept_entries(ENTRIES), HOST, PATHS)
+    names = render_results(kept_entries(ENTRIES), HOST, NAMES)
     assert page.startswith("# Results on paths:")
     assert "Rank is by path" in page and "Rank is by name" not in page
-    for names, _paths in WORDING:
-        assert names not in page
-
-
-def test_a_sentence_the_names_page_lost_is_an_error_not_a_half_worded_page(monkeypatch):
-    import recall.workflows.results_paths
-
-    monkeypatch.setattr(
-        recall.workflows.results_paths, "render_results", lambda e, h: "# Other title\n"
-    )
-    with pytest.raises(RecallError, match="no longer says"):
-        render_paths_page(kept_entries(ENTRIES), HOST)
+    for field in dataclasses.fields(Words):
+        said, instead = getattr(WORDS[NAMES], field.name), getattr(WORDS[PATHS], field.name)
+        if field.name != "item":  # "name" is in every page's table headers
+            assert said in names and said not in page and instead in page, field.name
 
 
 @needs_tool("fzy")

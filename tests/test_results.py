@@ -11,14 +11,14 @@ from helpers import kept_entries
 
 from recall.errors import RecallError
 from recall.finders.engine import load_preset
+from recall.finders.registry import Column
 from recall.render.results_page import agreement, latency_ms, render_results
 from recall.workflows.options import ResultsOptions
 from recall.workflows.results_page import (
-    Peer,
+    bundled_program,
     check_comparable,
     command_line,
-    default_peers,
-    iterfzf_fzf,
+    page_columns,
     peer_argv,
     served_repos,
 )
@@ -176,7 +176,7 @@ def test_a_kept_report_that_does_not_fit_schema_2_is_refused_naming_its_key(tmp_
 
 
 def test_results_split_runs_each_peer_on_that_split():
-    peer = Peer("fzf", "fzf", "defaults")
+    peer = Column("fzf", "names", 20, "fzf", "defaults")
     options = ResultsOptions(corpus="corpus.json", split="holdout")
     argv = peer_argv(peer, options, None)
     assert argv[argv.index("--split") + 1] == "holdout"
@@ -220,18 +220,19 @@ def test_the_language_servers_run_on_the_corpora_of_their_languages_only():
 
 
 def test_clangd_runs_with_a_timeout_that_holds_its_wait_for_the_index():
-    (clangd,) = [peer for peer in default_peers() if peer.preset == "clangd"]
+    (clangd,) = [peer for peer in page_columns("names") if peer.preset == "clangd"]
     options = ResultsOptions(corpus="corpus.json")
     argv = peer_argv(clangd, options, ["redis", "fmt"])
     assert argv[argv.index("--timeout") + 1] == "3600"
     assert argv.count("--repo") == 2
-    assert "--timeout" not in peer_argv(Peer("fzf", "fzf", "defaults"), options, None)
+    fzf = Column("fzf", "names", 20, "fzf", "defaults")
+    assert "--timeout" not in peer_argv(fzf, options, None)
 
 
 def test_a_bundled_binary_is_shown_by_its_package_folder_not_this_machines_path():
-    peer = Peer("fzf (iterfzf)", "fzf", "bundled", "/opt/site-packages/iterfzf/fzf")
+    peer = Column("fzf", "names", 21, "fzf (iterfzf)", "bundled", bundled="iterfzf")
     assert command_line(peer, load_preset("fzf")) == "iterfzf/fzf --filter={query} < {names}"
-    batch = command_line(Peer("frizbee", "frizbee", "x"), load_preset("frizbee"))
+    batch = command_line(Column("frizbee", "names", 40, "frizbee", "x"), load_preset("frizbee"))
     assert batch.startswith(
         "{python} -P -m recall.finders.kinds.frizbee --names {names} --max-typos 0"
     )
@@ -247,7 +248,7 @@ def _gin_abbr3(real_cache: Path, *extra: str) -> dict:
 
 
 def test_iterfzf_binary_through_the_fzf_preset_ranks_as_debian_fzf(real_cache, gin):
-    bundled = iterfzf_fzf()
+    bundled = bundled_program("iterfzf", "fzf")
     if bundled is None or shutil.which("fzf") is None:
         pytest.skip("needs iterfzf (the peers extra) and Debian fzf")
     new, old = _gin_abbr3(real_cache, "--bin", bundled), _gin_abbr3(real_cache)

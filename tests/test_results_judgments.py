@@ -13,13 +13,14 @@ from conftest import run_cli
 
 from recall.errors import RecallError
 from recall.finders.engine import load_preset, needs_corpus
+from recall.inputs.queryset import JUDGED
 from recall.render.judgments_results import PATH_MODE, leaders
 from recall.workflows.results_judgments import set_shares
-from recall.workflows.results_page import judgment_peers
+from recall.workflows.results_page import page_columns
 
 
 def test_the_page_runs_every_peer_that_reads_a_names_list_and_the_pickers_path_modes():
-    peers = judgment_peers()
+    peers = page_columns(JUDGED)
     labels = [p.label for p in peers]
     assert "reference" in labels and "reference (path mode)" in labels
     assert "fzf (Debian) (path mode)" in labels and "Fuse.js (path mode)" in labels

@@ -72,14 +72,10 @@ def run(args: argparse.Namespace) -> int:
     entries = results.peer_entries(options)
     results.check_comparable(entries)
     host = {**results.machine(), "jobs": results.measured_jobs(entries)}
-    from recall.workflows.results_paths import is_paths_page, render_paths_page
-
     if judged.is_judgments_page(entries):
         page = render_judgments_results(entries, host, shares)
-    elif is_paths_page(entries):
-        page = render_paths_page(entries, host)
     else:
-        page = render_results(entries, host)
+        page = render_results(entries, host, results.set_domain(options.queries))
     out = Path(options.out)
     write_atomic(out, page.encode("utf-8"))
     print(f"recall results: wrote {options.out} ({len(entries)} finders)", file=sys.stderr)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from recall.errors import RecallError
 from recall.files import read_input
+from recall.finders.registry import Column, ordered, parse_columns
 from recall.inputs.languages import LANGUAGES
 from recall.inputs.queryset import JUDGED, NAMES, PATHS
 
@@ -96,6 +97,8 @@ class Engine:
     # programs on PATH that compile code the finder runs (`cc`), each known by its content
     compilers: tuple[str, ...] = ()
     folder: str = ""  # the engine file's folder, which relative inputs start from
+    # a preset's columns on the results pages, its [[results]] tables (finders/registry.py)
+    columns: tuple[Column, ...] = ()
 
 
 def uses_node_modules(engine: Engine) -> bool:
@@ -112,6 +115,12 @@ def preset_names() -> list[str]:
     return sorted(
         p.name.removesuffix(".toml") for p in folder.iterdir() if p.name.endswith(".toml")
     )
+
+
+def columns(domain: str) -> list[Column]:
+    """The results page's columns of a domain (names or paths): every preset's
+    [[results]] tables of that domain, in their `order`."""
+    return ordered([c for name in preset_names() for c in load_preset(name).columns], domain)
 
 
 # The finder that runs where no --engine and no recall.toml name one: the reference
@@ -203,8 +212,10 @@ def parse_engine(data: bytes, source: str) -> Engine:
         raise RecallError(f"{source}: not valid TOML: {exc}") from None
     except RecursionError:  # tomllib parses nested arrays and tables recursively
         raise RecallError(f"{source}: not valid TOML: nested too deeply") from None
-    if set(doc) != {"engine"} or not isinstance(doc["engine"], dict):
+    # a preset's columns on the results pages; a copied preset (recall init) keeps them
+    if set(doc) - {"results"} != {"engine"} or not isinstance(doc["engine"], dict):
         raise RecallError(f"{source}: expected exactly one [engine] table")
+    shown = parse_columns(doc["results"], source) if "results" in doc else ()
     table = dict(doc["engine"])
     kind = table.pop("kind", "process")
     languages = _languages(table.pop("languages", None), source)
@@ -287,7 +298,7 @@ def parse_engine(data: bytes, source: str) -> Engine:
     values["kind"], values["languages"] = kind, languages
     values.update(declared)
     values["folder"] = "" if source.startswith("preset:") else str(Path(source).parent.absolute())
-    return Engine(source=source, digest=digest, **values)  # type: ignore[arg-type]
+    return Engine(source=source, digest=digest, columns=shown, **values)  # type: ignore[arg-type]
 
 
 def _declared(table: dict, source: str) -> dict[str, object]:

@@ -381,6 +381,19 @@ class PruneOptions:
 
 
 @dataclass(frozen=True)
+class DoctorOptions:
+    """`recall doctor`: the finder's repo (None: the folder of the recall.toml found from
+    here up, else here), whose engine it probes and where presets look for built
+    binaries. Of `data`, the corpus, the query set, the cache and the mirrors serve."""
+
+    data: Data = Data()
+    finder: str | None = None
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+
+
+@dataclass(frozen=True)
 class ResultsOptions:
     """`recall results`: every peer finder and the reference over one query set; `only`
     narrows the peers to these presets, `reports` keeps (or, render_only, reads) each

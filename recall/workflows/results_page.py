@@ -17,8 +17,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import git
@@ -29,10 +27,11 @@ from recall.analysis.codec import decode
 from recall.analysis.model import SCHEMA, Report
 from recall.errors import RecallError
 from recall.files import read_input, write_atomic
-from recall.finders.engine import Engine, load_preset, needs_corpus
+from recall.finders.engine import Engine, columns, load_preset, needs_corpus
 from recall.finders.kinds.node import TREE_FOLDER, locked_version
+from recall.finders.registry import Column
 from recall.inputs.corpus import load_pins
-from recall.inputs.queryset import query_set_path, read_queries
+from recall.inputs.queryset import JUDGED, NAMES, PATHS, query_set_path, read_queries
 from recall.inputs.suite import locate
 from recall.render.judgments_results import PATH_MODE
 from recall.render.results_entry import Entry
@@ -43,174 +42,43 @@ from recall.workflows.options import ResultsOptions
 TAIL = 400
 
 
-@dataclass(frozen=True)
-class Peer:
-    """One column of the page: a preset, optionally with another binary (--bin)."""
-
-    label: str
-    preset: str
-    note: str
-    bin: str | None = None
-    package: str | None = None  # the PyPI distribution a library peer runs
-    npm: str | None = None  # the npm package a kind = "node" peer runs
-    # What runs when neither a PyPI nor one npm package says it: a callable given the
-    # finder's tree (gopls's Debian package, typescript-language-server with typescript).
-    version: Callable[[Path], str] | None = None
-    # A peer that rightly finds (almost) nothing, as a prefix matcher given typed queries:
-    # its run needs --allow-empty, which would hide a broken engine anywhere else.
-    allow_empty: bool = False
-    # --timeout of its run, for a server whose wait for its index (inside the first query's
-    # time) can be longer than the default 30 s: clangd indexes redis for minutes.
-    timeout: float | None = None
-
-
-def iterfzf_fzf() -> str | None:
-    """The fzf binary bundled inside the iterfzf wheel, found without importing iterfzf
-    (its Python API deadlocks on large outputs; only the binary is used)."""
-    spec = importlib.util.find_spec("iterfzf")
+def bundled_program(package: str, program: str) -> str | None:
+    """A program bundled inside a PyPI package's folder (fzf in the iterfzf wheel), found
+    without importing the package (iterfzf's Python API deadlocks on large outputs; only
+    the binary is used)."""
+    spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
         return None
-    path = Path(next(iter(spec.submodule_search_locations))) / "fzf"
+    path = Path(next(iter(spec.submodule_search_locations))) / program
     return str(path) if path.is_file() else None
 
 
-def debian_version(package: str) -> Callable[[Path], str]:
+def column_bin(column: Column, engine: Engine) -> str | None:
+    """The --bin a column runs: its bundled program (`package/program` where the package is
+    not installed, which a run refuses), or None for the preset's own."""
+    if column.bundled is None:
+        return None
+    program = Path(engine.bin[0]).name
+    return bundled_program(column.bundled, program) or f"{column.bundled}/{program}"
+
+
+def debian_version(package: str) -> str:
     """A Debian package's version, as dpkg has it installed: Debian's gopls prints
     "golang.org/x/tools/gopls master" for `gopls version`, which names no release."""
-
-    def version(_root: Path) -> str:
-        line = _first_line(["dpkg-query", "-W", "-f", "${Version}\\n", package])
-        return f"{package} {line} (Debian)"
-
-    return version
+    line = _first_line(["dpkg-query", "-W", "-f", "${Version}\\n", package])
+    return f"{package} {line} (Debian)"
 
 
-def npm_versions(*packages: str) -> Callable[[Path], str]:
-    """The versions the tree's lock installs for a server made of several npm packages."""
-
-    def version(root: Path) -> str:
-        folder = root.joinpath(*TREE_FOLDER)
-        shown = " + ".join(f"{p} {locked_version(p, folder)}" for p in packages)
-        return f"{shown} (npm)"
-
-    return version
-
-
-def default_peers() -> list[Peer]:
-    bundled = iterfzf_fzf() or "iterfzf/fzf"
-    return [
-        Peer(
-            "reference", "reference", "this repo's finder (`recall/finders/reference`), batch mode"
-        ),
-        Peer("fzf (Debian)", "fzf", "default scheme, one process per query"),
-        Peer("fzf (iterfzf)", "fzf", "the binary inside the iterfzf wheel", bundled),
-        Peer("fzy", "fzy", "one process per query"),
-        Peer(
-            "frizbee",
-            "frizbee",
-            "`max_typos=0`, other options frizbee's defaults",
-            package="frizbee",
-        ),
-        Peer(
-            "frizbee typo",
-            "frizbee-typo",
-            "`max_typos=1`, other options frizbee's defaults",
-            package="frizbee",
-        ),
-        Peer(
-            "RapidFuzz",
-            "rapidfuzz",
-            "`process.extract`, its defaults (scorer `WRatio`, no processor)",
-            package="rapidfuzz",
-        ),
-        Peer(
-            "RapidFuzz partial",
-            "rapidfuzz-partial",
-            "`process.extract`, scorer `fuzz.partial_ratio`",
-            package="rapidfuzz",
-        ),
-        Peer(
-            "thefuzz",
-            "thefuzz",
-            "`process.extract`, its defaults (`WRatio`, `full_process`)",
-            package="thefuzz",
-        ),
-        Peer(
-            "Fuse.js",
-            "fusejs",
-            "`new Fuse(names, {includeScore: true}).search(q)`, its defaults (threshold 0.6)",
-            npm="fuse.js",
-        ),
-        Peer(
-            "fuzzysort",
-            "fuzzysort",
-            "`fuzzysort.go(q, prepared, {limit})`, its defaults",
-            npm="fuzzysort",
-        ),
-        Peer("fzf for JS", "fzf-js", "`new Fzf(names).find(q)`, its defaults", npm="fzf"),
-        Peer(
-            "match-sorter",
-            "match-sorter",
-            "`matchSorter(names, q)`, its defaults",
-            npm="match-sorter",
-        ),
-        Peer(
-            "fast-fuzzy",
-            "fast-fuzzy",
-            "`new Searcher(names).search(q)`, its defaults (threshold 0.6)",
-            npm="fast-fuzzy",
-        ),
-        Peer(
-            "uFuzzy",
-            "ufuzzy",
-            '`filter`/`info`/`sort` with `{intraIns: 1}` (its README\'s "fuzzier")',
-            npm="@leeoniya/ufuzzy",
-        ),
-        Peer(
-            "jedi-language-server",
-            "jedi-lsp",
-            "`workspace/symbol`, the server's defaults (module-level names that start with "
-            "the query, at most 20 an answer)",
-            package="jedi-language-server",
-            allow_empty=True,
-        ),
-        Peer(
-            "basedpyright",
-            "basedpyright",
-            "`workspace/symbol`, the server's defaults",
-            package="basedpyright",
-        ),
-        Peer(
-            "gopls",
-            "gopls",
-            "`workspace/symbol`, the server's defaults, GOPATH mode offline (the root package "
-            "and its imports), names unqualified, at most 100 an answer",
-            version=debian_version("gopls"),
-        ),
-        Peer(
-            "typescript-language-server",
-            "tsserver",
-            "`workspace/symbol` with the first `.ts` file open, the server's defaults",
-            version=npm_versions("typescript-language-server", "typescript"),
-            allow_empty=True,  # tsserver matches no typed query but glob (docs/engines.md)
-        ),
-        Peer(
-            "typescript-language-server (JavaScript)",
-            "tsserver-js",
-            "`workspace/symbol` with `src/jquery.js` open, the server's defaults",
-            version=npm_versions("typescript-language-server", "typescript"),
-            allow_empty=True,  # as on TypeScript: no all-lowercase typed query matches
-            timeout=600.0,  # loading jquery's project is inside the first query's time
-        ),
-        Peer(
-            "clangd",
-            "clangd",
-            "`workspace/symbol` after its background index of a `compile_commands.json` the "
-            "adapter writes into `{db}`, the server's defaults (at most 100 an answer)",
-            version=debian_version("clangd"),
-            timeout=3600.0,
-        ),
-    ]
+def page_columns(domain: str) -> list[Column]:
+    """The columns of a domain's page, read from the presets' [[results]] tables in their
+    order; the judgments page's are every names column whose preset reads a names list,
+    then every paths column in its path mode, so labelled (a language server needs a
+    corpus, which the judgments set has not)."""
+    if domain != JUDGED:
+        return columns(domain)
+    names = [c for c in columns(NAMES) if not needs_corpus(load_preset(c.preset))]
+    paths = [dataclasses.replace(c, label=c.label + PATH_MODE) for c in columns(PATHS)]
+    return names + paths
 
 
 def _first_line(argv: list[str]) -> str:
@@ -224,9 +92,10 @@ def _first_line(argv: list[str]) -> str:
     return lines[0]
 
 
-def finder_version(peer: Peer, engine: Engine, root: Path) -> str:
-    """What exactly ran: the program's own version line, the package or the commit."""
-    if peer.preset in ("reference", "reference-paths"):
+def finder_version(column: Column, engine: Engine, root: Path) -> str:
+    """What exactly ran, as the column names it: the commit, the package or the program's
+    own version line."""
+    if column.commit:
         tree = own_tree(engine, root)  # recall's own tree where root holds none
         try:
             with git.Repo(tree) as repo:
@@ -234,27 +103,27 @@ def finder_version(peer: Peer, engine: Engine, root: Path) -> str:
                 return f"recall commit {repo.head.commit.hexsha[:12]}{dirty}"
         except (git.InvalidGitRepositoryError, git.NoSuchPathError):
             return f"recall {__version__} (installed, no git checkout)"
-    if peer.version is not None:
-        return peer.version(root)
-    if peer.package:
-        return f"{peer.package} {importlib.metadata.version(peer.package)} (PyPI)"
-    if peer.npm:  # the version the tree's lock installs, which is what the adapter loads
+    if column.debian:
+        return debian_version(column.debian)
+    if column.pypi:
+        return f"{column.pypi} {importlib.metadata.version(column.pypi)} (PyPI)"
+    if column.npm:  # the versions the tree's lock installs, which is what the adapter loads
         folder = root.joinpath(*TREE_FOLDER)
-        return f"{peer.npm} {locked_version(peer.npm, folder)} (npm)"
-    program = peer.bin or shutil.which(engine.bin[0]) or engine.bin[0]
+        shown = " + ".join(f"{p} {locked_version(p, folder)}" for p in column.npm)
+        return f"{shown} (npm)"
+    program = column_bin(column, engine) or shutil.which(engine.bin[0]) or engine.bin[0]
     line = _first_line([program, "--version"])
     name = Path(program).name
     line = line.removeprefix(program).removeprefix(name).strip()  # fzy prints its argv[0]
     return f"{name} {line}"
 
 
-def command_line(peer: Peer, engine: Engine) -> str:
+def command_line(column: Column, engine: Engine) -> str:
     """The argv the harness runs for a query, as the engine file spells it."""
     template = engine.batch or engine.query
-    # A --bin under site-packages is shown by its package folder, not this machine's path.
-    binary = (
-        [f"{Path(peer.bin).parent.name}/{Path(peer.bin).name}"] if peer.bin else list(engine.bin)
-    )
+    # A bundled --bin is shown by its package folder, not this machine's path.
+    program = Path(engine.bin[0]).name
+    binary = [f"{column.bundled}/{program}"] if column.bundled else list(engine.bin)
     argv: list[str] = []
     for part in template:
         argv += binary if part == "{bin}" else [part]
@@ -293,42 +162,43 @@ def served_repos(engine: Engine, corpus: Path) -> list[str]:
 
 
 def run_peer(
-    peer: Peer, options: ResultsOptions, repos: list[str] | None = None
+    column: Column, options: ResultsOptions, repos: list[str] | None = None
 ) -> tuple[dict, list[str | None]]:
     """One `recall run --json` over the query set (of repos only, when given), and the
     name each query got first; a failed run stops the page. It runs with --no-cache: a
     cached run's answers are right for any --jobs, but its seconds were measured with the
     --jobs of another day, and the page prints them as this run's."""
-    argv = peer_argv(peer, options, repos)
-    progress().say(f"recall results: {peer.label}: {' '.join(argv[1:])}")
+    argv = peer_argv(column, options, repos)
+    progress().say(f"recall results: {column.label}: {' '.join(argv[1:])}")
     with tempfile.TemporaryDirectory(prefix="recall-results-") as scratch:
         saved = Path(scratch) / "saved.json"
         proc = subprocess.run([*argv, "--save", str(saved)], capture_output=True)
         if proc.returncode != 0:
             tail = " ".join(proc.stderr.decode("utf-8", "replace").split())[-TAIL:]
-            raise RecallError(f"{peer.label}: recall run exited {proc.returncode}: {tail}")
+            raise RecallError(f"{column.label}: recall run exited {proc.returncode}: {tail}")
         report = orjson.loads(proc.stdout)
         if "judgments" in report:  # its rows are candidates: no query has a name first
             return report, []
         return report, first_names(orjson.loads(saved.read_bytes()), report["queries"])
 
 
-def peer_argv(peer: Peer, options: ResultsOptions, repos: list[str] | None) -> list[str]:
-    """The `recall run` command line of one peer: its preset over the query set (and the
+def peer_argv(column: Column, options: ResultsOptions, repos: list[str] | None) -> list[str]:
+    """The `recall run` command line of one column: its preset over the query set (and the
     --split side, when given), measured anew. The options' suite files are located
     already (peer_entries)."""
-    argv = [sys.executable, "-m", "recall", "run", "--engine", peer.preset, "--json"]
+    argv = [sys.executable, "-m", "recall", "run", "--engine", column.preset, "--json"]
     argv += ["--queries", options.queries, "--corpus", str(options.corpus)]
     argv += ["--jobs", str(options.jobs)]
     argv.append("--no-cache")  # the page's seconds are measured now, with these --jobs
     for repo in repos or ():
         argv += ["--repo", repo]
-    if peer.allow_empty:
+    if column.allow_empty:
         argv.append("--allow-empty")
-    if peer.timeout is not None:
-        argv += ["--timeout", f"{peer.timeout:g}"]
+    if column.timeout is not None:
+        argv += ["--timeout", f"{column.timeout:g}"]
+    binary = column_bin(column, load_preset(column.preset))
     for flag, value in (
-        ("--bin", peer.bin), ("--mirror", options.mirror), ("--cache", options.cache),
+        ("--bin", binary), ("--mirror", options.mirror), ("--cache", options.cache),
         ("--split", options.split),
     ):  # fmt: skip
         if value:
@@ -376,8 +246,8 @@ def check_comparable(entries: list[Entry]) -> None:
 # The finders' reports -----------------------------------------------------------------
 
 
-def _report_path(folder: Path, peer: Peer) -> Path:
-    return folder / (peer.label.replace(" ", "-").replace("(", "").replace(")", "") + ".json")
+def _report_path(folder: Path, column: Column) -> Path:
+    return folder / (column.label.replace(" ", "-").replace("(", "").replace(")", "") + ".json")
 
 
 def read_entry(path: Path) -> Entry:
@@ -419,7 +289,7 @@ def is_path_set(queries: str) -> bool:
     pickers?"""
     from recall.inputs.judgments import is_judgments_file
     from recall.inputs.keystrokes import is_typing_file
-    from recall.inputs.paths import PATHS, domain_of
+    from recall.inputs.paths import domain_of
 
     path = query_set_path(queries)
     if not path.exists() or is_typing_file(path) or is_judgments_file(path):  # no path rows
@@ -436,26 +306,6 @@ def is_typing_set(queries: str) -> bool:
     return is_typing_file(query_set_path(queries))
 
 
-def path_peers() -> list[Peer]:
-    """The file pickers of the paths page (recall/workflows/results_paths.py)."""
-    from recall.workflows.results_paths import PATH_PEERS
-
-    bundled = iterfzf_fzf() or "iterfzf/fzf"
-    return [
-        Peer(p.label, p.preset, p.note, bundled if p.bundled_fzf else None, p.package, p.npm)
-        for p in PATH_PEERS
-    ]
-
-
-def judgment_peers() -> list[Peer]:
-    """The judgments page's peers (recall/workflows/results_judgments.py): every peer of the
-    names' page that reads a names list, then every file picker of the paths' page in its
-    path mode, so labelled."""
-    names = [p for p in default_peers() if not needs_corpus(load_preset(p.preset))]
-    paths = [dataclasses.replace(p, label=p.label + PATH_MODE) for p in path_peers()]
-    return names + paths
-
-
 def is_judgments_set(queries: str) -> bool:
     """Does --queries name a judgments file (its header: recall/inputs/judgments.py)?"""
     from recall.inputs.judgments import is_judgments_file
@@ -464,16 +314,21 @@ def is_judgments_set(queries: str) -> bool:
     return path.exists() and is_judgments_file(path)
 
 
+def set_domain(queries: str) -> str:
+    """The domain of the page of the set --queries names: judgments, paths or names (the
+    default, typed and typing sets, and a file of name queries)."""
+    if is_judgments_set(queries):
+        return JUDGED
+    return PATHS if is_path_set(queries) else NAMES
+
+
 def peer_entries(options: ResultsOptions) -> list[Entry]:
     """Every peer's entry of the page, run now or read back from options.reports."""
     found = locate("results", corpus=options.corpus, queries=options.queries)
     options = dataclasses.replace(options, corpus=found.corpus, queries=found.queries or "")
     root = finder_root(Path("."))
     only = options.only
-    if is_judgments_set(options.queries):  # the name finders and the pickers' path modes
-        every = judgment_peers()
-    else:
-        every = path_peers() if is_path_set(options.queries) else default_peers()
+    every = page_columns(set_domain(options.queries))
     left_out = ""
     if is_typing_set(options.queries):  # one ceiling over every corpus's sequences
         every = [p for p in every if not load_preset(p.preset).languages]
@@ -487,38 +342,40 @@ def peer_entries(options: ResultsOptions) -> list[Entry]:
     entries = []
     status = progress()
     with status.task("results", len(peers), "finders") as counted:
-        for peer in peers:
-            entries.append(_peer_entry(peer, options, root, folder))
+        for column in peers:
+            entries.append(_peer_entry(column, options, root, folder))
             status.advance(counted)
     return entries
 
 
-def _peer_entry(peer: Peer, options: ResultsOptions, root: Path, folder: Path | None) -> Entry:
+def _peer_entry(column: Column, options: ResultsOptions, root: Path, folder: Path | None) -> Entry:
     """One finder's entry of the page: run now, or read back from --reports."""
-    if peer.bin and not options.render_only and not Path(peer.bin).is_file():
+    engine = load_preset(column.preset)
+    binary = column_bin(column, engine)
+    if binary and not options.render_only and not Path(binary).is_file():
         raise RecallError(
-            f"{peer.label}: {peer.bin} not found: pip install iterfzf==1.9.0.67.0 "
-            "(or make results, which installs the peers extra)"
+            f"{column.label}: {binary} not found: pip install {column.bundled} (make results "
+            "installs the version it pins, the peers extra)"
         )
     if options.render_only:
         assert folder is not None
-        entry = read_entry(_report_path(folder, peer))
+        entry = read_entry(_report_path(folder, column))
         shown = entry.report.split
         if options.split and shown != options.split:
             raise RecallError(
-                f"{_report_path(folder, peer)}: a kept report of the {shown or 'whole'} set's "
+                f"{_report_path(folder, column)}: a kept report of the {shown or 'whole'} set's "
                 f"rows, not the {options.split} split's: run recall results --split "
                 f"{options.split}"
             )
         return entry
-    engine = load_preset(peer.preset)
-    report, firsts = run_peer(peer, options, served_repos(engine, Path(str(options.corpus))))
+    report, firsts = run_peer(column, options, served_repos(engine, Path(str(options.corpus))))
     entry = Entry(
-        peer.label, finder_version(peer, engine, root), command_line(peer, engine), peer.note,
+        column.label, finder_version(column, engine, root), command_line(column, engine),
+        column.note,
         Report.from_json(report), tuple(engine.languages), tuple(firsts), options.jobs,
     )  # fmt: skip
     if folder is not None:
         folder.mkdir(parents=True, exist_ok=True)  # --reports names the folder itself
         data = orjson.dumps(entry.to_json(), option=orjson.OPT_INDENT_2)
-        write_atomic(_report_path(folder, peer), data)
+        write_atomic(_report_path(folder, column), data)
     return entry
