@@ -371,18 +371,26 @@ def check_sources(
         )
 
 
-def fetch_corpora(
-    rows: list[QueryRow], pins: dict[str, Pin], cache: Path, mirror: Path | None,
-    corpora: dict[str, Corpus],
-) -> None:  # fmt: skip
-    """Fetch and list names only when a binary runs: a run from the cache needs neither.
-    A judgments set's lists need no fetch: they are made from every row of each (a plan
-    holds them all from the start)."""
-    domain = domain_of(rows)
-    if domain == JUDGED:
-        made = names_corpora(lists_of(rows), cache)
-        corpora.update({name: made[name] for name in made if name not in corpora})
-        return
-    for repo in dict.fromkeys(row.repo for row in rows):
-        if repo not in corpora:
-            corpora[repo] = open_corpus(pins[repo], cache, mirror, domain)
+@dataclasses.dataclass
+class Corpora:
+    """The corpora of one run (or history), each opened the first time rows need it, so
+    that a run answered from the results cache fetches and lists nothing. A judgments
+    set's lists need no fetch: they are made from every row of each (a run holds them all
+    from the start)."""
+
+    pins: dict[str, Pin]
+    cache: Path
+    mirror: Path | None
+    opened: dict[str, Corpus] = dataclasses.field(default_factory=dict)
+
+    def open(self, rows: Sequence[QueryRow]) -> dict[str, Corpus]:
+        """Every corpus opened so far, those of the rows among them."""
+        domain = domain_of(list(rows))
+        if domain == JUDGED:
+            for name, corpus in names_corpora(lists_of(list(rows)), self.cache).items():
+                self.opened.setdefault(name, corpus)
+            return self.opened
+        for repo in dict.fromkeys(row.repo for row in rows):
+            if repo not in self.opened:
+                self.opened[repo] = open_corpus(self.pins[repo], self.cache, self.mirror, domain)
+        return self.opened

@@ -15,23 +15,18 @@ from recall.analysis.model import (
 )
 from recall.cache import keep_file, read_file, warn
 from recall.inputs import derive, path_recipes, recipes, symbols
-from recall.inputs.corpus import Pin
 from recall.inputs.paths import PATHS, domain_of
 from recall.inputs.queryset import (
     QueryRow,
 )
 from recall.inputs.symbols import checkout_symbols, ctags_identity
 from recall.running.identity import data_key
-from recall.running.measure import (
-    fetch_corpora,
-)
-from recall.running.values import Corpus
+from recall.running.measure import Corpora
 
 
 def query_set_ceiling(
-    rows: list[QueryRow], pins: dict[str, Pin], cache: Path, mirror: Path | None,
-    corpora: dict[str, Corpus], unknown: list[QueryRow] | None = None,
-) -> CeilingSummary:  # fmt: skip
+    rows: list[QueryRow], corpora: Corpora, unknown: list[QueryRow] | None = None
+) -> CeilingSummary:
     """The best #1 and top 10 any finder can expect on these rows (recall/analysis/ceiling.py). It
     depends on the pins, the rows, the names ctags finds and the recipes alone, so it is
     kept in the cache under those (ctags's version and the code that extracts, filters and
@@ -40,6 +35,7 @@ def query_set_ceiling(
     that the ceiling covers exactly the rows the finders ran. A row the recipes cannot
     make from its source has no ceiling: the summary names it in `left_out`, and the
     report compares the finders with the ceiling without it."""
+    pins, cache = corpora.pins, corpora.cache
     code = hashlib.sha256()
     is_paths = domain_of(rows) == PATHS
     for module in (
@@ -61,12 +57,12 @@ def query_set_ceiling(
         if per_row is None:
             warn(f"cache entry {path} is not a ceiling of these rows: dropped, made again")
     if per_row is None:
-        fetch_corpora(rows, pins, cache, mirror, corpora)
+        opened = corpora.open(rows)
         repos = dict.fromkeys(row.repo for row in rows)
         if is_paths:  # the corpora's candidates are their paths
-            per_row = path_ceiling.row_ceilings(rows, {r: corpora[r].names for r in repos})
+            per_row = path_ceiling.row_ceilings(rows, {r: opened[r].names for r in repos})
         else:
-            checkouts = {repo: corpora[repo].checkout for repo in repos}
+            checkouts = {repo: opened[repo].checkout for repo in repos}
             sources = {
                 repo: derive.name_source(checkout_symbols(checkout, cache), pins[repo].language)
                 for repo, checkout in checkouts.items()

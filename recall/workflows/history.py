@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -41,9 +41,9 @@ from recall.running.build import (
 )
 from recall.running.identity import data_key, unseen_code
 from recall.running.measure import (
+    Corpora,
     check_answered,
     check_sources,
-    open_corpus,
     run_binary,
 )
 from recall.running.results_cache import cached_or_run, run_key
@@ -62,24 +62,21 @@ class Plan:
     root: Path
     engine: Engine
     engine_spec: str | None
-    pins: dict[str, Pin]
+    corpora: Corpora  # the pins, the cache, and the corpora opened so far
     rows: list[QueryRow]
     all_rows: list[QueryRow]
     corpus_path: Path
     queries_path: Path
-    cache: Path
-    mirror: Path | None
     timeout: float
     build_timeout: float
     jobs: int
     no_cache: bool
     allow_empty: bool
-    corpora: dict[str, Corpus] = field(default_factory=dict)
 
     @cached_property
     def asked(self) -> dict:
         """What every commit is asked: the key part shared by all of them."""
-        return data_key(self.pins, self.rows)
+        return data_key(self.corpora.pins, self.rows)
 
 
 @dataclass(frozen=True)
@@ -110,9 +107,9 @@ def make_plan(options: CommitOptions, command: str = "recall history") -> Plan:
     return Plan(
         root=root, engine=resolve_engine(options.engine, root, domain_of(rows)),
         engine_spec=options.engine,
-        pins=pins, rows=rows, all_rows=all_rows, corpus_path=corpus_path.absolute(),
-        queries_path=queries_path.absolute(), cache=cache_root(data.cache),
-        mirror=mirror_root(data.mirror), timeout=options.timeout,
+        corpora=Corpora(pins, cache_root(data.cache), mirror_root(data.mirror)),
+        rows=rows, all_rows=all_rows, corpus_path=corpus_path.absolute(),
+        queries_path=queries_path.absolute(), timeout=options.timeout,
         build_timeout=options.build_timeout, jobs=options.jobs, no_cache=options.no_cache,
         allow_empty=options.allow_empty,
     )  # fmt: skip
@@ -253,7 +250,7 @@ def measure(plan: Plan, commit: Commit) -> Point:
 
 def commit_key(plan: Plan, commit: Commit, rows: list[QueryRow]) -> dict:
     """The results cache key of rows run at the commit."""
-    asked = plan.asked if rows == plan.rows else data_key(plan.pins, rows)
+    asked = plan.asked if rows == plan.rows else data_key(plan.corpora.pins, rows)
     return run_key(f"commit:{commit.sha}", plan.engine, asked, plan.timeout)
 
 
@@ -262,30 +259,30 @@ def measure_rows(plan: Plan, commit: Commit, rows: list[QueryRow]) -> Point:
     of them, before `answered` judges the run: a shard's part of a commit is judged only
     once the merge has put the commit's parts together."""
     key = commit_key(plan, commit, rows)
-    marker = plan.cache / "builds" / build_key(commit.sha, plan.engine) / ".recall-built"
+    marker = plan.corpora.cache / "builds" / build_key(commit.sha, plan.engine) / ".recall-built"
     built = not marker.is_file()
     named = "".join(f" {ref}" for ref in commit.refs)
     _say(f"{commit.sha[:12]}{named}: {'building' if built else 'built before'}")
     try:
-        binary, _sha = base_binary(plan.root, commit.sha, plan.engine, plan.cache,
+        binary, _sha = base_binary(plan.root, commit.sha, plan.engine, plan.corpora.cache,
                                    plan.build_timeout)  # fmt: skip
     except RecallError as exc:
         return Point(commit, None, _one_line(str(exc)), built, False)
     cacheable = not plan.no_cache and unseen_code(plan.engine) is None
 
     def run_now() -> RunResult:
-        _open_corpora(plan, rows)  # not a _Failed: a fetch or a bad source ends the history
+        opened = _open_corpora(plan, rows)  # not a _Failed: a fetch or a bad source ends it
         kept = None if plan.no_cache else f"commit:{commit.sha}"  # its kept indexes
         try:
             return run_binary(
-                binary, rows, plan.corpora, jobs=plan.jobs, timeout=plan.timeout, build=kept
+                binary, rows, opened, jobs=plan.jobs, timeout=plan.timeout, build=kept
             )
         except RecallError as exc:
             raise _Failed(_one_line(str(exc))) from None
 
     try:
         run, cached = cached_or_run(
-            plan.cache, key, commit.sha[:12], rows, cacheable=cacheable, run=run_now
+            plan.corpora.cache, key, commit.sha[:12], rows, cacheable=cacheable, run=run_now
         )
     except _Failed as failed:
         return Point(commit, None, failed.line, built, False)
@@ -312,17 +309,14 @@ def answered(point: Point, allow_empty: bool) -> Point:
     return point
 
 
-def _open_corpora(plan: Plan, rows: list[QueryRow]) -> None:
-    """The corpora of the rows, each once per history, and every source checked against
-    them before the first binary runs on them (as `recall run` does)."""
-    new = [repo for repo in dict.fromkeys(row.repo for row in rows) if repo not in plan.corpora]
-    if not new:
-        return
-    domain = domain_of(rows)
-    for repo in new:
-        plan.corpora[repo] = open_corpus(plan.pins[repo], plan.cache, plan.mirror, domain)
-    fresh = [row for row in rows if row.repo in new]
-    check_sources(fresh, plan.corpora, plan.queries_path, plan.all_rows)
+def _open_corpora(plan: Plan, rows: list[QueryRow]) -> dict[str, Corpus]:
+    """The corpora of the rows, each opened once per history, and every source checked
+    against them before the first binary runs on them (as `recall run` does)."""
+    fresh = [row for row in rows if row.repo not in plan.corpora.opened]
+    opened = plan.corpora.open(rows)
+    if fresh:
+        check_sources(fresh, opened, plan.queries_path, plan.all_rows)
+    return opened
 
 
 def history(plan: Plan, commits: list[Commit]) -> list[Point]:

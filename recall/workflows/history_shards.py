@@ -134,7 +134,7 @@ def meta(plan: Plan) -> dict:
         "timeout": plan.timeout,
         "build_timeout": plan.build_timeout,
         "allow_empty": plan.allow_empty,
-        "pins": {repo: plan.pins[repo].identity() for repo in repos},
+        "pins": {repo: plan.corpora.pins[repo].identity() for repo in repos},
     }
 
 

@@ -21,7 +21,7 @@ from recall.inputs.corpus import cache_root, load_pins, mirror_root
 from recall.inputs.queryset import QueryRow, query_set_path
 from recall.inputs.sides import SPLITS, Split
 from recall.inputs.suite import locate
-from recall.running.measure import fetch_corpora, unknown_sources
+from recall.running.measure import Corpora, unknown_sources
 from recall.running.results_cache import (
     HISTORY_KIND,
     SAVED_KIND,
@@ -31,7 +31,6 @@ from recall.running.results_cache import (
     load_saved,
     read_saved,
 )
-from recall.running.values import Corpus
 from recall.workflows.options import DEFAULT_REGRESS, MergeOptions, listed
 from recall.workflows.run import (
     Measured,
@@ -232,15 +231,14 @@ def merge(options: MergeOptions) -> Report:
         for (run, key), flags in zip(merged.runs, explain, strict=True)
     ]
     cache, mirror = cache_root(options.data.cache), mirror_root(options.data.mirror)
-    corpora: dict[str, Corpus] = {}
+    corpora = Corpora(pins, cache, mirror)
     unknown: tuple[UnknownSource, ...] = ()
     if not (options.strict_queries or found.committed):
-        fetch_corpora(rows, pins, cache, mirror, corpora)
-        unknown = unknown_sources(rows, corpora, all_rows)
-    check_steps(steps, rows, pins, cache, mirror, corpora, queries_path)
+        unknown = unknown_sources(rows, corpora.open(rows), all_rows)
+    check_steps(steps, rows, corpora, queries_path)
     data = data_flags(options.data, found, found.config)
     plan = Plan(
-        pins, rows, cases, skipped, accepted, cache, mirror, corpora, unknown, data,
+        rows, cases, skipped, accepted, corpora, unknown, data,
         options.regress or DEFAULT_REGRESS, options.split, options.misses, steps,
         selected.judgments,
     )  # fmt: skip

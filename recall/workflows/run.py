@@ -40,7 +40,6 @@ from recall.inputs.judgments import (
     Judgment,
     is_judgments_file,
     judged_rows,
-    lists_of,
     on_side,
     read_judgments,
 )
@@ -63,10 +62,9 @@ from recall.inputs.symbols import ctags_version
 from recall.render.commandline import option
 from recall.running.identity import data_key
 from recall.running.measure import (
+    Corpora,
     check_answered,
     check_sources,
-    fetch_corpora,
-    names_corpora,
     run_binary,
     unknown_sources,
 )
@@ -78,7 +76,7 @@ from recall.running.results_cache import (
     run_key,
     save_runs,
 )
-from recall.running.values import Corpus, FinderBuild
+from recall.running.values import FinderBuild
 from recall.workflows.bench import run_bench
 from recall.workflows.ceiling import query_set_ceiling
 from recall.workflows.options import (
@@ -202,12 +200,13 @@ def measure(options: RunOptions) -> Measurement:
         saved_run, saved_key = load_against(Path(options.against), asked, asked_key, selection)
         base = Measured(saved_run, saved_key, len(rows), None)
 
-    corpora: dict[str, Corpus] = names_corpora(lists_of(rows), cache) if selected.judgments else {}
+    corpora = Corpora(pins, cache, mirror)
+    if selected.judgments:  # every candidate list whole, whichever rows ask first
+        corpora.open(rows)
     unknown: tuple[UnknownSource, ...] = ()
     if not strict:  # a foreign file's unknown sources are listed, cached runs or not
-        fetch_corpora(rows, pins, cache, mirror, corpora)
-        unknown = unknown_sources(rows, corpora, all_rows)
-    check_steps(steps, rows, pins, cache, mirror, corpora, queries_path)
+        unknown = unknown_sources(rows, corpora.open(rows), all_rows)
+    check_steps(steps, rows, corpora, queries_path)
     measured = [base] if base else []
     for side in sides:
         key = run_key(side.identity, side.binary.engine, asked_key, options.timeout)
@@ -215,12 +214,12 @@ def measure(options: RunOptions) -> Measurement:
             key["tree"] = tree_code(side)  # the code a shard ran, known by content
 
         def run_now(side: Side = side) -> RunResult:
-            fetch_corpora(asked, pins, cache, mirror, corpora)
+            opened = corpora.open(asked)
             if strict:
-                check_sources(rows, corpora, queries_path, all_rows)
+                check_sources(rows, opened, queries_path, all_rows)
             kept = None if options.no_cache else side.index_identity
             return run_binary(
-                side.binary, asked, corpora, jobs=options.jobs, timeout=options.timeout,
+                side.binary, asked, opened, jobs=options.jobs, timeout=options.timeout,
                 build=kept,
             )  # fmt: skip
 
@@ -232,7 +231,7 @@ def measure(options: RunOptions) -> Measurement:
         try:
             check_answered(result.run, allow_empty=options.allow_empty)
         except RecallError as exc:  # say how: the finder's own words on one query
-            seen = _probed(side.binary, rows, result.run, pins, cache, mirror, corpora, options)
+            seen = _probed(side.binary, rows, result.run, corpora, options)
             raise RecallError(f"{exc}; {seen}") from None
         measured.append(result)
 
@@ -246,23 +245,21 @@ def measure(options: RunOptions) -> Measurement:
     data = data_flags(options.data, found, found.config)
     regress_file = options.regress or DEFAULT_REGRESS
     plan = Plan(
-        pins, rows, cases, skipped, accepted, cache, mirror, corpora, unknown, data,
-        regress_file, options.split, options.misses, steps, selected.judgments,
+        rows, cases, skipped, accepted, corpora, unknown, data, regress_file, options.split,
+        options.misses, steps, selected.judgments,
     )  # fmt: skip
     if options.shard:
         return Measurement(plan, measured, has_base, meta, None)
     bench = None
     if options.bench:
-        fetch_corpora(hand, pins, cache, mirror, corpora)
         binaries = [side.binary for side in sides]
-        bench = run_bench(binaries, hand, corpora, options.bench, options.timeout)
+        bench = run_bench(binaries, hand, corpora.open(hand), options.bench, options.timeout)
     return Measurement(plan, measured, has_base, meta, plan_ceiling(plan), bench)
 
 
 def check_steps(
-    steps: tuple[TypingRow, ...], rows: list[QueryRow], pins: dict[str, Pin], cache: Path,
-    mirror: Path | None, corpora: dict[str, Corpus], queries: Path,
-) -> None:  # fmt: skip
+    steps: tuple[TypingRow, ...], rows: list[QueryRow], corpora: Corpora, queries: Path
+) -> None:
     """A typing set's steps whose source is no name of its corpus are refused before any
     finder runs (or a merge reports): the corpora are fetched for its report's ceiling
     anyway. A shard checks the steps of its own repos, whose corpora it fetches."""
@@ -270,14 +267,13 @@ def check_steps(
     steps = tuple(step for step in steps if step.repo in ran)
     if not steps:
         return
-    fetch_corpora(rows, pins, cache, mirror, corpora)
-    names = {repo: corpus.names for repo, corpus in corpora.items()}
+    names = {repo: corpus.names for repo, corpus in corpora.open(rows).items()}
     keystrokes.check_typing_sources(steps, names, str(queries))
 
 
 def _probed(
-    binary: FinderBuild, rows: list[QueryRow], run: RunResult, pins: dict[str, Pin],
-    cache: Path, mirror: Path | None, corpora: dict[str, Corpus], options: RunOptions,
+    binary: FinderBuild, rows: list[QueryRow], run: RunResult, corpora: Corpora,
+    options: RunOptions,
 ) -> str:  # fmt: skip
     """The first query the run got nothing from (an error, no answer, or one naming
     nothing in the corpus), run again alone: its outcome, its stderr, the engine file's
@@ -287,8 +283,8 @@ def _probed(
          if r.error or not r.top or r.off_corpus),
         rows[0],
     )  # fmt: skip
-    fetch_corpora([picked], pins, cache, mirror, corpora)
-    seen = probe(binary, corpora[picked.repo], picked, options.timeout, cache)
+    corpus = corpora.open([picked])[picked.repo]
+    seen = probe(binary, corpus, picked, options.timeout, corpora.cache)
     line = key_line(binary.engine, "batch" if binary.engine.batch else "query")
     return seen.said() + (f"; the engine's line: {line}" if line else "")
 
@@ -298,14 +294,11 @@ class Plan:
     """What a report is over: the rows and regress cases measured, and where the corpora
     are when the ceiling needs their names."""
 
-    pins: dict[str, Pin]
     rows: list[QueryRow]
     cases: list[Case]
     skipped: int  # the default regress file's cases for repos the corpus does not pin
     accepted: list[Key] | None
-    cache: Path
-    mirror: Path | None
-    corpora: dict[str, Corpus]
+    corpora: Corpora  # the pins, and their corpora as the run opened them
     unknown: tuple[UnknownSource, ...] = ()  # a foreign file's rows whose source is no name
     data: Flags = ()  # the data flags with which `recall explain` reads what the run read
     regress_file: str = DEFAULT_REGRESS  # the regress file the report names
@@ -321,7 +314,7 @@ def plan_ceiling(plan: Plan) -> CeilingSummary:
     if plan.judgments:
         return NO_CEILING
     unknown = [QueryRow(u.repo, u.query, u.type, u.source) for u in plan.unknown]
-    return query_set_ceiling(plan.rows, plan.pins, plan.cache, plan.mirror, plan.corpora, unknown)
+    return query_set_ceiling(plan.rows, plan.corpora, unknown)
 
 
 def analyse_plan(
@@ -349,7 +342,7 @@ def analyse_plan(
     )
     unknown = [QueryRow(u.repo, u.query, u.type, u.source) for u in plan.unknown]
     report = analyse(
-        meta, plan.pins, rows, [not_found(m.run, rows, unknown) for m in measured],
+        meta, plan.corpora.pins, rows, [not_found(m.run, rows, unknown) for m in measured],
         baseline=has_base, cases=cases, case_results=[m.cases for m in measured],
         regress=regress, accepted=plan.accepted, explain_flags=explain_flags,
         ceiling=ceiling,
@@ -358,10 +351,9 @@ def analyse_plan(
     )  # fmt: skip
     if not plan.steps:
         return report
-    fetch_corpora(rows, plan.pins, plan.cache, plan.mirror, plan.corpora)
     runs = [(m.run.label, prompt_answers(rows, m.run)) for m in measured]
-    names = {repo: corpus.names for repo, corpus in plan.corpora.items()}
-    languages = {name: pin.language for name, pin in plan.pins.items()}
+    names = {repo: corpus.names for repo, corpus in plan.corpora.open(rows).items()}
+    languages = {name: pin.language for name, pin in plan.corpora.pins.items()}
     return typing_report(report, plan.steps, runs, names, languages, baseline=has_base)
 
 
