@@ -32,7 +32,9 @@ def _run_example(name: str) -> dict:
 
 
 def test_api_md_has_an_example_of_each_command_the_tests_run():
-    assert sorted(_examples()) == ["bisect", "doctor", "history", "merge", "pin", "run"]
+    assert sorted(_examples()) == [
+        "bisect", "doctor", "fetch", "history", "merge", "pin", "results", "run",
+    ]  # fmt: skip
 
 
 def _without_seconds(report: dict) -> dict:
@@ -315,7 +317,7 @@ COMMAND_OF = {
     "ResultsOptions": "results", "PinOptions": "pin", "PruneOptions": "cache prune",
     "InitOptions": "init", "RecipesOptions": "derive recipes", "SampleOptions": "derive sample",
     "DeriveOptions": "derive all",
-    "DoctorOptions": "doctor",
+    "DoctorOptions": "doctor", "FetchOptions": "fetch",
 }  # fmt: skip
 
 
@@ -357,3 +359,40 @@ def test_every_option_is_its_flag_of_the_same_name_and_default_or_listed_in_api_
             if not spelled or (action.option_strings and action.default != default):
                 unlike.add(f"{name}.{field.name}")
     assert unlike == _api_doc_exceptions()
+
+
+@needs_mirror
+def test_the_fetch_example_yields_each_pin_s_checkout_as_the_cli_prints_it(
+    in_env, monkeypatch, capsys
+):
+    from recall.inputs.corpus import Checkout
+
+    monkeypatch.chdir(ROOT)
+    _run_example("fetch")
+    printed = capsys.readouterr().out
+    checkouts = list(recall.fetch(recall.FetchOptions(repos=("gin", "okio"))))
+    assert all(isinstance(c, Checkout) for c in checkouts)
+    assert [c.pin.name for c in checkouts] == ["gin", "okio"]
+    shown = [f"{c.pin.name}\t{c.pin.sha[:12]}\t{c.path}" for c in checkouts]
+    assert run_cli("fetch", "gin", "okio", *in_env).stdout.splitlines() == shown
+    assert printed.splitlines() == [line.replace("\t", " ") for line in shown]
+
+
+@pytest.mark.slow
+@needs_mirror
+def test_the_results_example_returns_the_page_and_its_entries_and_writes_nothing(
+    in_env, monkeypatch, capsys
+):
+    from recall.render.results_entry import Entry
+    from recall.workflows.results import ResultsPage
+
+    monkeypatch.chdir(ROOT)
+    namespace = _run_example("results")
+    page, out = namespace["page"], namespace["out"]
+    assert isinstance(page, ResultsPage)
+    assert [type(e) for e in page.entries] == [Entry] and page.entries[0].label == "reference"
+    assert isinstance(page.entries[0].report, recall.Report)
+    assert page.entries[0].report.split == "holdout"
+    assert page.markdown.startswith("# Results on the judgments")
+    assert not out.exists()  # the command writes the page; the API returns it
+    assert capsys.readouterr().out.splitlines() == [f"reference {page.markdown.splitlines()[0]}"]

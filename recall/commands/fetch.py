@@ -1,13 +1,14 @@
-"""`recall fetch`: the pinned corpora into the cache, ahead of a run that needs them."""
+"""`recall fetch`: the pinned corpora into the cache, ahead of a run that needs them (the
+work is recall/workflows/fetch.py's; this is its flags)."""
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
-from recall.commands._flags import add_common, locate_flags
+from recall.commands._flags import add_common
 from recall.errors import EXIT_OK
-from recall.inputs.corpus import cache_root, fetch, load_pins, mirror_root, select_pins
+from recall.workflows.fetch import fetch_pins
+from recall.workflows.options import Data, FetchOptions
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -17,11 +18,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    locate_flags(args)
-    corpus = Path(args.corpus)
-    pins = select_pins(load_pins(corpus), args.repos, corpus)
-    cache, mirror = cache_root(args.cache), mirror_root(args.mirror)
-    for pin in pins:
-        checkout = fetch(pin, cache, mirror)
-        print(f"{pin.name}\t{pin.sha[:12]}\t{checkout.path}")
+    data = Data(corpus=args.corpus, cache=args.cache, mirror=args.mirror)
+    for checkout in fetch_pins(FetchOptions(data=data, repos=tuple(args.repos))):
+        print(f"{checkout.pin.name}\t{checkout.pin.sha[:12]}\t{checkout.path}")
     return EXIT_OK

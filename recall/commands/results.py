@@ -1,6 +1,5 @@
 """`recall results`: every peer finder and the reference over one query set, written as
-docs/RESULTS.md (recall/workflows/results_page.py runs them, render/results_page.py renders
-the page)."""
+docs/RESULTS.md (the work is recall/workflows/results.py's; this is its flags)."""
 
 from __future__ import annotations
 
@@ -9,12 +8,10 @@ import sys
 from pathlib import Path
 
 from recall.commands._flags import add_common, add_split, tupled
-from recall.errors import EXIT_OK, RecallError
+from recall.errors import EXIT_OK
 from recall.files import target, write_atomic
-from recall.render.judgments_results import render_judgments_results
-from recall.render.results_page import render_results
-from recall.workflows import results_page as results
 from recall.workflows.options import ResultsOptions
+from recall.workflows.results import results_page
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -60,25 +57,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run (or read back) every finder's report and write the page."""
     options = options_of(args)
-    Path(options.out).parent.mkdir(parents=True, exist_ok=True)  # docs/ for a new page
-    target(Path(options.out))  # a FIFO or a device there is refused before any work
-    from recall.workflows import results_judgments as judged
-
-    shares = {}
-    if results.is_judgments_set(options.queries):  # read before any peer runs
-        shares = judged.set_shares(options.sets, options.corpus)
-    elif options.sets:
-        raise RecallError("--set-reports: the sets' shares go on the judgments page alone")
-    entries = results.peer_entries(options)
-    results.check_comparable(entries)
-    host = {**results.machine(), "jobs": results.measured_jobs(entries)}
-    if judged.is_judgments_page(entries):
-        page = render_judgments_results(entries, host, shares)
-    else:
-        page = render_results(entries, host, results.set_domain(options.queries))
     out = Path(options.out)
-    write_atomic(out, page.encode("utf-8"))
-    print(f"recall results: wrote {options.out} ({len(entries)} finders)", file=sys.stderr)
+    out.parent.mkdir(parents=True, exist_ok=True)  # docs/ for a new page
+    target(out)  # a FIFO or a device there is refused before any work
+    made = results_page(options)
+    write_atomic(out, made.markdown.encode("utf-8"))
+    print(f"recall results: wrote {options.out} ({len(made.entries)} finders)", file=sys.stderr)
     return EXIT_OK
 
 

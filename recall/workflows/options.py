@@ -394,6 +394,19 @@ class DoctorOptions:
 
 
 @dataclass(frozen=True)
+class FetchOptions:
+    """`recall fetch`: the pinned corpora into the cache ahead of a run that needs them;
+    `repos` narrows them to these pins (empty: every pin). Of `data`, the corpus, the
+    cache and the mirror serve."""
+
+    data: Data = Data()
+    repos: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+
+
+@dataclass(frozen=True)
 class ResultsOptions:
     """`recall results`: every peer finder and the reference over one query set; `only`
     narrows the peers to these presets, `reports` keeps (or, render_only, reads) each
