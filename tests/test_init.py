@@ -31,6 +31,22 @@ def test_init_with_the_rq_preset_writes_a_loadable_copy_and_the_next_command(tmp
     assert proc.stdout.count("\n") == 1
 
 
+@pytest.mark.parametrize("preset", preset_names())
+def test_a_starter_from_a_preset_keeps_its_engine_and_leaves_out_its_results_columns(
+    tmp_path, preset
+):
+    from recall.workflows.init import starter
+
+    make_repo(tmp_path / "f", {"x.txt": "x"})
+    text = starter(preset, tmp_path / "f").decode()
+    engine = parse_engine(text.encode(), "recall.toml")
+    assert "[[results]]" not in text and engine.columns == ()
+    assert (engine.query, engine.kind, engine.index, engine.batch) == (
+        load_preset(preset).query, load_preset(preset).kind, load_preset(preset).index,
+        load_preset(preset).batch,
+    )  # fmt: skip
+
+
 def test_blank_init_loads_and_explains_every_optional_key_commented_out(tmp_path):
     make_repo(tmp_path / "f", {"x.txt": "x"})
     (tmp_path / "f" / "sub").mkdir()

@@ -190,7 +190,10 @@ def starter(preset: str | None, root: Path | None = None) -> bytes:
         guess = f'bin = ["{{tree}}/my-finder"]  {TEMPLATE_MARK}\n'
         text = BLANK.replace(guess, "\n".join(rest) + "\n")
         return text.replace('# build = ["make"]\n', build + "\n").encode()
-    body = (resources.files("recall.finders") / "presets" / f"{preset}.toml").read_text("utf-8")
+    text = (resources.files("recall.finders") / "presets" / f"{preset}.toml").read_text("utf-8")
+    # a preset's [[results]] tables (its columns on recall's own results pages) come last,
+    # and say nothing about a finder of the user's own
+    body = text.split("\n[[results]]\n", 1)[0].rstrip("\n") + "\n"
     header = (
         f"# recall.toml, started from recall's preset {preset!r}: adapt it to this repo.\n"
         "# Keys and placeholders: `recall init` without --preset writes them all out.\n"
