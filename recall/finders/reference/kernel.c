@@ -8,9 +8,10 @@
  *
  * A query's candidates come from five rules, merged by the highest score each gives a
  * name (rank.py says why each exists): the alignment of the query as a subsequence (for a
- * glob, its segments in order), the weak pass (a character left out), typos (an optimal
- * string alignment distance of one or two), prefixes of the lowercased name, and exact
- * names. Ties break by the tie rank the index keeps (shorter name, then name).
+ * glob, its segments in order; raised where the name holds the query as whole words), the
+ * weak pass (a character left out), typos (an optimal string alignment distance of one or
+ * two), prefixes of the lowercased name, and exact names (their word starts compared with
+ * the query's). Ties break by the tie rank the index keeps (shorter name, then name).
  *
  * Where the alignment's time goes, and so how its pass is laid out: a query's character
  * sets (and the characters it holds twice) rule out most names by ANDs of bit sets over
@@ -450,7 +451,7 @@ typedef struct {
         tail_jump, skip_word, skip_vowel, skip_other, skip_lead, skip_trail, trail_word,
         star_factor, neg;
     double exact_case, exact_lower, exact_squashed, typo_one, typo_short, typo_two, prefix,
-        weak;
+        weak, whole, exact_words;
     int64_t typo_long, weak_cap, weak_when;
 } rk_weights;
 
@@ -1007,6 +1008,56 @@ static inline int same_bytes(const uint8_t *a, int64_t na, const uint8_t *b, int
     return na == nb && memcmp(a, b, (size_t)na) == 0;
 }
 
+/* The word starts of an ASCII text's letters and digits, as arrays.py marks a name's
+ * (after a separator, at a camel hump, before the capital that starts a word after a run
+ * of capitals, after digits), into st (m bytes): 1 if the text is ASCII and holds m
+ * letters and digits, else 0 (its words are then not compared). */
+static int word_starts(const uint8_t *t, int64_t len, int64_t m, uint8_t *st) {
+    enum { OTHER, LOWER, UPPER, DIGIT };
+#define KIND(c) ((c) >= 'a' && (c) <= 'z'   ? LOWER \
+                 : (c) >= 'A' && (c) <= 'Z' ? UPPER \
+                 : (c) >= '0' && (c) <= '9' ? DIGIT \
+                                            : OTHER)
+    int64_t at = 0;
+    for (int64_t j = 0; j < len; j++) {
+        if (t[j] >= 128) return 0;
+        int kind = KIND(t[j]);
+        if (kind == OTHER) continue;
+        if (at == m) return 0;
+        int prev = j ? KIND(t[j - 1]) : OTHER, next = j + 1 < len ? KIND(t[j + 1]) : OTHER;
+        st[at++] = prev == OTHER || (kind == UPPER && prev == LOWER) ||
+                   (kind == UPPER && prev == UPPER && next == LOWER) ||
+                   (kind != DIGIT && prev == DIGIT);
+    }
+#undef KIND
+    return at == m;
+}
+
+/* Whether name i holds the query's letters and digits as one run of its whole words:
+ * from a word start to the end of a word (`results` in collect_results_ok, `float limits`
+ * in test_float_limits), where an alignment only sees a run at a word start. A run that
+ * holds a word of one letter does not count: one letter typed is no word typed whole
+ * (`bc` is as likely in key_bch as in key_b_c_hash), and the alignment decides. */
+static int whole_words(const Q *q, const rk_names *n, int64_t i) {
+    int64_t m = q->m, len = n->lengths[i], o = n->offsets[i];
+    const uint8_t *st = n->starts + o, *b = n->bytes + o;
+    const int32_t *c = n->codes + o;
+    for (int64_t p = 0; p + m <= len; p++) {
+        if (!st[p] || (p + m < len && !st[p + m])) continue;
+        if (!(q->qbytes ? !memcmp(b + p, q->qb, (size_t)m)
+                        : !memcmp(c + p, q->q, sizeof(int32_t) * (size_t)m)))
+            continue;
+        int64_t word = p, one_letter = 0; /* a word of one letter, where the run holds one */
+        for (int64_t j = p + 1; j <= p + m && !one_letter; j++)
+            if (j == p + m || st[j]) {
+                one_letter = j - word < 2;
+                word = j;
+            }
+        if (!one_letter) return 1;
+    }
+    return 0;
+}
+
 /* Name i a candidate of this query with score v, or its score raised to v. */
 static inline void offer(rk_state *s, int64_t i, double v, int64_t *count) {
     if (s->mark[i] != s->gen) {
@@ -1046,7 +1097,9 @@ static int64_t score(rk_state *s, const rk_query *in) {
         float ratio = s->raw[k] / ideal32;
         if (!(ratio > -1e6f)) continue;
         if (ratio < 0) ratio = ratio / (1.0f - ratio);
-        offer(s, s->ids[k], (double)ratio, &count);
+        double v = (double)ratio;
+        if (!q.is_glob && whole_words(&q, n, s->ids[k])) v += w->whole;
+        offer(s, s->ids[k], v, &count);
         full++;
     }
     /* the weak pass: names missing one query character, shortest first and capped */
@@ -1123,18 +1176,29 @@ static int64_t score(rk_state *s, const rk_query *in) {
         free(upper);
         for (int64_t k = from; k < to; k++) offer(s, n->lower_order[k], w->prefix, &count);
     }
-    /* the whole name typed, in any case or separator convention */
+    /* the whole name typed, in any case or separator convention; where the query's
+     * word starts can be read (an ASCII text with the query's letters and digits), a
+     * name with the same ones fits it better than one that folds to it alone */
+    uint8_t *qst = NULL;
+    if (nexact && !(qst = malloc((size_t)m))) {
+        q_free(&q);
+        return -1;
+    }
+    int words_known = nexact && word_starts(in->exact, in->exact_len, m, qst);
     for (int64_t k = 0; k < nexact; k++) {
         int64_t i = s->exact[k], place = n->lower_rank[i];
         int64_t from = i ? n->name_ends[i - 1] : 0, lfrom = lower_start(n, place);
-        double v = w->exact_squashed;
-        if (same_bytes(n->lower + lfrom, n->lower_ends[place] - lfrom, in->exact_lower,
+        int words = words_known && !memcmp(n->starts + n->offsets[i], qst, (size_t)m);
+        double v = words ? w->exact_words : w->exact_squashed;
+        if ((words || !words_known) &&
+            same_bytes(n->lower + lfrom, n->lower_ends[place] - lfrom, in->exact_lower,
                        in->exact_lower_len))
             v = w->exact_lower;
         if (same_bytes(n->names + from, n->name_ends[i] - from, in->exact, in->exact_len))
             v = w->exact_case;
         offer(s, i, v, &count);
     }
+    free(qst);
     q_free(&q);
     for (int64_t k = 0; k < count; k++) s->cand_value[k] = s->value[s->cand[k]];
     return count;
@@ -1299,7 +1363,7 @@ static int64_t rows(const rk_state *s, const int64_t *ids, int64_t count, uint8_
 }
 
 /* The version of the interface below: kernel.py refuses a library of another. */
-int64_t rk_version(void) { return 4; }
+int64_t rk_version(void) { return 5; }
 
 /* What is wrong with names' arrays, as a read past an array's end would follow from it,
  * or NULL: an index is checked before it is used, whatever wrote it. */
@@ -1466,6 +1530,11 @@ int64_t rk_near(rk_state *s, const rk_query *in, const int64_t **ids) {
 
 /* Each character's skip cost (rk_open's), for tests. */
 const float *rk_through(const rk_state *s) { return s->through; }
+
+/* The word starts of an ASCII text's m letters and digits (word_starts), for tests. */
+int64_t rk_word_starts(const uint8_t *t, int64_t len, int64_t m, uint8_t *st) {
+    return word_starts(t, len, m, st);
+}
 
 /* The optimal string alignment distance of two texts up to max, for tests. */
 int64_t rk_osa(const uint32_t *p, int64_t m, const uint32_t *t, int64_t n, int64_t max) {
