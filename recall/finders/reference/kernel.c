@@ -526,6 +526,7 @@ typedef struct {
     int64_t lower_widest; /* the most bytes of a lowercased name */
     int64_t *ids, *exact, *near; /* the names match() and near() find, and an order */
     float *raw;                  /* match()'s scores */
+    uint8_t *whole;              /* and whether each holds the query as whole words */
     uint32_t *mark, gen; /* mark[i] == gen: name i is a candidate of this query, value[i] */
     double *value;
     int64_t *cand; /* the candidates, in the order they came */
@@ -634,8 +635,49 @@ static int64_t required(uint64_t qmask, uint64_t qtwice, const uint64_t *sets,
     return count;
 }
 
+/* Whether a name (its word starts st, len of them) holds m characters from p on as whole
+ * words: from a word start to the end of a word, with no word of one letter among them
+ * (one letter typed is no word typed whole: `bc` is as likely in key_bch as in
+ * key_b_c_hash, and the alignment decides). */
+static int whole_at(const uint8_t *st, int64_t len, int64_t p, int64_t m) {
+    if (!st[p] || (p + m < len && !st[p + m])) return 0;
+    int64_t word = p;
+    for (int64_t j = p + 1; j <= p + m; j++)
+        if (j == p + m || st[j]) {
+            if (j - word < 2) return 0;
+            word = j;
+        }
+    return 1;
+}
+
+/* Whether name i holds the query's letters and digits as one run of its whole words
+ * (whole_at: `results` in collect_results_ok, `float limits` in test_float_limits), where
+ * an alignment only sees a run at a word start. From at, the positions of each query
+ * character (band_bytes() on a name of at most WIDE characters), the places where the
+ * run starts are the bits of an AND of shifted words; else the name is scanned. */
+static int whole_words(const Q *q, const rk_names *n, int64_t i, const uint64_t *at) {
+    int64_t m = q->m, len = n->lengths[i], o = n->offsets[i];
+    const uint8_t *st = n->starts + o;
+    if (at) {
+        uint64_t run = ~UINT64_C(0);
+        for (int64_t k = 0; k < m && run; k++) run &= at[k] >> k;
+        for (; run; run &= run - 1)
+            if (whole_at(st, len, __builtin_ctzll(run), m)) return 1;
+        return 0;
+    }
+    const uint8_t *b = n->bytes + o;
+    const int32_t *c = n->codes + o;
+    for (int64_t p = 0; p + m <= len; p++)
+        if ((q->qbytes ? !memcmp(b + p, q->qb, (size_t)m)
+                       : !memcmp(c + p, q->q, sizeof(int32_t) * (size_t)m)) &&
+            whole_at(st, len, p, m))
+            return 1;
+    return 0;
+}
+
 /* Every name that holds q (as a subsequence, or the glob's segments in order): its index
- * into s->ids and its raw alignment score into s->raw, in name order; the names whose
+ * into s->ids, its raw alignment score into s->raw and whether it holds q as whole words
+ * (not for a glob) into s->whole, in name order; the names whose
  * letters and digits are q's exactly into s->exact (*exacts of them, a glob's included
  * whether the glob holds or not). Returns the number of matches, or -1 if memory ran
  * out. */
@@ -712,6 +754,7 @@ static int64_t match(rk_state *s, const Q *q, int64_t *exacts) {
             raw[found] = align_list(w, qc, qb, qbytes, q->star, is_glob, m, sc, b,
                                     starts + offsets[i], through + offsets[i], len, first, last,
                                     scratch, places, width);
+        s->whole[found] = !is_glob && whole_words(q, n, i, qbytes && len <= WIDE ? at : NULL);
         found++;
     }
     free(scratch);
@@ -1033,31 +1076,6 @@ static int word_starts(const uint8_t *t, int64_t len, int64_t m, uint8_t *st) {
     return at == m;
 }
 
-/* Whether name i holds the query's letters and digits as one run of its whole words:
- * from a word start to the end of a word (`results` in collect_results_ok, `float limits`
- * in test_float_limits), where an alignment only sees a run at a word start. A run that
- * holds a word of one letter does not count: one letter typed is no word typed whole
- * (`bc` is as likely in key_bch as in key_b_c_hash), and the alignment decides. */
-static int whole_words(const Q *q, const rk_names *n, int64_t i) {
-    int64_t m = q->m, len = n->lengths[i], o = n->offsets[i];
-    const uint8_t *st = n->starts + o, *b = n->bytes + o;
-    const int32_t *c = n->codes + o;
-    for (int64_t p = 0; p + m <= len; p++) {
-        if (!st[p] || (p + m < len && !st[p + m])) continue;
-        if (!(q->qbytes ? !memcmp(b + p, q->qb, (size_t)m)
-                        : !memcmp(c + p, q->q, sizeof(int32_t) * (size_t)m)))
-            continue;
-        int64_t word = p, one_letter = 0; /* a word of one letter, where the run holds one */
-        for (int64_t j = p + 1; j <= p + m && !one_letter; j++)
-            if (j == p + m || st[j]) {
-                one_letter = j - word < 2;
-                word = j;
-            }
-        if (!one_letter) return 1;
-    }
-    return 0;
-}
-
 /* Name i a candidate of this query with score v, or its score raised to v. */
 static inline void offer(rk_state *s, int64_t i, double v, int64_t *count) {
     if (s->mark[i] != s->gen) {
@@ -1098,7 +1116,7 @@ static int64_t score(rk_state *s, const rk_query *in) {
         if (!(ratio > -1e6f)) continue;
         if (ratio < 0) ratio = ratio / (1.0f - ratio);
         double v = (double)ratio;
-        if (!q.is_glob && whole_words(&q, n, s->ids[k])) v += w->whole;
+        if (s->whole[k]) v += w->whole;
         offer(s, s->ids[k], v, &count);
         full++;
     }
@@ -1404,6 +1422,7 @@ void rk_close(rk_state *s) {
     free(s->exact);
     free(s->near);
     free(s->raw);
+    free(s->whole);
     free(s->mark);
     free(s->value);
     free(s->cand);
@@ -1445,6 +1464,7 @@ rk_state *rk_open(const rk_names *names, const rk_weights *w) {
     s->exact = malloc(sizeof(int64_t) * (size_t)slots);
     s->near = malloc(sizeof(int64_t) * (size_t)slots);
     s->raw = malloc(sizeof(float) * (size_t)slots);
+    s->whole = malloc((size_t)slots);
     s->mark = calloc((size_t)slots, sizeof(uint32_t));
     s->value = malloc(sizeof(double) * (size_t)slots);
     s->cand = malloc(sizeof(int64_t) * (size_t)slots);
@@ -1453,8 +1473,8 @@ rk_state *rk_open(const rk_names *names, const rk_weights *w) {
     s->keyed = malloc(sizeof(Keyed) * 2 * (size_t)slots);
     while (s->tie_bits < 63 && count >> s->tie_bits) s->tie_bits++;
     s->text = malloc(sizeof(uint32_t) * (size_t)(s->lower_widest + 1));
-    if (!s->through || !s->ids || !s->exact || !s->near || !s->raw || !s->mark || !s->value ||
-        !s->cand || !s->cand_value || !s->order || !s->keyed || !s->text) {
+    if (!s->through || !s->ids || !s->exact || !s->near || !s->raw || !s->whole || !s->mark ||
+        !s->value || !s->cand || !s->cand_value || !s->order || !s->keyed || !s->text) {
         rk_close(s);
         return NULL;
     }
