@@ -38,6 +38,13 @@ def indexed(tmp_path_factory: pytest.TempPathFactory, name: str, source: str) ->
     return path
 
 
+def answer_names(db: Path, query: str) -> list[str]:
+    """The names of the finder's unlimited answer to query, best first."""
+    proc = finder("query", query, "--db", str(db), "--json", "--limit", "0")
+    assert proc.returncode == 0, proc.stderr
+    return [row["name"] for row in json.loads(proc.stdout)]
+
+
 @pytest.fixture(scope="module")
 def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return indexed(tmp_path_factory, "mod", SOURCE)
@@ -133,9 +140,7 @@ def word_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_jumping_to_the_next_word_start_is_cheap_and_skipping_whole_words_costs(
     word_db, query, expected, other
 ):
-    proc = finder("query", query, "--db", str(word_db), "--json", "--limit", "0")
-    assert proc.returncode == 0, proc.stderr
-    names = [row["name"] for row in json.loads(proc.stdout)]
+    names = answer_names(word_db, query)
     assert names.index(expected) == 0 and other in names
 
 
@@ -176,9 +181,7 @@ def whole_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_a_name_holding_the_query_as_whole_words_beats_typos_and_runs_across_words(
     whole_db, query, expected, other
 ):
-    proc = finder("query", query, "--db", str(whole_db), "--json", "--limit", "0")
-    assert proc.returncode == 0, proc.stderr
-    names = [row["name"] for row in json.loads(proc.stdout)]
+    names = answer_names(whole_db, query)
     assert names.index(expected) == 0 and other in names
 
 
@@ -196,9 +199,7 @@ def test_names_that_start_with_the_query_come_first_the_shorter_first(tmp_path_f
     # `testerro` is part way through typing a name: the names that start with it beat
     # TestErr, one edit away, and among them the shortest is the likeliest end
     db = indexed(tmp_path_factory, "prefixes", PREFIXES)
-    proc = finder("query", "testerro", "--db", str(db), "--json", "--limit", "0")
-    assert proc.returncode == 0, proc.stderr
-    names = [row["name"] for row in json.loads(proc.stdout)]
+    names = answer_names(db, "testerro")
     assert names[:3] == ["TestError", "TestErrorSlice", "TestErrorLogger"]
 
 
