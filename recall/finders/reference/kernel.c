@@ -668,7 +668,8 @@ static int whole_words(const Q *q, const rk_names *n, int64_t i, const uint64_t 
     const uint8_t *b = n->bytes + o;
     const int32_t *c = n->codes + o;
     for (int64_t p = 0; p + m <= len; p++)
-        if ((q->qbytes ? !memcmp(b + p, q->qb, (size_t)m)
+        if (st[p] && (p + m == len || st[p + m]) &&
+            (q->qbytes ? !memcmp(b + p, q->qb, (size_t)m)
                        : !memcmp(c + p, q->q, sizeof(int32_t) * (size_t)m)) &&
             whole_at(st, len, p, m))
             return 1;
