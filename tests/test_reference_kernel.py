@@ -160,6 +160,29 @@ def test_the_typo_distance_is_the_optimal_string_alignment_rapidfuzz_gave(gin_ra
         assert got == OSA.distance(a, b, score_cutoff=cutoff), (a, b, cutoff)
 
 
+def test_the_word_starts_of_a_query_are_those_the_index_gives_the_same_text(gin_ranker):
+    # an exact name's word starts are compared with the query's, which the kernel reads
+    # from the query's text: the same rule as arrays.py's, on every gin name and on odd
+    # shapes (runs of capitals, digits, separators), and none for a non-ASCII text
+    import ctypes
+
+    from recall.finders.reference.arrays import name_arrays
+
+    lib = gin_ranker.kernel.lib
+    texts = [n for n in gin_ranker.names if n.isascii() and squash(n)]
+    texts += ["HTTPServer2Go", "utf8_Decode", "x__Y", "ABC", "a1B2c", "_t", "IOError9x"]
+    arrays = name_arrays(texts)
+    for k, text in enumerate(texts):
+        m = len(squash(text))
+        start = int(arrays["offsets"][k])
+        out = ctypes.create_string_buffer(m)
+        assert lib.rk_word_starts(text.encode(), len(text), m, out) == 1, text
+        assert out.raw == arrays["starts"][start : start + m].tobytes(), text
+    out = ctypes.create_string_buffer(8)
+    assert lib.rk_word_starts("naïve".encode(), len("naïve".encode()), 5, out) == 0
+    assert lib.rk_word_starts(b"abc", 3, 2, out) == 0  # not the query's letters and digits
+
+
 def test_the_order_is_the_lexsort_of_rounded_values_then_ties():
     generator = np.random.default_rng(35)
     names = [f"name{k}" for k in range(600)]

@@ -8,9 +8,10 @@
  *
  * A query's candidates come from five rules, merged by the highest score each gives a
  * name (rank.py says why each exists): the alignment of the query as a subsequence (for a
- * glob, its segments in order), the weak pass (a character left out), typos (an optimal
- * string alignment distance of one or two), prefixes of the lowercased name, and exact
- * names. Ties break by the tie rank the index keeps (shorter name, then name).
+ * glob, its segments in order; raised where the name holds the query as whole words), the
+ * weak pass (a character left out), typos (an optimal string alignment distance of one or
+ * two), prefixes of the lowercased name, and exact names (their word starts compared with
+ * the query's). Ties break by the tie rank the index keeps (shorter name, then name).
  *
  * Where the alignment's time goes, and so how its pass is laid out: a query's character
  * sets (and the characters it holds twice) rule out most names by ANDs of bit sets over
@@ -450,7 +451,7 @@ typedef struct {
         tail_jump, skip_word, skip_vowel, skip_other, skip_lead, skip_trail, trail_word,
         star_factor, neg;
     double exact_case, exact_lower, exact_squashed, typo_one, typo_short, typo_two, prefix,
-        weak;
+        weak, whole, exact_words;
     int64_t typo_long, weak_cap, weak_when;
 } rk_weights;
 
@@ -525,6 +526,7 @@ typedef struct {
     int64_t lower_widest; /* the most bytes of a lowercased name */
     int64_t *ids, *exact, *near; /* the names match() and near() find, and an order */
     float *raw;                  /* match()'s scores */
+    uint8_t *whole;              /* and whether each holds the query as whole words */
     uint32_t *mark, gen; /* mark[i] == gen: name i is a candidate of this query, value[i] */
     double *value;
     int64_t *cand; /* the candidates, in the order they came */
@@ -633,8 +635,50 @@ static int64_t required(uint64_t qmask, uint64_t qtwice, const uint64_t *sets,
     return count;
 }
 
+/* Whether a name (its word starts st, len of them) holds m characters from p on as whole
+ * words: from a word start to the end of a word, with no word of one letter among them
+ * (one letter typed is no word typed whole: `bc` is as likely in key_bch as in
+ * key_b_c_hash, and the alignment decides). */
+static int whole_at(const uint8_t *st, int64_t len, int64_t p, int64_t m) {
+    if (!st[p] || (p + m < len && !st[p + m])) return 0;
+    int64_t word = p;
+    for (int64_t j = p + 1; j <= p + m; j++)
+        if (j == p + m || st[j]) {
+            if (j - word < 2) return 0;
+            word = j;
+        }
+    return 1;
+}
+
+/* Whether name i holds the query's letters and digits as one run of its whole words
+ * (whole_at: `results` in collect_results_ok, `float limits` in test_float_limits), where
+ * an alignment only sees a run at a word start. From at, the positions of each query
+ * character (band_bytes() on a name of at most WIDE characters), the places where the
+ * run starts are the bits of an AND of shifted words; else the name is scanned. */
+static int whole_words(const Q *q, const rk_names *n, int64_t i, const uint64_t *at) {
+    int64_t m = q->m, len = n->lengths[i], o = n->offsets[i];
+    const uint8_t *st = n->starts + o;
+    if (at) {
+        uint64_t run = ~UINT64_C(0);
+        for (int64_t k = 0; k < m && run; k++) run &= at[k] >> k;
+        for (; run; run &= run - 1)
+            if (whole_at(st, len, __builtin_ctzll(run), m)) return 1;
+        return 0;
+    }
+    const uint8_t *b = n->bytes + o;
+    const int32_t *c = n->codes + o;
+    for (int64_t p = 0; p + m <= len; p++)
+        if (st[p] && (p + m == len || st[p + m]) &&
+            (q->qbytes ? !memcmp(b + p, q->qb, (size_t)m)
+                       : !memcmp(c + p, q->q, sizeof(int32_t) * (size_t)m)) &&
+            whole_at(st, len, p, m))
+            return 1;
+    return 0;
+}
+
 /* Every name that holds q (as a subsequence, or the glob's segments in order): its index
- * into s->ids and its raw alignment score into s->raw, in name order; the names whose
+ * into s->ids, its raw alignment score into s->raw and whether it holds q as whole words
+ * (not for a glob) into s->whole, in name order; the names whose
  * letters and digits are q's exactly into s->exact (*exacts of them, a glob's included
  * whether the glob holds or not). Returns the number of matches, or -1 if memory ran
  * out. */
@@ -711,6 +755,7 @@ static int64_t match(rk_state *s, const Q *q, int64_t *exacts) {
             raw[found] = align_list(w, qc, qb, qbytes, q->star, is_glob, m, sc, b,
                                     starts + offsets[i], through + offsets[i], len, first, last,
                                     scratch, places, width);
+        s->whole[found] = !is_glob && whole_words(q, n, i, qbytes && len <= WIDE ? at : NULL);
         found++;
     }
     free(scratch);
@@ -1007,6 +1052,31 @@ static inline int same_bytes(const uint8_t *a, int64_t na, const uint8_t *b, int
     return na == nb && memcmp(a, b, (size_t)na) == 0;
 }
 
+/* The word starts of an ASCII text's letters and digits, as arrays.py marks a name's
+ * (after a separator, at a camel hump, before the capital that starts a word after a run
+ * of capitals, after digits), into st (m bytes): 1 if the text is ASCII and holds m
+ * letters and digits, else 0 (its words are then not compared). */
+static int word_starts(const uint8_t *t, int64_t len, int64_t m, uint8_t *st) {
+    enum { OTHER, LOWER, UPPER, DIGIT };
+#define KIND(c) ((c) >= 'a' && (c) <= 'z'   ? LOWER \
+                 : (c) >= 'A' && (c) <= 'Z' ? UPPER \
+                 : (c) >= '0' && (c) <= '9' ? DIGIT \
+                                            : OTHER)
+    int64_t at = 0;
+    for (int64_t j = 0; j < len; j++) {
+        if (t[j] >= 128) return 0;
+        int kind = KIND(t[j]);
+        if (kind == OTHER) continue;
+        if (at == m) return 0;
+        int prev = j ? KIND(t[j - 1]) : OTHER, next = j + 1 < len ? KIND(t[j + 1]) : OTHER;
+        st[at++] = prev == OTHER || (kind == UPPER && prev == LOWER) ||
+                   (kind == UPPER && prev == UPPER && next == LOWER) ||
+                   (kind != DIGIT && prev == DIGIT);
+    }
+#undef KIND
+    return at == m;
+}
+
 /* Name i a candidate of this query with score v, or its score raised to v. */
 static inline void offer(rk_state *s, int64_t i, double v, int64_t *count) {
     if (s->mark[i] != s->gen) {
@@ -1046,7 +1116,9 @@ static int64_t score(rk_state *s, const rk_query *in) {
         float ratio = s->raw[k] / ideal32;
         if (!(ratio > -1e6f)) continue;
         if (ratio < 0) ratio = ratio / (1.0f - ratio);
-        offer(s, s->ids[k], (double)ratio, &count);
+        double v = (double)ratio;
+        if (s->whole[k]) v += w->whole;
+        offer(s, s->ids[k], v, &count);
         full++;
     }
     /* the weak pass: names missing one query character, shortest first and capped */
@@ -1123,18 +1195,29 @@ static int64_t score(rk_state *s, const rk_query *in) {
         free(upper);
         for (int64_t k = from; k < to; k++) offer(s, n->lower_order[k], w->prefix, &count);
     }
-    /* the whole name typed, in any case or separator convention */
+    /* the whole name typed, in any case or separator convention; where the query's
+     * word starts can be read (an ASCII text with the query's letters and digits), a
+     * name with the same ones fits it better than one that folds to it alone */
+    uint8_t *qst = NULL;
+    if (nexact && !(qst = malloc((size_t)m))) {
+        q_free(&q);
+        return -1;
+    }
+    int words_known = nexact && word_starts(in->exact, in->exact_len, m, qst);
     for (int64_t k = 0; k < nexact; k++) {
         int64_t i = s->exact[k], place = n->lower_rank[i];
         int64_t from = i ? n->name_ends[i - 1] : 0, lfrom = lower_start(n, place);
-        double v = w->exact_squashed;
-        if (same_bytes(n->lower + lfrom, n->lower_ends[place] - lfrom, in->exact_lower,
+        int words = words_known && !memcmp(n->starts + n->offsets[i], qst, (size_t)m);
+        double v = words ? w->exact_words : w->exact_squashed;
+        if ((words || !words_known) &&
+            same_bytes(n->lower + lfrom, n->lower_ends[place] - lfrom, in->exact_lower,
                        in->exact_lower_len))
             v = w->exact_lower;
         if (same_bytes(n->names + from, n->name_ends[i] - from, in->exact, in->exact_len))
             v = w->exact_case;
         offer(s, i, v, &count);
     }
+    free(qst);
     q_free(&q);
     for (int64_t k = 0; k < count; k++) s->cand_value[k] = s->value[s->cand[k]];
     return count;
@@ -1299,7 +1382,7 @@ static int64_t rows(const rk_state *s, const int64_t *ids, int64_t count, uint8_
 }
 
 /* The version of the interface below: kernel.py refuses a library of another. */
-int64_t rk_version(void) { return 4; }
+int64_t rk_version(void) { return 5; }
 
 /* What is wrong with names' arrays, as a read past an array's end would follow from it,
  * or NULL: an index is checked before it is used, whatever wrote it. */
@@ -1340,6 +1423,7 @@ void rk_close(rk_state *s) {
     free(s->exact);
     free(s->near);
     free(s->raw);
+    free(s->whole);
     free(s->mark);
     free(s->value);
     free(s->cand);
@@ -1381,6 +1465,7 @@ rk_state *rk_open(const rk_names *names, const rk_weights *w) {
     s->exact = malloc(sizeof(int64_t) * (size_t)slots);
     s->near = malloc(sizeof(int64_t) * (size_t)slots);
     s->raw = malloc(sizeof(float) * (size_t)slots);
+    s->whole = malloc((size_t)slots);
     s->mark = calloc((size_t)slots, sizeof(uint32_t));
     s->value = malloc(sizeof(double) * (size_t)slots);
     s->cand = malloc(sizeof(int64_t) * (size_t)slots);
@@ -1389,8 +1474,8 @@ rk_state *rk_open(const rk_names *names, const rk_weights *w) {
     s->keyed = malloc(sizeof(Keyed) * 2 * (size_t)slots);
     while (s->tie_bits < 63 && count >> s->tie_bits) s->tie_bits++;
     s->text = malloc(sizeof(uint32_t) * (size_t)(s->lower_widest + 1));
-    if (!s->through || !s->ids || !s->exact || !s->near || !s->raw || !s->mark || !s->value ||
-        !s->cand || !s->cand_value || !s->order || !s->keyed || !s->text) {
+    if (!s->through || !s->ids || !s->exact || !s->near || !s->raw || !s->whole || !s->mark ||
+        !s->value || !s->cand || !s->cand_value || !s->order || !s->keyed || !s->text) {
         rk_close(s);
         return NULL;
     }
@@ -1466,6 +1551,11 @@ int64_t rk_near(rk_state *s, const rk_query *in, const int64_t **ids) {
 
 /* Each character's skip cost (rk_open's), for tests. */
 const float *rk_through(const rk_state *s) { return s->through; }
+
+/* The word starts of an ASCII text's m letters and digits (word_starts), for tests. */
+int64_t rk_word_starts(const uint8_t *t, int64_t len, int64_t m, uint8_t *st) {
+    return word_starts(t, len, m, st);
+}
 
 /* The optimal string alignment distance of two texts up to max, for tests. */
 int64_t rk_osa(const uint32_t *p, int64_t m, const uint32_t *t, int64_t n, int64_t max) {

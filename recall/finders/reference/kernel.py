@@ -29,7 +29,7 @@ SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernel.c")
 # -ffp-contract=off: no fused multiply-add, so each float operation rounds as NumPy's did
 FLAGS = ("-O2", "-fPIC", "-shared", "-std=c11", "-ffp-contract=off")
 LIBS = ("-lm",)
-VERSION = 4  # kernel.c's rk_version(): the interface below
+VERSION = 5  # kernel.c's rk_version(): the interface below
 LIBRARY = "kernel.so"  # the file inside a kernel cache entry
 MARKER = ".recall-compiled"
 
@@ -48,7 +48,8 @@ class Weights(ctypes.Structure):
             "base", "bonus_first", "bonus_word", "bonus_consec", "bonus_end", "gap_open",
             "vowel_hop", "tail_jump", "skip_word", "skip_vowel", "skip_other", "skip_lead",
             "skip_trail", "trail_word", "star_factor", "neg", "exact_case", "exact_lower",
-            "exact_squashed", "typo_one", "typo_short", "typo_two", "prefix", "weak",
+            "exact_squashed", "typo_one", "typo_short", "typo_two", "prefix", "weak", "whole",
+            "exact_words",
         )),
         *((name, _I) for name in ("typo_long", "weak_cap", "weak_when")),
     ]  # fmt: skip
@@ -103,6 +104,7 @@ FUNCTIONS: dict[str, tuple[object, list[object]]] = {
     "rk_near": (_I, [_P, ctypes.POINTER(QueryArgs), _OUT_I]),
     "rk_through": (ctypes.POINTER(ctypes.c_float), [_P]),
     "rk_osa": (_I, [_P, _I, _P, _I, _I]),
+    "rk_word_starts": (_I, [_P, _I, _I, _P]),
 }
 
 

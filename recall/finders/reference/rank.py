@@ -9,13 +9,17 @@ against the name itself, by five rules, each a pass of kernel.c over the names' 
    segments in order) say which names can match, and those are scored with an fzy-style
    alignment: matched characters earn bonuses at word starts and for contiguous runs,
    skipped characters cost (vowels less, since people drop them when abbreviating); see
-   weights.py. Its score is divided by a perfect alignment's, into (-1, ~1.1].
+   weights.py. Its score is divided by a perfect alignment's, into (-1, ~1.1], and raised
+   by WHOLE where the name holds the query as a run of whole words (a word typed whole,
+   `results` in collect_results_ok), which an alignment, scoring each character, cannot
+   tell from a run that ends inside a word; not for a run holding a one-letter word.
 2. The weak pass, when fewer than WEAK_WHEN names align: names missing one query
    character, after every real match.
 3. Typos: an edit distance with transpositions of one or two from the lowercased name,
    among the names of about the query's length.
 4. Prefixes: the names that start with the query as typed.
-5. Exact names, in any case or separator convention.
+5. Exact names, in any case or separator convention; a name with the query's word starts
+   (file_name for `fileName`) above one that is only the same lowercased (Filename).
 
 A name's score is the highest any rule gives it; ties break deterministically: score
 (rounded to 6 decimals), then shorter name, then name. This module says which rule applies
@@ -40,6 +44,8 @@ if TYPE_CHECKING:
 EXACT_CASE = 3.0
 EXACT_LOWER = 2.9
 EXACT_SQUASHED = 2.8  # the same name in another case convention or with other separators
+EXACT_WORDS = 2.85  # ... with the query's word starts (file_name for `fileName`); a name
+# the same lowercased but with other words (Filename) is then EXACT_SQUASHED
 TYPO_ONE = 0.92  # one edit (a swap of neighbours counts as one) from the lowercased name
 TYPO_LONG = 10  # ... for a query of this many characters or more; shorter ones get less:
 TYPO_SHORT = 0.05  # ... this much less per character short of TYPO_LONG
@@ -48,6 +54,8 @@ PREFIX = 1.5  # the name starts with the query as typed: progressive typing (`te
 # above every alignment, below the exact name; among them shorter names first (tie-break)
 OWNER_EXACT = 0.6  # `Owner::name`: a definition whose scope names the owner
 OWNER_PREFIX = 0.4
+WHOLE = 0.5  # raises an alignment whose name holds the query as a run of whole words:
+# above one-edit typos, below most prefixes (DECISIONS.md, entry 13)
 WEAK = -2.0  # near subsequences (one query character missing), after every real match
 WEAK_CAP = 500
 WEAK_WHEN = 20  # ... listed only when the real matches are fewer than this
@@ -111,8 +119,8 @@ def the_weights() -> kernel.Weights:
     return kernel.Weights(
         **aligned, exact_case=EXACT_CASE, exact_lower=EXACT_LOWER,
         exact_squashed=EXACT_SQUASHED, typo_one=TYPO_ONE, typo_short=TYPO_SHORT,
-        typo_two=TYPO_TWO, prefix=PREFIX, weak=WEAK, typo_long=TYPO_LONG, weak_cap=WEAK_CAP,
-        weak_when=WEAK_WHEN,
+        typo_two=TYPO_TWO, prefix=PREFIX, weak=WEAK, whole=WHOLE, exact_words=EXACT_WORDS,
+        typo_long=TYPO_LONG, weak_cap=WEAK_CAP, weak_when=WEAK_WHEN,
     )  # fmt: skip
 
 
