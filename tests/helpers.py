@@ -21,7 +21,15 @@ from conftest import ROOT, make_repo, tiny_suite
 
 from recall.analysis.ceiling import RowCeiling
 from recall.analysis.ceiling import summary as ceiling_summary
-from recall.analysis.model import Hit, QueryResult, RegressSection, Report, RunResult
+from recall.analysis.model import (
+    EngineMeta,
+    Hit,
+    Meta,
+    QueryResult,
+    RegressSection,
+    Report,
+    RunResult,
+)
 from recall.analysis.regress import Case
 from recall.analysis.report import analyse
 from recall.finders.protocol import rank_by_name
@@ -73,6 +81,14 @@ PINS = {
 }
 
 
+# What a run writes as its meta (run._meta), for reports and saved files made by hand.
+META = Meta(
+    recall="0.1.0", python="3.11.7", git="2.39.5", ctags="5.9.0",
+    engine=EngineMeta("preset:reference", "e" * 64), corpus_sha256="c" * 64,
+    queries_sha256="a" * 64, config=None,
+)  # fmt: skip
+
+
 def golden_report() -> Report:
     """Fixed results for two repos, a regress case, an accepted and a stale accepted loss."""
     rows = [
@@ -94,7 +110,7 @@ def golden_report() -> Report:
     per_row = {row: chances[i % 3] for i, row in enumerate(rows[:-1])}
     languages = {name: pin.language for name, pin in PINS.items()}
     return analyse(
-        {}, PINS, rows, runs, baseline=True, cases=cases,
+        META, PINS, rows, runs, baseline=True, cases=cases,
         case_results=[(base[1], base[5]), (new[0], new[5])],
         regress=RegressSection("regress.tsv", len(cases), 0),
         accepted=[("gin", "gi0", "Gin0"), ("gin", "x", "X")], explain_flags=[None],

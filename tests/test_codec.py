@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 
 import pytest
-from helpers import golden_report
+from helpers import PINS, golden_report
 
 from recall.analysis.codec import decode
 from recall.analysis.effort import EffortCounts
-from recall.analysis.model import Counts, Report, RunSummary
+from recall.analysis.model import CorpusPin, Counts, Meta, Report, RunSummary
 from recall.errors import RecallError
 
 
@@ -28,7 +29,53 @@ def test_a_report_read_back_from_its_json_is_equal_and_writes_the_same_bytes():
         report.ceiling
     )
     assert back.runs == report.runs and back.diffs == report.diffs
+    assert back.meta == report.meta and isinstance(back.meta, Meta)
+    assert back.corpus == report.corpus and isinstance(back.corpus["gin"], CorpusPin)
     assert _bytes(back.to_json()) == written
+
+
+def test_meta_and_corpus_write_the_keys_a_run_wrote_as_a_dict_in_its_order():
+    data = golden_report().to_json()
+    assert list(data["meta"]) == [
+        "recall", "python", "git", "ctags", "engine", "corpus_sha256", "queries_sha256", "config",
+    ]  # fmt: skip
+    assert data["meta"]["config"] is None and list(data["meta"]["engine"]) == ["source", "sha256"]
+    assert data["corpus"]["gin"] == {**PINS["gin"].identity(), "split": "tune"}
+
+
+def test_a_report_without_config_or_a_pin_s_split_reads_them_as_none_and_tune():
+    data = golden_report().to_json()
+    del data["meta"]["config"], data["corpus"]["gin"]["split"]
+    back = Report.from_json(data)
+    assert back.meta.config is None and back.corpus["gin"].split == "tune"
+    assert back.to_json()["meta"]["config"] is None
+
+
+@pytest.mark.parametrize(
+    ("change", "fault"),
+    [
+        (lambda m, c: m.pop("ctags"), "report.meta: no 'ctags'"),
+        (lambda m, c: m.update(git=2), "report.meta.git: expected str, got 2"),
+        (lambda m, c: m.update(engine="fzf"), "report.meta.engine: expected an object"),
+        (
+            lambda m, c: m["engine"].update(sha256="0"),
+            "report.meta.engine.sha256: expected a SHA-256, got '0'",
+        ),
+        (
+            lambda m, c: m.update(queries_sha256="A" * 64),
+            "report.meta.queries_sha256: expected a SHA-256",
+        ),
+        (lambda m, c: m.update(config=3), "report.meta.config: expected str or None, got 3"),
+        (lambda m, c: c["gin"].pop("url"), "report.corpus.gin: no 'url'"),
+        (lambda m, c: c["gin"].update(sha="abc"), "report.corpus.gin.sha: expected a commit's"),
+        (lambda m, c: c["gin"].update(split="train"), "report.corpus.gin.split: 'train' is none"),
+    ],
+)
+def test_a_meta_or_pin_of_the_wrong_shape_is_refused_naming_its_key(change, fault):
+    data = golden_report().to_json()
+    change(data["meta"], data["corpus"])
+    with pytest.raises(RecallError, match=f"^{re.escape(fault)}"):
+        Report.from_json(data)
 
 
 def test_a_flattened_part_sits_in_its_parent_s_object_at_its_place():

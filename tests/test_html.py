@@ -16,7 +16,7 @@ from helpers import (
     weaker_clone,
 )
 
-from recall.analysis.model import Report
+from recall.analysis.model import CorpusPin, Report
 from recall.render.html import VERDICT_BACKGROUND, render_html, source_link
 
 
@@ -43,7 +43,8 @@ def test_html_of_a_base_run_renders_charts_and_links_without_console_errors(
     assert sum(report["diff"]["moves"].values()) == report["runs"][1]["n"]
     html = page.read_text()
     assert html == render_html(Report.from_json(report))
-    link = source_link(report["corpus"]["gin"], lost[0]["source_file"], lost[0]["source_line"])
+    gin_pin = CorpusPin.from_json(report["corpus"]["gin"])
+    link = source_link(gin_pin, lost[0]["source_file"], lost[0]["source_line"])
     assert link.startswith(f"https://github.com/gin-gonic/gin/blob/{gin.pin.sha}/")
     assert f'href="{link}"' in html
     assert "<script" not in html and "http://" not in html.replace("http://www.w3.org", "")
@@ -107,7 +108,7 @@ def _tiny_report(source: str, file: str) -> Report:
            "new_rank": 2, "new_first": "x", "source_file": file, "source_line": 3}  # fmt: skip
     data["runs"][1]["label"] = "candidate <b>"
     data["diffs"][0]["lost_first"] = [row]
-    data["corpus"]["r"] = {"url": "https://github.com/o/r.git", "sha": "a" * 40}
+    data["corpus"]["r"] = {"url": "https://github.com/o/r.git", "sha": "a" * 40, "language": "go"}
     return Report.from_json(data)
 
 
@@ -121,12 +122,12 @@ def test_every_report_string_is_escaped_and_the_page_is_deterministic():
 
 
 def test_source_links_only_for_github_pins_with_a_file():
-    pin = {"url": "https://github.com/gin-gonic/gin.git", "sha": "b" * 40}
+    pin = CorpusPin("https://github.com/gin-gonic/gin.git", "b" * 40, "go")
     assert source_link(pin, "render/x.go", 12) == (
         "https://github.com/gin-gonic/gin/blob/" + "b" * 40 + "/render/x.go#L12"
     )
     assert source_link(pin, None, 12) is None
-    assert source_link({"url": "https://gitlab.com/o/r.git", "sha": "b" * 40}, "x", 1) is None
+    assert source_link(CorpusPin("https://gitlab.com/o/r.git", "b" * 40, "go"), "x", 1) is None
 
 
 def test_the_headline_shows_the_text_report_s_columns_and_cells_ndcg_at_10_included():

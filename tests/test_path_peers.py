@@ -2,7 +2,7 @@ import dataclasses
 
 import pytest
 from conftest import ROOT, mirror_dir, needs_tool, run_cli
-from helpers import kept_entries
+from helpers import META, kept_entries
 
 from recall.finders.engine import load_preset
 from recall.inputs.queryset import NAMES, PATHS
@@ -28,7 +28,7 @@ def _entry(label: str, first: int) -> dict:
     }  # fmt: skip
     report = {
         "schema": 2,
-        "meta": {"recall": "0.1.0", "ctags": "5.9.0", "queries_sha256": "ab" * 32},
+        "meta": META.to_json() | {"queries_sha256": "ab" * 32},
         "corpus": {"gin": {"url": "u", "sha": "0" * 40, "language": "go"}},
         "queries": 4, "sourced": 4, "runs": [run],
     }  # fmt: skip

@@ -2,7 +2,7 @@ import os
 from pathlib import Path
 
 import pytest
-from helpers import PINS, golden_report, ranked, run_result
+from helpers import META, PINS, golden_report, ranked, run_result
 
 from recall.analysis.ceiling import RowCeiling
 from recall.analysis.ceiling import summary as ceiling_summary
@@ -79,7 +79,7 @@ def test_text_report_prints_a_pasteable_explain_line_under_each_lost_row():
     new = run_result("new", [ranked("name0", ["x", "name0"]), ranked("name1", ["name1"])])
     pins = {"gin": Pin("gin", "https://example.com/gin.git", "0" * 40, "go")}
     report = analyse(
-        {}, pins, rows, [base, new], baseline=True, cases=[], case_results=[(), ()],
+        META, pins, rows, [base, new], baseline=True, cases=[], case_results=[(), ()],
         regress=None, accepted=None, explain_flags=["--base main"],
         ceiling=ceiling_summary(rows, {}, {"gin": "go"}),
     )  # fmt: skip
@@ -101,7 +101,7 @@ def _against(hits: dict[str, int], chances: list[RowCeiling], left_out: int = 0)
     ]  # fmt: skip
     per_row = dict(zip(rows[: len(rows) - left_out], chances, strict=False))
     return analyse(
-        {}, PINS, rows, runs, baseline=False, cases=[], case_results=[() for _ in runs],
+        META, PINS, rows, runs, baseline=False, cases=[], case_results=[() for _ in runs],
         regress=None, accepted=None, explain_flags=[],
         ceiling=ceiling_summary(rows, per_row, {"gin": "go"}),
     )  # fmt: skip
@@ -157,7 +157,7 @@ def test_explain_lines_name_each_rows_source_and_a_row_lost_twice_is_explained_o
     new = run_result("new", [ranked("name0", [*fill, "name0"]), ranked("name1", ["x", "name1"])])
     pins = {"gin": Pin("gin", "https://example.com/gin.git", "0" * 40, "go")}
     report = analyse(
-        {}, pins, rows, [base, new], baseline=True, cases=[], case_results=[(), ()],
+        META, pins, rows, [base, new], baseline=True, cases=[], case_results=[(), ()],
         regress=None, accepted=None, explain_flags=["--finder /src/f --base main"],
         ceiling=ceiling_summary(rows, {}, {"gin": "go"}),
     )  # fmt: skip
@@ -202,7 +202,7 @@ def test_gains_are_listed_beside_losses_in_text_markdown_and_json():
     }  # fmt: skip
     assert data["verdict"]["test"] == "mcnemar_exact" and data["verdict"]["alpha"] == 0.05
     report = analyse(
-        {}, {"gin": PINS["gin"]}, ROWS, [run_result("base", base), run_result("new", new)],
+        META, {"gin": PINS["gin"]}, ROWS, [run_result("base", base), run_result("new", new)],
         baseline=True, cases=[], case_results=[(), ()], regress=None, accepted=None,
         explain_flags=[None],
         ceiling=ceiling_summary(ROWS, {}, {"gin": "go"}),
@@ -222,7 +222,7 @@ def test_with_several_candidates_a_summary_comes_first_and_the_lists_are_capped(
     worse = run_result("worse", [ranked(r.source, ["x", r.source]) for r in rows])
     same = run_result("same", [ranked(r.source, [r.source]) for r in rows])
     report = analyse(
-        {}, {"gin": PINS["gin"]}, rows, [base, worse, same], baseline=True, cases=[],
+        META, {"gin": PINS["gin"]}, rows, [base, worse, same], baseline=True, cases=[],
         case_results=[(), (), ()], regress=None, accepted=None, explain_flags=["", ""],
         ceiling=ceiling_summary(rows, {}, {"gin": "go"}),
     )  # fmt: skip
@@ -252,7 +252,7 @@ def test_the_html_page_has_every_diff_whole_with_its_verdict_and_gains():
     better = run_result("better", [ranked(r.source, [r.source]) for r in rows])
     worse = run_result("worse", [ranked(r.source, ["x", "y", r.source]) for r in rows])
     report = analyse(
-        {}, {"gin": PINS["gin"]}, rows, [base, better, worse], baseline=True, cases=[],
+        META, {"gin": PINS["gin"]}, rows, [base, better, worse], baseline=True, cases=[],
         case_results=[(), (), ()], regress=None, accepted=None, explain_flags=["", ""],
         ceiling=ceiling_summary(rows, {}, {"gin": "go"}),
     )  # fmt: skip
@@ -287,7 +287,7 @@ def test_a_holdout_report_names_its_fresh_and_seen_corpora_and_the_first_finders
         for label, hits in hit.items()
     ]  # fmt: skip
     report = analyse(
-        {}, pins, rows, runs, baseline=False, cases=[], case_results=[() for _ in runs],
+        META, pins, rows, runs, baseline=False, cases=[], case_results=[() for _ in runs],
         regress=None, accepted=None, explain_flags=[],
         ceiling=ceiling_summary(rows, {}, {"okio": "kotlin", "fmt": "c++"}), split="holdout",
     )  # fmt: skip
@@ -307,14 +307,14 @@ def test_a_holdout_report_names_its_fresh_and_seen_corpora_and_the_first_finders
     assert f"<p>{line}</p>" in render_html(report)
     assert report.to_json()["holdout"]["seen"]["margin"]["points"] == -25.0
     alone = analyse(
-        {}, pins, rows, runs[:1], baseline=False, cases=[], case_results=[()],
+        META, pins, rows, runs[:1], baseline=False, cases=[], case_results=[()],
         regress=None, accepted=None, explain_flags=[],
         ceiling=ceiling_summary(rows, {}, {"okio": "kotlin", "fmt": "c++"}), split="holdout",
     )  # fmt: skip
     assert alone.holdout.fresh.margin is None
     assert "seen holdout: fmt (4 sourced rows)" in render(alone).splitlines()
     whole = analyse(
-        {}, pins, rows, runs, baseline=False, cases=[], case_results=[() for _ in runs],
+        META, pins, rows, runs, baseline=False, cases=[], case_results=[() for _ in runs],
         regress=None, accepted=None, explain_flags=[],
         ceiling=ceiling_summary(rows, {}, {"okio": "kotlin", "fmt": "c++"}),
     )  # fmt: skip
@@ -333,7 +333,7 @@ def test_an_error_many_queries_got_is_said_once_with_those_queries():
         ranked("name5", ["name5"]),
     ]  # fmt: skip
     report = analyse(
-        {}, PINS, ROWS, [run_result("candidate", results)], baseline=False, cases=[],
+        META, PINS, ROWS, [run_result("candidate", results)], baseline=False, cases=[],
         case_results=[()], regress=None, accepted=None, explain_flags=[],
         ceiling=ceiling_summary(ROWS, {}, {"gin": "go"}),
     )  # fmt: skip

@@ -13,7 +13,7 @@ from conftest import ROOT, SUBSEQUENCE_ENGINE, SUBSEQUENCE_FINDER, make_repo, ru
 from helpers import golden_report
 
 from recall.analysis.ceiling import summary as ceiling_summary
-from recall.analysis.model import SCHEMA, QueryResult, Report, RunResult
+from recall.analysis.model import SCHEMA, Meta, QueryResult, Report, RunResult
 from recall.analysis.report import analyse
 from recall.inputs.corpus import Pin
 from recall.inputs.queryset import QueryRow
@@ -128,7 +128,7 @@ def test_a_merged_report_validates_and_matches_the_unsharded_run_but_the_seconds
 
 
 def test_the_model_s_every_part_validates_errors_misses_bench_and_regress_rows(real_cache, gin):
-    meta = _json("--cache", str(real_cache), *GIN_ABBR3, "--no-regress")["meta"]
+    meta = Meta.from_json(_json("--cache", str(real_cache), *GIN_ABBR3, "--no-regress")["meta"])
     golden = dataclasses.replace(golden_report(), meta=meta).to_json()
     assert _valid(golden)["diff"]["accepted"] and golden["diff"]["regress_broken"]
     assert golden["diff"]["lost_first"] and golden["runs"][1]["regress"]["failing"]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, Ran, mirror_dir, run_cli
-from helpers import kept_entries
+from helpers import META, kept_entries
 
 from recall.errors import RecallError
 from recall.finders.engine import load_preset
@@ -43,7 +43,7 @@ def _report(by_type: dict[str, tuple], query_s: float) -> dict:
     types["hand"] = _counts(0, 0, 0, 0, 0.0)
     return {
         "schema": 2,
-        "meta": {"recall": "0.1.0", "ctags": "5.9.0", "queries_sha256": "ab" * 32},
+        "meta": META.to_json() | {"queries_sha256": "ab" * 32},
         "corpus": {"gin": {"url": "u", "sha": "0" * 40, "language": "go"}},
         "queries": 9,
         "sourced": 8,

@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 from conftest import ROOT, needs_ctags, run_cli
-from helpers import DEEP, DEEP_OBJECT, fault_args, fault_env, fault_world, one_line_exit_2
+from helpers import DEEP, DEEP_OBJECT, META, fault_args, fault_env, fault_world, one_line_exit_2
 
 from recall.analysis.model import Hit, QueryResult, RunResult
 from recall.cache import keep_file, read_file
@@ -40,11 +40,6 @@ RESULTS = (
     QueryResult(None, ()),
 )
 RUN = RunResult("base", "finder", 0.5, 1.5, RESULTS)
-META = {  # what a run writes (run._meta), which a saved file must hold
-    "recall": "test", "python": "3.11", "git": "2.39", "ctags": "5.9",
-    "engine": {"source": "preset:fzf", "sha256": "e" * 64},
-    "corpus_sha256": "c" * 64, "queries_sha256": "a" * 64, "config": None,
-}  # fmt: skip
 
 
 def _key(**changes) -> dict:
@@ -200,6 +195,40 @@ def test_a_saved_run_stands_in_for_the_baseline_of_the_same_rows(tmp_path):
     run, key = load_against(_saved(tmp_path), ROWS, data_key(PINS, ROWS), EVERY)
     assert run.results == RESULTS and run.cached and key == _key()
     assert run.label == "saved main.json (base)"
+
+
+@needs_ctags
+def test_a_saved_run_s_meta_reads_back_typed_and_is_written_as_a_run_wrote_it(tmp_path):
+    path = _saved(tmp_path)
+    assert orjson.loads(path.read_bytes())["meta"] == META.to_json()
+    assert saved.load_saved(path, "merge").meta == META
+
+
+@needs_ctags
+@pytest.mark.parametrize(
+    ("key", "value", "fault"),
+    [
+        ("ctags", None, "meta: no 'ctags'"),
+        (
+            "engine",
+            {"source": "preset:fzf", "sha256": "0"},
+            "meta.engine.sha256: expected a SHA-256",
+        ),
+        ("corpus_sha256", 5, "meta.corpus_sha256: expected str, got 5"),
+    ],
+)
+def test_a_saved_run_whose_meta_has_the_wrong_shape_is_refused_naming_the_file_and_key(
+    tmp_path, key, value, fault
+):
+    path = _saved(tmp_path)
+    data = orjson.loads(path.read_bytes())
+    if value is None:
+        del data["meta"][key]
+    else:
+        data["meta"][key] = value
+    path.write_bytes(orjson.dumps(data))
+    with pytest.raises(RecallError, match=f"^merge {re.escape(str(path))}: {re.escape(fault)}"):
+        saved.load_saved(path, "merge")
 
 
 @needs_ctags

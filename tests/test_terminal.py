@@ -16,6 +16,7 @@ from pathlib import Path
 import git
 import pytest
 from conftest import make_repo, needs_ctags, run_cli, tiny_suite
+from helpers import META
 
 import recall
 from recall.analysis.model import Hit, QueryResult, RunResult
@@ -114,11 +115,7 @@ def test_a_saved_runs_label_holding_an_escape_is_shown_escaped(tiny, tmp_path):
         "\x1b[5mblink", "x", 0.0, 0.0, (QueryResult(1, (Hit("alpha_function", None, None),)),)
     )
     path = tmp_path / "old.json"
-    meta = {  # as a run writes it (run._meta): a saved file must hold it
-        "recall": "0", "python": "3", "git": "2", "ctags": "5", "corpus_sha256": "c" * 64,
-        "queries_sha256": "a" * 64, "engine": {"source": "preset:fzf", "sha256": "e" * 64},
-    }  # fmt: skip
-    saved.save_runs(path, meta, rows, [(run, data_key(load_pins(tiny["corpus"]), rows))])
+    saved.save_runs(path, META, rows, [(run, data_key(load_pins(tiny["corpus"]), rows))])
     proc = _recall(tiny, "--queries", str(tiny["queries"]), "--no-regress", "--against", str(path))
     assert proc.returncode == 0, proc.stderr
     assert not RAW.search(proc.stdout) and "\\x1b[5mblink" in proc.stdout

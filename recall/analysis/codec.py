@@ -12,8 +12,9 @@ The rules, the same for every class:
   JSON_OMIT at None, is None where none of X's keys are there (a history's failed commit);
 - `JSON_OMIT` maps a key to the value at which it is absent (a section not asked for);
 - tuples are arrays, `dict[str, X]` objects, `X | None` null or X, `Literal` one of its
-  values; a bare `dict` is passed through; a float field keeps a whole number an int, as
-  the writer wrote it, so that a value read back writes the same bytes.
+  values, `Annotated[str, Pattern(...)]` a string of that form (a digest, a commit); a
+  float field keeps a whole number an int, as the writer wrote it, so that a value read
+  back writes the same bytes.
 
 msgspec does this too, but cannot flatten a field, compute a key or keep those ints, and
 the schema (schema.py) needs the same rules read the same way: these hundred lines are
@@ -24,10 +25,11 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 import types
 import typing
 from collections.abc import Mapping
-from typing import Any, ClassVar, Literal, TypeVar, Union
+from typing import Annotated, Any, ClassVar, Literal, TypeVar, Union
 
 from recall.errors import RecallError
 
@@ -49,6 +51,15 @@ class Coded:
         return decode(cls, data)
 
 
+@dataclasses.dataclass(frozen=True)
+class Pattern:
+    """The form of a string field, `Annotated[str, Pattern(...)]`: the reader refuses a
+    string of another form, and the schema says it."""
+
+    regex: str  # the whole string matches it
+    what: str  # what a message calls such a string: "a SHA-256"
+
+
 def keys(cls: type) -> tuple[str, ...]:
     """The JSON keys of a class, in order (a flattened field stands for its keys)."""
     order = getattr(cls, "JSON_KEYS", None)
@@ -57,7 +68,7 @@ def keys(cls: type) -> tuple[str, ...]:
 
 @functools.cache
 def hints(cls: Any) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
+    return typing.get_type_hints(cls, include_extras=True)
 
 
 def encode(value: Any) -> Any:
@@ -132,6 +143,9 @@ def _flat_class(tp: Any) -> Any:
 def named(hint: object) -> str:
     """A type hint as a message says it: `int`, `str or None`, `one of 'tune', 'holdout'`."""
     origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is Annotated:
+        rule = pattern(hint)
+        return rule.what if rule else named(args[0])
     if origin in (typing.Union, types.UnionType):
         return " or ".join(named(arg) for arg in args)
     if origin is Literal:
@@ -145,10 +159,22 @@ def named(hint: object) -> str:
     return getattr(hint, "__name__", str(hint))
 
 
+def pattern(hint: Any) -> Pattern | None:
+    """The form an `Annotated` hint asks of its string (None: any, or another hint)."""
+    rules = (rule for rule in getattr(hint, "__metadata__", ()) if isinstance(rule, Pattern))
+    return next(rules, None)
+
+
 def _value(tp: Any, data: object, where: str) -> Any:
     origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if tp is Any or tp is dict:
+    if tp is Any:
         return data
+    if origin is Annotated:
+        value = _value(args[0], data, where)
+        rule = pattern(tp)
+        if rule and not re.fullmatch(rule.regex, value):
+            raise RecallError(f"{where}: expected {rule.what}, got {value!r}")
+        return value
     if dataclasses.is_dataclass(tp):
         return decode(tp, data, where)  # type: ignore[arg-type]
     if origin in (Union, types.UnionType):

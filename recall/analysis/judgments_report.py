@@ -17,6 +17,7 @@ from recall.analysis import ceiling
 from recall.analysis.judgments import judge
 from recall.analysis.model import (
     ErrorRow,
+    Meta,
     OffCorpusRow,
     QueryResult,
     Report,
@@ -32,7 +33,7 @@ NO_CEILING = ceiling.summary([], {}, {})  # no recipe makes a judgment: nothing 
 
 
 def judgments_report(
-    meta: dict, judgments: list[Judgment], rows: list[QueryRow], runs: list[RunResult], *,
+    meta: Meta, judgments: list[Judgment], rows: list[QueryRow], runs: list[RunResult], *,
     baseline: bool, split: Split | None = None,
 ) -> Report:  # fmt: skip
     """The report of runs (the baseline first, with one) over the judged rows: the rows

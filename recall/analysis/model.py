@@ -9,15 +9,18 @@ process, session, engine or git code.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated
 
-from recall.analysis.codec import Coded, decode
+from recall.analysis.codec import Coded, Pattern, decode
 from recall.analysis.effort import Effort
 from recall.analysis.judgments import Judged
 from recall.analysis.stats import McNemar, Significance, Verdict, verdict_line
 from recall.errors import RecallError
-from recall.inputs.sides import Split
+from recall.inputs.sides import TUNE, Side, Split
 
 TOP = 10  # the hits kept of each answer: enough for top-10 and for the report's examples
+Sha256 = Annotated[str, Pattern("[0-9a-f]{64}", "a SHA-256")]  # a file's digest, in hex
+CommitSha = Annotated[str, Pattern("[0-9a-f]{40}", "a commit's full sha")]
 
 
 @dataclass(frozen=True)
@@ -450,12 +453,49 @@ class Holdout(Coded):
 
 
 @dataclass(frozen=True)
+class EngineMeta(Coded):
+    """The finder's engine: where its description came from (a preset, a recall.toml) and
+    the SHA-256 of what it says."""
+
+    source: str
+    sha256: Sha256
+
+
+@dataclass(frozen=True)
+class Meta(Coded):
+    """What ran: recall, Python, git and ctags versions, the engine and the digests of the
+    corpus and query files, and the recall.toml read (null: none; a report that lacks the
+    key reads as none)."""
+
+    recall: str
+    python: str
+    git: str
+    ctags: str
+    engine: EngineMeta
+    corpus_sha256: Sha256
+    queries_sha256: Sha256
+    config: str | None = None
+
+
+@dataclass(frozen=True)
+class CorpusPin(Coded):
+    """A corpus as corpus.json pins it; split: its side of the tune/holdout split (holdout:
+    fresh; seen: held out, read while tuning; a pin that lacks the key is on tune, as in
+    corpus.json)."""
+
+    url: str
+    sha: CommitSha
+    language: str
+    split: Side = TUNE
+
+
+@dataclass(frozen=True)
 class Report(Coded):
     """Everything a run reports. `diffs` holds each candidate's diff against the baseline
     (empty without one); the JSON's `diff` is the first of them, as the contract names it."""
 
-    meta: dict
-    corpus: dict[str, dict]
+    meta: Meta
+    corpus: dict[str, CorpusPin]  # by the pin's name
     queries: int
     sourced: int
     runs: tuple[RunSummary, ...]

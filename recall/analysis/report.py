@@ -17,6 +17,7 @@ from recall.analysis.model import (
     BenchSummary,
     CeilingCounts,
     CeilingSummary,
+    CorpusPin,
     Counts,
     Diff,
     Errored,
@@ -26,6 +27,7 @@ from recall.analysis.model import (
     HoldoutView,
     Lost,
     Margin,
+    Meta,
     Miss,
     OffCorpusRow,
     QueryResult,
@@ -280,7 +282,7 @@ def against_ceiling(
 
 
 def analyse(
-    meta: dict, pins: dict[str, Pin], rows: list[QueryRow], runs: list[RunResult], *,
+    meta: Meta, pins: dict[str, Pin], rows: list[QueryRow], runs: list[RunResult], *,
     baseline: bool, cases: list[Case], case_results: list[tuple[QueryResult, ...]],
     regress: RegressSection | None, accepted: list[Key] | None,
     explain_flags: list[str | None], ceiling: CeilingSummary,
@@ -318,7 +320,9 @@ def analyse(
             diffs.append(dataclasses.replace(d, explain_flags=flags))
     return Report(
         meta=meta,
-        corpus={name: pin.as_json() for name, pin in pins.items()},
+        corpus={
+            name: CorpusPin(pin.url, pin.sha, pin.language, pin.split) for name, pin in pins.items()
+        },
         queries=len(rows),
         sourced=sum(1 for r in rows if r.sourced),
         runs=summaries,

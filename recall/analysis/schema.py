@@ -6,8 +6,7 @@ tests/test_schema.py holds the committed file to what this gives.
 Every class is a definition named as the class, its docstring its description; a key is
 required unless its class omits it at some value (JSON_OMIT); a flattened part's keys sit
 in its parent's definition; a computed key takes its property's return type, a constant
-its value. The two parts that are no dataclass of the model (the run's `meta` and a
-corpus pin, both written by the run from its inputs) are spelled out in SIDE below.
+its value; a string of a given form (`Annotated[str, Pattern(...)]`) its pattern.
 """
 
 from __future__ import annotations
@@ -17,53 +16,15 @@ import inspect
 import json
 import types
 import typing
-from typing import Any, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
-from recall.analysis.codec import encode, hints, keys
+from recall.analysis.codec import encode, hints, keys, pattern
 from recall.analysis.model import SCHEMA, Report
-
-DIGEST = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
-SIDE: dict[str, dict] = {
-    "meta": {
-        "description": "What ran: recall, Python, git and ctags versions, the engine and "
-        "the digests of the corpus and query files, and the recall.toml read (null: none).",
-        "type": "object",
-        "properties": {
-            "recall": {"type": "string"}, "python": {"type": "string"},
-            "git": {"type": "string"}, "ctags": {"type": "string"},
-            "engine": {
-                "type": "object",
-                "properties": {"source": {"type": "string"}, "sha256": DIGEST},
-                "required": ["sha256", "source"], "additionalProperties": False,
-            },
-            "corpus_sha256": DIGEST, "queries_sha256": DIGEST,
-            "config": {"type": ["string", "null"]},
-        },
-        "required": ["corpus_sha256", "ctags", "engine", "git", "python", "queries_sha256",
-                     "recall"],
-        "additionalProperties": False,
-    },
-    "pin": {
-        "description": "A corpus as corpus.json pins it; split: its side of the tune/holdout "
-        "split (holdout: fresh; seen: held out, read while tuning).",
-        "type": "object",
-        "properties": {
-            "url": {"type": "string"}, "sha": {"type": "string", "pattern": "^[0-9a-f]{40}$"},
-            "language": {"type": "string"}, "split": {"enum": ["tune", "holdout", "seen"]},
-        },
-        "required": ["language", "sha", "url"], "additionalProperties": False,
-    },
-}  # fmt: skip
-# Fields typed `dict` in the model whose shape SIDE gives.
-FIELDS: dict[tuple[type, str], dict] = {
-    (Report, "meta"): {"$ref": "#/$defs/meta"},
-    (Report, "corpus"): {"type": "object", "additionalProperties": {"$ref": "#/$defs/pin"}},
-}
 
 
 def report_schema() -> dict:
     """The JSON Schema (draft 2020-12) of a report."""
-    defs: dict[str, dict] = dict(SIDE)
+    defs: dict[str, dict] = {}
     top = _object(Report, defs)
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -88,9 +49,7 @@ def _object(cls: type, defs: dict[str, dict]) -> dict:
             properties |= part["properties"]
             required += part["required"]
             continue
-        if (cls, key) in FIELDS:
-            properties[key] = FIELDS[(cls, key)]
-        elif key in fields:
+        if key in fields:
             properties[key] = _type(hints(cls)[key], defs)
         else:
             properties[key] = _computed(cls, key, defs)
@@ -118,6 +77,9 @@ def _computed(cls: type, key: str, defs: dict[str, dict]) -> dict:
 
 def _type(tp: Any, defs: dict[str, dict]) -> dict:
     origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is Annotated:
+        rule = pattern(tp)
+        return _type(args[0], defs) | ({"pattern": f"^{rule.regex}$"} if rule else {})
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         name = tp.__name__
         if name not in defs:
@@ -136,7 +98,7 @@ def _type(tp: Any, defs: dict[str, dict]) -> dict:
     if origin is Literal:
         return {"enum": list(args)}
     simple = {int: "integer", float: "number", str: "string", bool: "boolean",
-              type(None): "null", dict: "object"}  # fmt: skip
+              type(None): "null"}  # fmt: skip
     if tp in simple:
         return {"type": simple[tp]}
     raise TypeError(f"no schema for {tp}")

@@ -19,6 +19,7 @@ from recall.analysis.judgments import JudgedDiff
 from recall.analysis.model import (
     CeilingCounts,
     CeilingSummary,
+    CorpusPin,
     Counts,
     Diff,
     Lost,
@@ -93,18 +94,18 @@ def _rank(rank: int | None) -> str:
     return "-" if rank is None else str(rank)
 
 
-def source_link(pin: dict | None, file: str | None, line: int | None) -> str | None:
+def source_link(pin: CorpusPin | None, file: str | None, line: int | None) -> str | None:
     """The file and line on the pinned commit, for pins hosted on GitHub."""
     if not pin or not file:
         return None
-    parts = urlsplit(pin["url"])
+    parts = urlsplit(pin.url)
     if parts.hostname != "github.com":
         return None
     path = parts.path.strip("/").removesuffix(".git")
     if path.count("/") != 1:
         return None
     anchor = f"#L{line}" if line else ""
-    return f"https://github.com/{path}/blob/{pin['sha']}/{quote(file.lstrip('/'))}{anchor}"
+    return f"https://github.com/{path}/blob/{pin.sha}/{quote(file.lstrip('/'))}{anchor}"
 
 
 def _marks(ceiling: CeilingCounts, label: str) -> Marks:
@@ -278,7 +279,7 @@ def moves_chart(moves: dict[str, int]) -> str:
     return "".join(parts)
 
 
-def _lost_table(rows: tuple[Lost, ...], corpus: dict) -> str:
+def _lost_table(rows: tuple[Lost, ...], corpus: dict[str, CorpusPin]) -> str:
     if not rows:
         return "<p>None.</p>"
     head = ["repo", "query", "type", "source", "defined at", "old", "new", "#1 now"]
@@ -360,7 +361,7 @@ def _seconds_table(runs: tuple[RunSummary, ...]) -> str:
     return "<h2>Seconds</h2>" + _table(["binary", "index s", "query s"], rows)
 
 
-def _diff_section(d: Diff, corpus: dict) -> list[str]:
+def _diff_section(d: Diff, corpus: dict[str, CorpusPin]) -> list[str]:
     """One candidate's diff whole: its verdict, moves, and every lost and gained row."""
     out = [
         f"<h2>Diff: {_e(d.new)} against {_e(d.base)}</h2>",
@@ -397,7 +398,6 @@ def _unknown_sources(unknown: UnknownSources) -> list[str]:
 def render_html(report: Report) -> str:
     """The whole page of a report (docs/report-json.md says its parts)."""
     runs, meta = report.runs, report.meta
-    engine = meta.get("engine", {}).get("source", "")
     split = f" (the {_e(report.split)} split)" if report.split else ""
     effort = report.effort  # a typing set's run: keystrokes to the name
     judgments = report.judgments  # a judgments set's run: agreement with people
@@ -415,9 +415,9 @@ def render_html(report: Report) -> str:
         f"<title>{title}</title>",
         f"<style>{CSS}</style></head><body>",
         f"<h1>{title}</h1>",
-        f'<p class="meta">recall {_e(meta.get("recall", ""))} · engine {_e(engine)} · '
-        f"Python {_e(meta.get('python', ''))} · ctags {_e(meta.get('ctags', ''))} · "
-        f"queries sha256 {_e(str(meta.get('queries_sha256', ''))[:12])}</p>",
+        f'<p class="meta">recall {_e(meta.recall)} · engine {_e(meta.engine.source)} · '
+        f"Python {_e(meta.python)} · ctags {_e(meta.ctags)} · "
+        f"queries sha256 {_e(meta.queries_sha256[:12])}</p>",
     ]
     diffs = report.diffs
     efforts: tuple[EffortDiff | None, ...] = (effort.diffs if effort else ()) or (

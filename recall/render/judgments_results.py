@@ -129,7 +129,7 @@ def render_judgments_results(
         ["what", "value"],
         [[Markdown("CPUs (`nproc`)"), host["cpus"]], ["CPU model", host["cpu_model"]],
          ["system", host["system"]], ["Python", host["python"]],
-         ["recall", str(meta.get("recall", "?"))], ["query jobs", host.get("jobs", "1")]],
+         ["recall", meta.recall], ["query jobs", host.get("jobs", "1")]],
         True,
     )  # fmt: skip
     return "\n".join(out) + "\n"

@@ -9,14 +9,14 @@ queries.
 from __future__ import annotations
 
 import platform
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
 
-from recall.analysis.model import TOP, Hit, QueryResult, RunResult
+from recall.analysis.codec import decode
+from recall.analysis.model import TOP, Hit, Meta, QueryResult, RunResult
 from recall.cache import drop_file, keep_file, key_digest, read_file, warn
 from recall.errors import RecallError
 from recall.files import read_input, write_atomic
@@ -239,7 +239,7 @@ def code_of(key: dict) -> tuple[object, object]:
 
 
 def save_runs(
-    path: Path, meta: dict, rows: list[QueryRow], runs: list[tuple[RunResult, dict]],
+    path: Path, meta: Meta, rows: list[QueryRow], runs: list[tuple[RunResult, dict]],
     *, baseline: bool = False, explain: list[Flags | None] | None = None,
     selection: dict | None = None,
 ) -> None:  # fmt: skip
@@ -251,7 +251,7 @@ def save_runs(
     data: dict = {
         "kind": SAVED_KIND,
         "format": FORMAT,
-        "meta": meta,
+        "meta": meta.to_json(),
         "baseline": baseline,
         "explain": [None if f is None else [list(pair) for pair in f] for f in explain or []],
         "rows": [[r.repo, r.query, r.type, r.source] for r in rows],
@@ -269,7 +269,7 @@ def save_runs(
 class Saved:
     """A --save file read back whole and checked field by field."""
 
-    meta: dict
+    meta: Meta
     baseline: bool  # the first run is the baseline the others were diffed against
     rows: list[QueryRow]
     runs: list[tuple[RunResult, dict]]  # each run and its key
@@ -318,41 +318,14 @@ def load_saved(path: Path, flag: str) -> Saved:
             contradiction(run.results, rows)
         except ValueError as exc:
             raise RecallError(f"{where}: runs[{i}]: {exc}") from None
-    meta, baseline = data.get("meta"), data.get("baseline", False)
+    baseline = data.get("baseline", False)
     if not isinstance(baseline, bool):
         raise RecallError(f"{where}: baseline must be true or false")
     explain = _decode_explain(where, data.get("explain", []))
     if explain and len(explain) != len(runs):
         raise RecallError(f"{where}: explain must hold one entry a run ({len(runs)}), or none")
-    return Saved(_checked_meta(where, meta), baseline, rows, runs, explain, data.get("selection"))
-
-
-META_TEXTS = ("recall", "python", "git", "ctags")
-SHA256 = re.compile(r"[0-9a-f]{64}")
-
-
-def _checked_meta(where: str, meta: object) -> dict:
-    """A saved run's meta, which a merged report shows as what ran: every field a run
-    writes (run._meta), each of its type, and no other."""
-    engine = meta.get("engine") if isinstance(meta, dict) else None
-    digests = ("corpus_sha256", "queries_sha256")
-    if not (
-        isinstance(meta, dict)
-        and set(meta) - {"config"} == {*META_TEXTS, *digests, "engine"}
-        and all(isinstance(meta[key], str) for key in META_TEXTS)
-        and all(isinstance(meta[key], str) and SHA256.fullmatch(meta[key]) for key in digests)
-        and isinstance(meta.get("config"), str | None)
-        and isinstance(engine, dict)
-        and set(engine) == {"source", "sha256"}
-        and isinstance(engine["source"], str)
-        and isinstance(engine["sha256"], str)
-        and SHA256.fullmatch(engine["sha256"])
-    ):
-        raise RecallError(
-            f"{where}: meta must hold {', '.join(META_TEXTS)}, {', '.join(digests)} and "
-            "engine {source, sha256} (and config), as recall run writes them"
-        )
-    return meta
+    meta = decode(Meta, data.get("meta"), f"{where}: meta")  # what a merged report shows ran
+    return Saved(meta, baseline, rows, runs, explain, data.get("selection"))
 
 
 def _decode_explain(where: str, value: object) -> list[Flags | None]:

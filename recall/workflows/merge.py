@@ -90,14 +90,14 @@ def shards_selection(
     )
 
 
-def merge_saved(paths: list[Path], asked: list[QueryRow], data: dict[str, Path]) -> Saved:
+def merge_saved(paths: list[Path], asked: list[QueryRow], corpus: Path, queries: Path) -> Saved:
     """The shards' files as one saved run over asked (the rows, then the regress cases),
-    each file having run the data files of `data` (a meta key such as `queries_sha256`,
-    and the file that key's digest must be of) as they are now."""
+    each file having run the corpus and queries files as they are now."""
     shards = [load_saved(path, "merge") for path in paths]
     first = shards[0]
-    for meta_key, source in data.items():  # the other files' meta is the first's, below
-        if first.meta.get(meta_key) != file_sha256(source):
+    ran = ((first.meta.corpus_sha256, corpus), (first.meta.queries_sha256, queries))
+    for digest, source in ran:  # the other files' meta is the first's, below
+        if digest != file_sha256(source):
             raise RecallError(
                 f"merge {paths[0]}: ran other data than {source} has now (give the "
                 "--corpus and --queries the shards ran with)"
@@ -105,7 +105,7 @@ def merge_saved(paths: list[Path], asked: list[QueryRow], data: dict[str, Path])
     labels = [run.label for run, _key in first.runs]
     owner: dict[str, int] = {}
     for i, (path, shard) in enumerate(zip(paths, shards, strict=True)):
-        check_same_meta(path, shard.meta, paths[0], first.meta)
+        check_same_meta(path, shard.meta.to_json(), paths[0], first.meta.to_json())
         same = (shard.baseline, shard.explain) == (first.baseline, first.explain)
         if [run.label for run, _key in shard.runs] != labels or not same:
             raise RecallError(f"merge {path}: holds other runs than {paths[0]} ({labels})")
@@ -216,8 +216,7 @@ def merge(options: MergeOptions) -> Report:
         options.no_regress, options.regress, found.default_regress, pins, rows
     )
     files = [Path(f) for f in options.files]
-    ran = {"corpus_sha256": corpus_path, "queries_sha256": queries_path}
-    merged = merge_saved(files, rows + [case.row for case in cases], ran)
+    merged = merge_saved(files, rows + [case.row for case in cases], corpus_path, queries_path)
     if (options.needs_baseline or options.accept) and not merged.baseline:
         raise RecallError("--fail-on-loss and --accept need shards run with a baseline")
     accepted = (

@@ -51,7 +51,7 @@ def set_shares(
         for path in sorted(Path(folder).glob("*.json")):
             entry = read_entry(path)
             report = entry.report
-            if report.meta.get("queries_sha256") != digest:
+            if report.meta.queries_sha256 != digest:
                 raise RecallError(f"{path}: a kept report of another query set than {committed}")
             if report.split:
                 raise RecallError(f"{path}: a kept report of the {report.split} split alone")

@@ -239,7 +239,7 @@ def check_comparable(entries: list[Entry]) -> None:
                 raise RecallError(
                     f"{entry.label}: its report's {key} differs from {entries[0].label}'s"
                 )
-        if report.meta.get("queries_sha256") != first.meta.get("queries_sha256"):
+        if report.meta.queries_sha256 != first.meta.queries_sha256:
             raise RecallError(f"{entry.label}: ran a different query set")
 
 

@@ -18,6 +18,8 @@ from recall.analysis.model import (
     UNKNOWN_SHOWN,
     BenchSummary,
     CeilingSummary,
+    EngineMeta,
+    Meta,
     QueryResult,
     RegressSection,
     Report,
@@ -129,7 +131,7 @@ class Measurement:
     plan: Plan
     measured: list[Measured]
     has_base: bool
-    meta: dict
+    meta: Meta
     ceiling: CeilingSummary | None  # None for a shard, which makes no report
     bench: BenchSummary | None = None
 
@@ -318,7 +320,7 @@ def plan_ceiling(plan: Plan) -> CeilingSummary:
 
 
 def analyse_plan(
-    plan: Plan, measured: list[Measured], *, has_base: bool, meta: dict,
+    plan: Plan, measured: list[Measured], *, has_base: bool, meta: Meta,
     ceiling: CeilingSummary, bench: BenchSummary | None,
 ) -> Report:  # fmt: skip
     """The plan's part of the analysis: the regress file, the explain flags of each diff,
@@ -543,17 +545,14 @@ def _explain_flags(base: Flags | None, new: Flags | None, data: Flags) -> str | 
     return " ".join(option(flag, value) for flag, value in (*both.items(), *data))
 
 
-def _meta(engine: Engine, corpus: Path, queries: Path, config: Path | None) -> dict:
-    return {
-        "recall": __version__,
-        "python": platform.python_version(),
-        "git": ".".join(map(str, git.Git().version_info)),
-        "ctags": ctags_version(),
-        "engine": {"source": engine.source, "sha256": engine.digest},
-        **_meta_digests(corpus, queries),
-        "config": None if config is None else str(config.absolute()),  # the recall.toml read
-    }
-
-
-def _meta_digests(corpus: Path, queries: Path) -> dict[str, str]:
-    return {"corpus_sha256": file_sha256(corpus), "queries_sha256": file_sha256(queries)}
+def _meta(engine: Engine, corpus: Path, queries: Path, config: Path | None) -> Meta:
+    return Meta(
+        recall=__version__,
+        python=platform.python_version(),
+        git=".".join(map(str, git.Git().version_info)),
+        ctags=ctags_version(),
+        engine=EngineMeta(engine.source, engine.digest),
+        corpus_sha256=file_sha256(corpus),
+        queries_sha256=file_sha256(queries),
+        config=None if config is None else str(config.absolute()),  # the recall.toml read
+    )
