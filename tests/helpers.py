@@ -8,6 +8,7 @@ importing one runs its module fixtures' definitions and shadows fixtures of the 
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import struct
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import git
 import numpy as np
-from conftest import ROOT, make_repo, tiny_suite
+from conftest import ROOT, make_repo, run_cli, tiny_suite
 
 from recall.analysis.ceiling import RowCeiling
 from recall.analysis.ceiling import summary as ceiling_summary
@@ -299,3 +300,15 @@ def kept_entries(entries: list[dict]) -> list[Entry]:
         report["runs"] = [run_parts | run for run in report["runs"]]
         typed.append(Entry.from_json(entry | {"report": report}))
     return typed
+
+
+def saved_gin_run(preset: str, cache: Path, tmp_path: Path) -> dict:
+    """A preset's run over gin's abbr3 and typo rows, as `--save` wrote it: what the tests
+    of a library finder compare with the library called directly."""
+    saved = tmp_path / "saved.json"
+    proc = run_cli(
+        "--engine", preset, "--repo", "gin", "--type", "abbr3", "--type", "typo",
+        "--cache", str(cache), "--save", str(saved), "--no-regress",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(saved.read_text())

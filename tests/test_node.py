@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, commit_files, make_repo, needs_tool, run_cli
+from helpers import saved_gin_run
 
 from recall.errors import RecallError
 from recall.finders.engine import load_preset, parse_engine
@@ -287,13 +288,7 @@ def test_a_node_engine_runs_the_adapter_of_the_tree_under_test():
 def test_each_node_preset_on_gin_ranks_as_the_package_called_directly(
     preset, modules, real_cache, gin, tmp_path
 ):
-    saved = tmp_path / "saved.json"
-    proc = run_cli(
-        "--engine", preset, "--repo", "gin", "--type", "abbr3", "--type", "typo",
-        "--cache", str(real_cache), "--save", str(saved), "--no-regress",
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    document = json.loads(saved.read_text())
+    document = saved_gin_run(preset, real_cache, tmp_path)
     results = document["runs"][-1]["results"]
     assert len(results) == len(document["rows"]) > 150
     names = list(distinct_names(checkout_symbols(gin, real_cache)))

@@ -10,6 +10,7 @@ from pathlib import Path
 import git
 import pytest
 from conftest import ROOT, Ran, run_cli, tiny_suite
+from helpers import saved_gin_run
 
 from recall.errors import RecallError
 from recall.finders.engine import load_preset, parse_engine
@@ -147,13 +148,7 @@ def test_each_library_preset_on_gin_ranks_as_the_library_called_directly(
     preset, real_cache, gin, tmp_path
 ):
     call = _direct(preset)
-    saved = tmp_path / "saved.json"
-    proc = run_cli(
-        "--engine", preset, "--repo", "gin", "--type", "abbr3", "--type", "typo",
-        "--cache", str(real_cache), "--save", str(saved), "--no-regress",
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    document = json.loads(saved.read_text())
+    document = saved_gin_run(preset, real_cache, tmp_path)
     results = document["runs"][-1]["results"]
     names = tuple(distinct_names(checkout_symbols(gin, real_cache)))
     assert len(results) == len(document["rows"]) > 150
