@@ -18,7 +18,7 @@ from pathlib import Path
 import git
 import jsonschema
 import pytest
-from conftest import ROOT, make_repo, run_cli
+from conftest import ROOT, make_repo, needs_tool, run_cli
 from helpers import weaker_clone
 
 from recall.analysis.model import Report
@@ -72,6 +72,10 @@ def _fzf_agreement(path: Path) -> int:
     return agree
 
 
+@needs_tool("fzf")
+@needs_tool("fzy")
+@needs_tool("node", "nodejs")
+@needs_tool("npm")
 def test_the_must_show_command_reports_each_finder_s_agreement_and_fzf_s_is_fzf_s_own(real_cache):
     proc = run_cli("--cache", str(real_cache), *MUST_SHOW)
     assert proc.returncode == 0, proc.stderr
@@ -92,6 +96,10 @@ def test_the_must_show_command_reports_each_finder_s_agreement_and_fzf_s_is_fzf_
     assert "sourced queries" not in text and "\nBy type\n" not in text
 
 
+@needs_tool("fzf")
+@needs_tool("fzy")
+@needs_tool("node", "nodejs")
+@needs_tool("npm")
 def test_a_judgments_file_the_tests_did_not_write_runs_with_the_same_columns(real_cache, tmp_path):
     page = tmp_path / "report.html"
     flags = ("--cache", str(real_cache), "--queries", str(FOREIGN), *MUST_SHOW[2:])
@@ -152,6 +160,7 @@ def test_a_weaker_reference_finder_loses_judgments_and_fails_on_loss(real_cache,
         assert new[0] is None or (new[1] is not None and new[1] < new[0])
 
 
+@needs_tool("fzf")
 def test_a_judgments_run_shards_and_merges_to_the_unsharded_report(real_cache, tmp_path):
     flags = ("--cache", str(real_cache), "--queries", "judgments", "--engine", "fzf")
     whole = run_cli(*flags, "--json")
@@ -167,6 +176,7 @@ def test_a_judgments_run_shards_and_merges_to_the_unsharded_report(real_cache, t
     assert json.loads(merged.stdout)["judgments"] == json.loads(whole.stdout)["judgments"]
 
 
+@needs_tool("fzf")
 def test_split_tune_runs_the_tune_projects_pairs_and_every_report_names_both_sides(
     real_cache, tmp_path
 ):
@@ -200,6 +210,8 @@ def test_split_tune_runs_the_tune_projects_pairs_and_every_report_names_both_sid
     assert json.loads(merged.stdout)["judgments"] == judged
 
 
+@needs_tool("fzf")
+@needs_tool("fzy")
 def test_a_saved_judgments_run_is_a_baseline_and_the_results_cache_keys_its_rows(
     real_cache, tmp_path
 ):
@@ -319,6 +331,7 @@ def test_a_base_whose_reference_finder_cannot_index_a_names_list_fails_in_one_li
     assert "invalid choice: 'index-names'" in line
 
 
+@needs_tool("fzf")
 def test_a_judgments_file_on_a_pipe_is_read_once_through_the_one_reader(tmp_path):
     """`--queries /dev/stdin` on a pipe: its header, rows and digest all come from the one
     read (files.read_input), so the run sees the file whole."""

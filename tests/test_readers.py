@@ -22,7 +22,15 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from conftest import ROOT, SUBSEQUENCE_ENGINE, SUBSEQUENCE_FINDER, needs_ctags, run_cli, tiny_suite
+from conftest import (
+    ROOT,
+    SUBSEQUENCE_ENGINE,
+    SUBSEQUENCE_FINDER,
+    needs_ctags,
+    needs_tool,
+    run_cli,
+    tiny_suite,
+)
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -362,6 +370,7 @@ READERS = {
 NAMES = {"engine file": "engine.toml", "corpus.json": "corpus.json"}
 
 
+@needs_tool("fzf")
 @needs_ctags
 @pytest.mark.slow
 @pytest.mark.parametrize("what", list(READERS))

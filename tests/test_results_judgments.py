@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import needs_tool, run_cli
 
 from recall.errors import RecallError
 from recall.finders.engine import load_preset, needs_corpus
@@ -47,6 +47,7 @@ def _kept(folder: Path, label: str, report: dict, **extra: object) -> None:
     (folder / f"{label.replace(' ', '-')}.json").write_text(json.dumps(entry))
 
 
+@needs_tool("fzf")
 @pytest.mark.slow
 def test_set_shares_reads_a_set_s_kept_reports_and_refuses_any_other(real_cache, gin, tmp_path):
     ran = run_cli("--cache", str(real_cache), "--repo", "gin", "--type", "abbr3", "--engine",
@@ -74,6 +75,8 @@ def test_set_shares_reads_a_set_s_kept_reports_and_refuses_any_other(real_cache,
         set_shares((("default", str(split)),))
 
 
+@needs_tool("fzf")
+@needs_tool("fzy")
 @pytest.mark.slow
 def test_the_page_through_the_cli_correlates_the_named_sets_and_renders_again_alike(
     real_cache, gin, tmp_path

@@ -10,6 +10,7 @@ from conftest import (
     SUBSEQUENCE_FINDER,
     commit_files,
     make_repo,
+    needs_tool,
     run_cli,
 )
 
@@ -246,6 +247,7 @@ def test_an_unlabeled_engine_beside_labeled_ones_is_measured_where_it_stands(
     assert [r["label"] for r in json.loads(proc.stdout)["runs"]] == ["sub", "candidate"]
 
 
+@needs_tool("fzf")
 def test_labeled_engines_keep_the_working_tree_first_unless_no_candidate(finder, real_cache, gin):
     """Issue 44 item 4: in a repo with recall.toml, `--engine fzf=fzf --engine fzy=fzy`
     reported fzf and fzy and dropped the working tree's own build."""
